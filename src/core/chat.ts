@@ -1,0 +1,200 @@
+import type { Actor } from './actor.js';
+import { AsyncQueue } from './async-queue.js';
+import type { Conversations } from './conversations.js';
+import { AppError, EngineError, ValidationError, notFound } from './errors.js';
+import { keys } from './keys.js';
+import { decodeImage, isImageMimeType } from './media.js';
+import type { Memories } from './memories.js';
+import type { ChatModel, ChatRequest, Clock, FileStore, IdGenerator, Logger, Store } from './ports.js';
+import { buildHistory, estimateTokens, systemPrompt } from './prompt.js';
+import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
+import { ThinkFilter } from './think-filter.js';
+
+export interface ChatInput {
+  data: string;
+  mimeType?: string | undefined;
+  /** MIME types the caller accepts for the reply. */
+  allow?: readonly string[] | undefined;
+}
+
+/** A reply on its way. Generation goes on even if nobody reads `pieces`, and ends in `done`. */
+export interface Reply {
+  /** One id for every chunk of this reply. */
+  id: string;
+  model: string;
+  createdSeconds: number;
+  userMessage: MessageRecord;
+  /** Visible text as it arrives (reasoning removed). Throws the engine's error if it fails. */
+  pieces: AsyncIterable<string>;
+  /** The stored reply; rejects with the engine's error, and then nothing was stored. */
+  done: Promise<MessageRecord>;
+}
+
+export interface ChatOptions {
+  contextTokens: number;
+  maxReplyTokens: number;
+  /** How many memories go into the system prompt. */
+  memoryCount: number;
+  maxTextLength: number;
+  maxImageBytes: number;
+}
+
+export const defaultChatOptions: Omit<ChatOptions, 'contextTokens' | 'maxReplyTokens'> = {
+  memoryCount: 12,
+  maxTextLength: 16_000,
+  maxImageBytes: 10 * 1024 * 1024,
+};
+
+/** How many of the latest messages stand for "what is being talked about" when choosing memories. */
+const memoryQueryMessages = 4;
+
+/** Sending a message and getting the character's reply. */
+export class Chat {
+  constructor(
+    private readonly store: Store,
+    private readonly conversations: Conversations,
+    private readonly memories: Memories,
+    private readonly files: FileStore,
+    private readonly model: ChatModel,
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+    private readonly logger: Logger,
+    private readonly options: ChatOptions,
+  ) {}
+
+  /**
+   * Stores the message, then asks the engine. The user's message is stored before the engine
+   * is called and stays whatever the engine does; the reply is stored only when complete.
+   */
+  async send(actor: Actor, conversationId: string, input: ChatInput, mode: { stream: boolean }): Promise<Reply> {
+    const conversation = await this.conversations.get(actor, conversationId);
+    const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
+    const message = await this.#toMessage(input, authorId);
+    const character = await this.store.get<CharacterRecord>(keys.character(conversation.characterId));
+    if (!character) throw notFound('Character', conversation.characterId);
+    const userMessage = await this.conversations.appendMessage(conversationId, message);
+    const reply = {
+      id: this.ids.uuid(),
+      model: this.model.modelId,
+      createdSeconds: Math.floor(this.clock.nowMillis() / 1000),
+      userMessage,
+    };
+    const pieces = new AsyncQueue<string>();
+    const done = this.#generate(conversation, character, userMessage, pieces, mode.stream);
+    // `done` is also handed to the caller; this keeps an unobserved failure from being unhandled.
+    done.catch(() => undefined);
+    return { ...reply, pieces, done };
+  }
+
+  async #generate(
+    conversation: ConversationRecord,
+    character: CharacterRecord,
+    userMessage: MessageRecord,
+    pieces: AsyncQueue<string>,
+    stream: boolean,
+  ): Promise<MessageRecord> {
+    const log = { conversationId: conversation.id, characterId: character.id, messageId: userMessage.id };
+    try {
+      const request = await this.#request(conversation, character, userMessage);
+      const filter = new ThinkFilter();
+      let text = '';
+      const emit = (piece: string) => {
+        if (piece.length === 0) return;
+        text += piece;
+        pieces.push(piece);
+      };
+      if (stream) {
+        for await (const part of this.model.stream(request)) {
+          if (part.type === 'text') emit(filter.push(part.text));
+        }
+      } else {
+        emit(filter.push((await this.model.generate(request)).text));
+      }
+      emit(filter.end());
+      if (text.trim().length === 0) {
+        throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider });
+      }
+      const stored = await this.conversations.appendMessage(conversation.id, {
+        content: text.trim(),
+        mimeType: 'text/plain',
+        participantId: character.id,
+        participantType: 'character',
+        file: null,
+      });
+      pieces.end();
+      return stored;
+    } catch (error) {
+      this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
+      pieces.fail(error);
+      throw error;
+    }
+  }
+
+  async #request(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord): Promise<ChatRequest> {
+    const { start } = await this.conversations.bounds(conversation.id);
+    // Everything up to and including this message; replies to other concurrent messages written later are not ours.
+    const end = await this.#indexAfter(conversation.id, userMessage);
+    const recent = await this.conversations.messages(conversation.id, Math.max(start, end - memoryQueryMessages), end);
+    const memories = await this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount);
+    const system = systemPrompt(character, memories);
+    const budget = this.options.contextTokens - this.options.maxReplyTokens - estimateTokens(system);
+    if (budget <= 0) {
+      throw new AppError('CONFLICT', 'The character description and memories fill the whole context; shorten them or raise LLM_CONTEXT_TOKENS.');
+    }
+    const accountRecords = await this.store.getMany<AccountRecord>(conversation.speakerAccountIds.map((id) => keys.account(id)));
+    const accounts = new Map(accountRecords.filter((account) => account !== undefined).map((account) => [account.id, account]));
+    const newestFirst: MessageRecord[] = [];
+    const page = 64;
+    let used = 0;
+    for (let to = end; to > start && used < budget; to -= page) {
+      const batch = await this.conversations.messages(conversation.id, Math.max(start, to - page), to);
+      for (const message of batch.reverse()) {
+        newestFirst.push(message);
+        used += estimateTokens(message.content);
+      }
+    }
+    const history = await buildHistory(newestFirst, { budget, accounts, files: this.files });
+    return { messages: [{ role: 'system', content: system }, ...history], maxTokens: this.options.maxReplyTokens };
+  }
+
+  /** The list index just after `message` (it was appended moments ago, so search from the end). */
+  async #indexAfter(conversationId: string, message: MessageRecord): Promise<number> {
+    const { start, end } = await this.conversations.bounds(conversationId);
+    for (let to = end; to > start; to -= 32) {
+      const from = Math.max(start, to - 32);
+      const batch = await this.conversations.messages(conversationId, from, to);
+      const position = batch.findIndex((candidate) => candidate.id === message.id);
+      if (position >= 0) return from + position + 1;
+    }
+    // Cleared meanwhile: nothing before it remains.
+    return end;
+  }
+
+  async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
+    const allow = input.allow;
+    if (allow !== undefined && !allow.includes('text/plain') && !allow.includes('text/*') && !allow.includes('*/*')) {
+      throw ValidationError.field('allow', 'must include text/plain: replies are text');
+    }
+    const mimeType = input.mimeType ?? 'text/plain';
+    if (mimeType === 'text/plain') {
+      const text = input.data.trim();
+      if (text.length === 0) throw ValidationError.field('data', 'must not be empty');
+      if (text.length > this.options.maxTextLength) {
+        throw ValidationError.field('data', `must be at most ${this.options.maxTextLength} characters`);
+      }
+      return { content: text, mimeType, participantId: authorId, participantType: 'account', file: null };
+    }
+    if (isImageMimeType(mimeType)) {
+      const image = await decodeImage('data', input.data, mimeType, this.options.maxImageBytes);
+      const file = await this.files.put(image.bytes, image.mimeType);
+      return {
+        content: '',
+        mimeType: image.mimeType,
+        participantId: authorId,
+        participantType: 'account',
+        file: { key: file.key, mimeType: file.mimeType },
+      };
+    }
+    throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg or image/webp');
+  }
+}

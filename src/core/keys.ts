@@ -1,0 +1,24 @@
+/** Store keys and list names, in one place so their layout is easy to see and to migrate. */
+export const keys = {
+  account: (accountId: string) => `account:${accountId}`,
+  accountByUsername: (username: string) => `account-by-username:${username.toLowerCase()}`,
+  /** List of every account id, in creation order. */
+  accounts: () => 'accounts',
+  apiKey: (keyHash: string) => `api-key:${keyHash}`,
+  /** Hashes of the keys an account holds now, so issuing a new key can revoke them. */
+  apiKeysOf: (accountId: string) => `api-keys-of:${accountId}`,
+  character: (characterId: string) => `character:${characterId}`,
+  /** List of a character's face models, oldest first. */
+  faceModels: (characterId: string) => `face-models:${characterId}`,
+  memories: (characterId: string) => `memories:${characterId}`,
+  memoryEmbedding: (memoryId: string, model: string) => `memory-embedding:${model}:${memoryId}`,
+  conversation: (conversationId: string) => `conversation:${conversationId}`,
+  /** List of the messages of a conversation, oldest first. */
+  messages: (conversationId: string) => `messages:${conversationId}`,
+  /** List of conversation ids an account takes part in, in the order it joined them. */
+  accountConversations: (accountId: string) => `account-conversations:${accountId}`,
+  /** List of an account's transactions, oldest first. */
+  ledger: (accountId: string) => `ledger:${accountId}`,
+  transaction: (transactionId: string) => `transaction:${transactionId}`,
+  refundOf: (debitId: string) => `refund-of:${debitId}`,
+} as const;

@@ -1,0 +1,125 @@
+/**
+ * The ports the core needs from the outside world. Adapters live in `src/store` and
+ * `src/engines`; `src/main.ts` wires them. Nothing here knows Discord or HTTP.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Persistence
+
+/**
+ * Key-value persistence with the few atomic operations the core needs.
+ *
+ * Atomicity holds within one process: `withLock` and `append` serialise callers in this
+ * process. Running several processes against one store needs a single writer (see README).
+ */
+export interface Store {
+  get<T>(key: string): Promise<T | undefined>;
+  getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>>;
+  set<T>(key: string, value: T): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Runs `task` while holding the in-process lock `name`; tasks on one name run one at a time. */
+  withLock<T>(name: string, task: () => Promise<T>): Promise<T>;
+  /**
+   * Appends one item to the append-only list `list`. `build` runs under the list's lock and
+   * receives the item's index, so ids and timestamps made there follow the list order.
+   */
+  append<T>(list: string, build: (index: number) => T | Promise<T>): Promise<T>;
+  /** Items of `list` from index `start` (inclusive) to `end` (exclusive), oldest first. */
+  range<T>(list: string, start?: number, end?: number): Promise<T[]>;
+  /** The indexes `[start, end)` a list holds now; cleared items are before `start`. */
+  bounds(list: string): Promise<{ start: number; end: number }>;
+  /** Drops every item of `list`; later appends continue after the old end. */
+  clear(list: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A file kept by the service (avatars, message images, later audio and images). */
+export interface StoredFile {
+  /** Opaque storage key; also the path under which the file is served. */
+  key: string;
+  mimeType: string;
+  size: number;
+}
+
+export interface FileStore {
+  /** Stores bytes; the same bytes give the same key. */
+  put(bytes: Uint8Array, mimeType: string): Promise<StoredFile>;
+  read(key: string): Promise<Buffer | undefined>;
+}
+
+/** Time, so tests can control it. `nowMicros` is strictly increasing within a process. */
+export interface Clock {
+  nowMillis(): number;
+  nowMicros(): number;
+}
+
+export interface IdGenerator {
+  uuid(): string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat model
+
+export type ChatRole = 'system' | 'user' | 'assistant';
+
+export type ChatContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; mimeType: string; data: Uint8Array };
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string | ChatContentPart[];
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  maxTokens?: number;
+  temperature?: number;
+}
+
+export interface ChatUsage {
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
+export interface ChatResult {
+  text: string;
+  finishReason: string;
+  usage?: ChatUsage;
+}
+
+export type ChatStreamPart =
+  | { type: 'text'; text: string }
+  | { type: 'finish'; finishReason: string; usage?: ChatUsage };
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * A chat completion engine. Failures are thrown as `EngineError`, including failures in the
+ * middle of a stream; a stream that ends normally always ends with one `finish` part.
+ */
+export interface ChatModel {
+  readonly provider: string;
+  readonly modelId: string;
+  generate(request: ChatRequest, options?: CallOptions): Promise<ChatResult>;
+  stream(request: ChatRequest, options?: CallOptions): AsyncIterable<ChatStreamPart>;
+}
+
+/** Text embeddings, used to rank a character's memories when configured. */
+export interface Embedder {
+  readonly modelId: string;
+  embed(texts: readonly string[], options?: CallOptions): Promise<number[][]>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logging
+
+/** The slice of pino the core uses; pino's Logger satisfies it. */
+export interface Logger {
+  debug(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}

@@ -1,0 +1,48 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { AppError } from '../core/errors.js';
+import { authenticate } from './auth.js';
+import type { HttpDependencies, HttpEnv } from './context.js';
+import { handleError } from './errors.js';
+import { accountRoutes } from './routes/accounts.js';
+import { characterRoutes } from './routes/characters.js';
+import { conversationRoutes } from './routes/conversations.js';
+import { fileRoutes } from './routes/files.js';
+import { Serializers } from './serializers.js';
+
+/** Largest request body: a chat message may carry a 10 MB image as base64. */
+export const maxBodyBytes = 15 * 1024 * 1024;
+
+/** The HTTP front end: the spec's `/api/v0` JSON API, signed files and a health check. */
+export function createApp(dependencies: HttpDependencies) {
+  const routes = { ...dependencies, serializers: new Serializers(dependencies.signer) };
+  const app = new Hono<HttpEnv>();
+
+  const onError = handleError(dependencies.logger);
+  app.onError(onError);
+  app.notFound((context) =>
+    onError(new AppError('NOT_FOUND', `There is no endpoint ${context.req.method} ${context.req.path}.`), context),
+  );
+
+  app.get('/healthz', (context) => {
+    const ready = dependencies.isReady?.() ?? true;
+    return context.json({ status: ready ? 'ok' : 'starting' }, ready ? 200 : 503);
+  });
+  app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
+
+  const api = new Hono<HttpEnv>();
+  api.use(
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: () => {
+        throw new AppError('PAYLOAD_TOO_LARGE', `The request body is larger than ${maxBodyBytes / 1024 / 1024} MB.`);
+      },
+    }),
+  );
+  api.use(authenticate(dependencies.core));
+  api.route('/conversations', conversationRoutes(routes));
+  api.route('/accounts', accountRoutes(routes));
+  api.route('/characters', characterRoutes(routes));
+  app.route('/api/v0', api);
+  return app;
+}

@@ -1,0 +1,24 @@
+import type { Actor } from '../core/actor.js';
+import type { Core } from '../core/core.js';
+import type { Logger } from '../core/ports.js';
+import type { Serializers } from './serializers.js';
+import type { UrlSigner } from './signed-urls.js';
+
+/** What every route may use; built once by `createApp`. */
+export interface HttpDependencies {
+  core: Core;
+  signer: UrlSigner;
+  logger: Logger;
+  /** Chat requests allowed per account per minute. */
+  rateLimitPerMinute: number;
+  /** Whether the service finished starting (for /healthz). */
+  isReady?: () => boolean;
+}
+
+export interface RouteDependencies extends HttpDependencies {
+  serializers: Serializers;
+}
+
+export interface HttpEnv {
+  Variables: { actor: Actor };
+}

@@ -1,0 +1,65 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { AppError, type ErrorCode } from '../core/errors.js';
+import type { Logger } from '../core/ports.js';
+
+const statusByCode: Record<ErrorCode, number> = {
+  VALIDATION_FAILED: 400,
+  UNAUTHORIZED: 401,
+  BALANCE_INSUFFICIENT: 402,
+  FORBIDDEN: 403,
+  ACCOUNT_DISABLED: 403,
+  NOT_FOUND: 404,
+  USERNAME_TAKEN: 409,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  ENGINE_FAILED: 502,
+  ENGINE_TIMEOUT: 502,
+  ENGINE_UNAVAILABLE: 503,
+  NOT_CONFIGURED: 503,
+};
+
+export interface ErrorBody {
+  success: false;
+  error: { code: string; message: string; details?: Record<string, unknown> };
+}
+
+export function errorBody(error: AppError): ErrorBody {
+  return {
+    success: false,
+    error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+  };
+}
+
+/** Turns anything thrown into an AppError a client may see; unknown failures hide their details. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof HTTPException) {
+    if (error.status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
+    return new AppError(error.status === 404 ? 'NOT_FOUND' : 'VALIDATION_FAILED', error.message || 'Bad request.');
+  }
+  return new AppError('INTERNAL', 'Something went wrong on our side; the request was not completed. Try again.', {
+    cause: error,
+  });
+}
+
+export function statusOf(error: AppError): number {
+  return statusByCode[error.code];
+}
+
+/** The one place where errors become HTTP answers. */
+export function handleError(logger: Logger) {
+  return (error: unknown, context: Context) => {
+    const appError = toAppError(error);
+    const status = statusOf(appError);
+    const fields = { method: context.req.method, path: context.req.path, code: appError.code, status };
+    if (status >= 500) logger.error({ ...fields, err: error }, 'request failed');
+    else logger.debug(fields, 'request refused');
+    const retryAfter = appError.details?.retryAfterSeconds;
+    if (typeof retryAfter === 'number') context.header('Retry-After', String(retryAfter));
+    return context.json(errorBody(appError), status as 400);
+  };
+}

@@ -1,0 +1,83 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { characterLimits } from '../../core/characters.js';
+import { ValidationError } from '../../core/errors.js';
+import { memoryLimits } from '../../core/memories.js';
+import type { HttpEnv, RouteDependencies } from '../context.js';
+import { readJson, uuidParam } from '../validation.js';
+
+const changeBody = z
+  .object({
+    name: z.string().trim().min(1).max(characterLimits.name).optional(),
+    description: z.string().max(characterLimits.description).optional(),
+    personality_summary: z.string().max(characterLimits.personalitySummary).optional(),
+    is_public: z.boolean().optional(),
+  })
+  .strict();
+
+const memoryBody = z.object({ text: z.string().trim().min(1).max(memoryLimits.text) });
+
+/** The spec's section 4.3 (speech comes with the speech engines), plus edits, avatar and memories. */
+export function characterRoutes({ core, serializers }: RouteDependencies) {
+  const app = new Hono<HttpEnv>();
+
+  app.get('/:characterId', async (context) => {
+    const character = await core.characters.get(context.get('actor'), uuidParam(context, 'characterId'));
+    return context.json(serializers.character(character));
+  });
+
+  app.patch('/:characterId', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    const body = await readJson(context, changeBody);
+    const character = await core.characters.update(context.get('actor'), characterId, {
+      name: body.name,
+      description: body.description,
+      personalitySummary: body.personality_summary,
+      isPublic: body.is_public,
+    });
+    return context.json(serializers.character(character));
+  });
+
+  // The image is the raw body (Content-Type image/png, image/jpeg or image/webp) or the
+  // `avatar` (or `file`) part of a multipart form.
+  app.put('/:characterId/avatar', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    const contentType = context.req.header('content-type') ?? '';
+    let bytes: Uint8Array;
+    if (contentType.startsWith('multipart/form-data')) {
+      const form = await context.req.parseBody();
+      const part = form.avatar ?? form.file;
+      if (!(part instanceof File)) throw ValidationError.field('avatar', 'send the image as a form part named "avatar"');
+      bytes = new Uint8Array(await part.arrayBuffer());
+    } else {
+      bytes = new Uint8Array(await context.req.arrayBuffer());
+    }
+    const character = await core.characters.setAvatar(context.get('actor'), characterId, bytes);
+    return context.json(serializers.character(character));
+  });
+
+  app.get('/:characterId/images/models', async (context) => {
+    const models = await core.characters.faceModels(context.get('actor'), uuidParam(context, 'characterId'));
+    return context.json({ success: true, models: models.map((model) => serializers.faceModel(model)) });
+  });
+
+  app.get('/:characterId/memories', async (context) => {
+    const memories = await core.memories.list(context.get('actor'), uuidParam(context, 'characterId'));
+    return context.json({ success: true, memories: memories.map((memory) => serializers.memory(memory)) });
+  });
+
+  app.post('/:characterId/memories', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    const body = await readJson(context, memoryBody);
+    const memory = await core.memories.add(context.get('actor'), characterId, body.text);
+    return context.json({ success: true, memory: serializers.memory(memory) }, 201);
+  });
+
+  app.delete('/:characterId/memories/:memoryId', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    await core.memories.remove(context.get('actor'), characterId, uuidParam(context, 'memoryId'));
+    return context.json({ success: true });
+  });
+
+  return app;
+}

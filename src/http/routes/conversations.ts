@@ -1,0 +1,79 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { ValidationError } from '../../core/errors.js';
+import { rateLimit } from '../auth.js';
+import type { HttpEnv, RouteDependencies } from '../context.js';
+import { streamReply } from '../stream-reply.js';
+import { readJson, readQuery, uuid, uuidParam } from '../validation.js';
+
+const createBody = z.object({
+  characterId: uuid,
+  /** Only for the admin key: the account the conversation is for. */
+  accountId: uuid.optional(),
+});
+
+export const chatBody = z.object({
+  data: z.string(),
+  mimeType: z.string().max(100).optional(),
+  allow: z.array(z.string().max(100)).max(20).optional(),
+});
+
+/** The spec's section 4.1. */
+export function conversationRoutes(dependencies: RouteDependencies) {
+  const { core, serializers } = dependencies;
+  const app = new Hono<HttpEnv>();
+  const limit = rateLimit(dependencies.rateLimitPerMinute);
+
+  app.post('/', async (context) => {
+    const body = await readJson(context, createBody);
+    const actor = context.get('actor');
+    const accountId = actor.type === 'account' ? actor.accountId : body.accountId;
+    if (!accountId) throw ValidationError.field('accountId', 'is required with the admin key');
+    const conversation = await core.conversations.create(actor, accountId, body.characterId);
+    return context.json({ success: true, id: conversation.id }, 201);
+  });
+
+  app.get('/', async (context) => {
+    const actor = context.get('actor');
+    const query = readQuery(context, z.object({ accountId: uuid.optional() }));
+    const accountId = actor.type === 'account' ? actor.accountId : query.accountId;
+    if (!accountId) throw ValidationError.field('query.accountId', 'is required with the admin key');
+    const conversations = await core.conversations.listFor(actor, accountId);
+    const views = await Promise.all(conversations.map((conversation) => core.conversations.view(conversation)));
+    return context.json({ success: true, conversations: views.map((view) => serializers.conversation(view)) });
+  });
+
+  app.get('/:conversationId', async (context) => {
+    const conversation = await core.conversations.get(context.get('actor'), uuidParam(context, 'conversationId'));
+    const [view, messages] = await Promise.all([
+      core.conversations.view(conversation),
+      core.conversations.messages(conversation.id),
+    ]);
+    return context.json({
+      ...serializers.conversation(view),
+      messages: messages.map((message) => serializers.message(message)),
+    });
+  });
+
+  app.post('/:conversationId/chat', limit, async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const body = await readJson(context, chatBody);
+    const reply = await core.chat.send(context.get('actor'), conversationId, body, { stream: false });
+    const stored = await reply.done;
+    return context.json({ data: stored.content, mimeType: stored.mimeType });
+  });
+
+  app.post('/:conversationId/chat/stream', limit, async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const body = await readJson(context, chatBody);
+    const reply = await core.chat.send(context.get('actor'), conversationId, body, { stream: true });
+    return streamReply(context, reply, dependencies.logger);
+  });
+
+  app.post('/:conversationId/clear', async (context) => {
+    await core.conversations.clear(context.get('actor'), uuidParam(context, 'conversationId'));
+    return context.json({ success: 'true' });
+  });
+
+  return app;
+}

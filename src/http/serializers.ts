@@ -1,0 +1,99 @@
+import { isoMicros } from '../core/clock.js';
+import type { ConversationView } from '../core/conversations.js';
+import type { AccountRecord, CharacterRecord, FaceModelRecord, MemoryRecord, MessageRecord, TransactionRecord } from '../core/records.js';
+import type { UrlSigner } from './signed-urls.js';
+
+/** The spec's shapes (field names, types, formats) built from the core's records. */
+export class Serializers {
+  constructor(private readonly signer: UrlSigner) {}
+
+  account(account: AccountRecord) {
+    return {
+      id: account.id,
+      created: account.createdMillis,
+      username: account.username,
+      isVerified: account.isVerified,
+      isDisabled: account.isDisabled,
+      isSubscribed: account.isSubscribed,
+      meta: { dateOfBirth: account.meta.dateOfBirth, referredByAccountId: account.meta.referredByAccountId },
+      tags: account.tags,
+      characterId: account.characterId,
+      profilePictureUrl: account.profilePictureUrl,
+    };
+  }
+
+  character(character: CharacterRecord) {
+    return {
+      id: character.id,
+      name: character.name,
+      description: character.description,
+      is_public: character.isPublic,
+      account_id: character.accountId,
+      avatar_url: character.avatar ? this.signer.sign(character.avatar.key) : null,
+      personality_summary: character.personalitySummary,
+      tts_voice_id: character.ttsVoiceId,
+      created: isoMicros(character.createdMicros),
+      updated: isoMicros(character.updatedMicros),
+    };
+  }
+
+  conversation(view: ConversationView) {
+    const { conversation, character } = view;
+    return {
+      id: conversation.id,
+      speakers: [
+        ...view.accounts.map((account) => ({
+          id: account.id,
+          name: account.username,
+          type: 'account' as const,
+          avatarUrl: account.profilePictureUrl,
+        })),
+        {
+          id: character.id,
+          name: character.name,
+          type: 'character' as const,
+          avatarUrl: character.avatar ? this.signer.sign(character.avatar.key) : null,
+        },
+      ],
+      created: isoMicros(conversation.createdMicros),
+      updated: isoMicros(view.updatedMicros),
+    };
+  }
+
+  message(message: MessageRecord) {
+    return {
+      id: message.id,
+      // A file message's content is the signed URL of its file.
+      content: message.file ? this.signer.sign(message.file.key) : message.content,
+      mimetype: message.mimeType,
+      participant_id: message.participantId,
+      participant_type: message.participantType,
+      created: isoMicros(message.createdMicros),
+    };
+  }
+
+  faceModel(model: FaceModelRecord) {
+    return {
+      id: model.id,
+      jobId: model.jobId,
+      created: model.createdMillis,
+      status: model.status,
+      ...(model.status === 'SUCCESS' && model.archive ? { url: this.signer.sign(model.archive.key) } : {}),
+    };
+  }
+
+  memory(memory: MemoryRecord) {
+    return { id: memory.id, text: memory.text, created: isoMicros(memory.createdMicros) };
+  }
+
+  transaction(transaction: TransactionRecord) {
+    return {
+      id: transaction.id,
+      type: transaction.type,
+      amount: transaction.amount,
+      reason: transaction.reason,
+      created: transaction.createdMillis,
+      refundOf: transaction.refundOf,
+    };
+  }
+}

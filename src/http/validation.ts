@@ -1,0 +1,51 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import { ValidationError } from '../core/errors.js';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path parameter that must be a UUID; anything else is a 400 naming the parameter. */
+export function uuidParam(context: Context, name: string): string {
+  const value = context.req.param(name) ?? '';
+  if (!uuidPattern.test(value)) throw ValidationError.field(name, `must be a UUID, got "${value.slice(0, 64)}"`);
+  return value.toLowerCase();
+}
+
+export const uuid = z.string().regex(uuidPattern, 'must be a UUID').transform((value) => value.toLowerCase());
+
+/** Reads a JSON body and checks it against `schema`; every problem is named by its field. */
+export async function readJson<Schema extends z.ZodType>(context: Context, schema: Schema): Promise<z.output<Schema>> {
+  const text = await context.req.text();
+  let body: unknown;
+  if (text.trim() === '') {
+    body = {};
+  } else {
+    try {
+      body = JSON.parse(text);
+    } catch (error) {
+      throw ValidationError.field('body', `is not valid JSON (${(error as Error).message})`);
+    }
+  }
+  return check(schema, body, '');
+}
+
+/** Checks query parameters against `schema`. */
+export function readQuery<Schema extends z.ZodType>(context: Context, schema: Schema): z.output<Schema> {
+  return check(schema, context.req.query(), 'query.');
+}
+
+function check<Schema extends z.ZodType>(schema: Schema, value: unknown, prefix: string): z.output<Schema> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new ValidationError(
+    result.error.issues.map((issue) => ({
+      field: issue.path.length > 0 ? prefix + issue.path.join('.') : prefix ? prefix.slice(0, -1) : 'body',
+      message: issue.message,
+    })),
+  );
+}
+
+export const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(32).optional(),
+});

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import type { FileStore } from '../../src/core/ports.js';
+import { buildHistory, estimateTokens, systemPrompt } from '../../src/core/prompt.js';
+import type { AccountRecord, CharacterRecord, MessageRecord } from '../../src/core/records.js';
+
+const files: FileStore = {
+  put: async () => {
+    throw new Error('not used');
+  },
+  read: async (key) => (key === 'photo.png' ? Buffer.from('png-bytes') : undefined),
+};
+
+function account(id: string, username: string): AccountRecord {
+  return {
+    id,
+    username,
+    createdMillis: 0,
+    isVerified: false,
+    isDisabled: false,
+    isSubscribed: false,
+    meta: { dateOfBirth: null, referredByAccountId: null },
+    tags: [],
+    characterId: 'c',
+    profilePictureUrl: null,
+  };
+}
+
+let sequence = 0;
+function message(participantId: string, content: string, extra: Partial<MessageRecord> = {}): MessageRecord {
+  sequence++;
+  return {
+    id: `m${sequence}`,
+    content,
+    mimeType: 'text/plain',
+    participantId,
+    participantType: participantId === 'character' ? 'character' : 'account',
+    createdMicros: sequence,
+    file: null,
+    ...extra,
+  };
+}
+
+describe('systemPrompt', () => {
+  it('holds the name, description, personality and memories', () => {
+    const character = {
+      name: 'Ada',
+      description: 'A mathematician.',
+      personalitySummary: 'Curious and precise.',
+    } as CharacterRecord;
+    const prompt = systemPrompt(character, [{ id: '1', text: 'Likes tea', createdMicros: 0 }]);
+    expect(prompt).toContain('You are Ada.');
+    expect(prompt).toContain('A mathematician.');
+    expect(prompt).toContain('Curious and precise.');
+    expect(prompt).toContain('- Likes tea');
+  });
+});
+
+describe('buildHistory', () => {
+  const alice = account('alice', 'alice');
+  const bob = account('bob', 'bob');
+
+  it('keeps the newest messages that fit the budget, oldest first', async () => {
+    const messages = Array.from({ length: 10 }, (_, index) =>
+      message(index % 2 === 0 ? 'alice' : 'character', `message number ${index} ${'x'.repeat(30)}`),
+    );
+    const perMessage = estimateTokens(messages[0]!.content);
+    const history = await buildHistory([...messages].reverse(), {
+      budget: perMessage * 3 + 1,
+      accounts: new Map([['alice', alice]]),
+      files,
+    });
+    expect(history.map((turn) => turn.content)).toEqual(messages.slice(7).map((entry) => entry.content));
+    expect(history.map((turn) => turn.role)).toEqual(['assistant', 'user', 'assistant']);
+  });
+
+  it('names speakers and merges consecutive turns when several people talk', async () => {
+    const messages = [message('alice', 'hi'), message('bob', 'hello'), message('character', 'welcome both')];
+    const history = await buildHistory([...messages].reverse(), {
+      budget: 10_000,
+      accounts: new Map([
+        ['alice', alice],
+        ['bob', bob],
+      ]),
+      files,
+    });
+    expect(history).toEqual([
+      { role: 'user', content: 'alice: hi\n\nbob: hello' },
+      { role: 'assistant', content: 'welcome both' },
+    ]);
+  });
+
+  it('sends images as image parts', async () => {
+    const photo = message('alice', '', { mimeType: 'image/png', file: { key: 'photo.png', mimeType: 'image/png' } });
+    const history = await buildHistory([message('alice', 'what is this?'), photo], {
+      budget: 10_000,
+      accounts: new Map([['alice', alice]]),
+      files,
+    });
+    expect(history).toHaveLength(1);
+    const content = history[0]!.content;
+    expect(Array.isArray(content)).toBe(true);
+    expect(content).toContainEqual({ type: 'image', mimeType: 'image/png', data: Buffer.from('png-bytes') });
+    expect(content).toContainEqual({ type: 'text', text: 'what is this?' });
+  });
+});
