@@ -11,6 +11,7 @@
  *
  * Atomicity holds within one process: `withLock` and `append` serialise callers in this
  * process. Running several processes against one store needs a single writer (see README).
+ * Records read are deeply frozen: build a changed copy (`{ ...record, field }`) to write back.
  */
 export interface Store {
   get<T>(key: string): Promise<T | undefined>;

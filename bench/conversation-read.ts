@@ -1,0 +1,54 @@
+import autocannon from 'autocannon';
+import { startProcess } from './processes.js';
+import { startBenchService } from './setup.js';
+import { round } from './stats.js';
+
+const durationSeconds = 8;
+const connections = 32;
+
+function load(url: string, key: string): Promise<autocannon.Result> {
+  return autocannon({ url, connections, duration: durationSeconds, headers: { authorization: `Bearer ${key}` } });
+}
+
+/**
+ * 1. `GET /api/v0/conversations/:id` with 100 messages, in requests/s, as a ratio to a bare
+ * node:http server sending the very same bytes.
+ */
+export async function benchmarkConversationRead(dataDir: string) {
+  const bench = await startBenchService(dataDir, { script: 'reply:A reply of ordinary length, a sentence or two, as characters often answer.' });
+  try {
+    const { client, characterId } = await bench.account('reader');
+    const { id } = await client.json('POST', '/api/v0/conversations', { characterId });
+    for (let index = 0; index < 50; index++) await client.json('POST', `/api/v0/conversations/${id}/chat`, { data: `Message number ${index}, with a few words in it.` });
+    const url = `${bench.service.url}/api/v0/conversations/${id}`;
+    const sample = await fetch(url, { headers: { authorization: `Bearer ${client.key}` } });
+    const body = Buffer.from(await sample.arrayBuffer());
+    const messages = JSON.parse(body.toString()).messages.length;
+    if (messages !== 100) throw new Error(`expected 100 messages, got ${messages}`);
+    const bare = await startProcess('bare-process.ts', { BARE_BODY_BASE64: body.toString('base64') });
+    try {
+      await load(url, client.key); // warm-up: JIT and caches
+      const ours = await load(url, client.key);
+      const baseline = await load(bare.url, client.key);
+      const result = {
+        messages,
+        bodyBytes: body.length,
+        connections,
+        durationSeconds,
+        serviceRequestsPerSecond: round(ours.requests.average, 0),
+        bareRequestsPerSecond: round(baseline.requests.average, 0),
+        ratio: round(ours.requests.average / baseline.requests.average, 2),
+        serviceLatencyP99Ms: ours.latency.p99,
+        errors: ours.errors + ours.non2xx,
+        target: 'ratio >= 0.5',
+      };
+      console.error('conversation read', result);
+      return result;
+    } finally {
+      await bare.stop();
+      await client.close();
+    }
+  } finally {
+    await bench.stop();
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * `npm run bench`: the service's speed and memory targets, measured side by side in one run
+ * on this machine. The service runs in its own process (as `npm start` runs it); the load
+ * generator and the fake chat engine share this one. Figures go to stdout and to
+ * bench/results/latest.json; bench/README.md keeps the ones we quote.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { benchmarkAppends } from './append-throughput.js';
+import { benchmarkConversationRead } from './conversation-read.js';
+import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
+
+const only = process.argv.slice(2);
+const selected = (name: string) => only.length === 0 || only.includes(name);
+const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version }, at: new Date().toISOString() };
+const scratch = await mkdtemp(path.join(os.tmpdir(), 'likeness-bench-'));
+try {
+  if (selected('read')) results.conversationRead = await benchmarkConversationRead(path.join(scratch, 'read'));
+  if (selected('relay')) results.streamRelay = await benchmarkStreamRelay(path.join(scratch, 'relay'));
+  if (selected('streams')) results.manyStreams = await benchmarkManyStreams(path.join(scratch, 'streams'));
+  if (selected('append')) results.appends = await benchmarkAppends(path.join(scratch, 'append'));
+} finally {
+  await rm(scratch, { recursive: true, force: true });
+}
+const output = path.join(import.meta.dirname, 'results');
+await mkdir(output, { recursive: true });
+await writeFile(path.join(output, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+console.log(JSON.stringify(results, null, 2));

@@ -1,0 +1,16 @@
+/** The value below which `fraction` of the samples fall (nearest rank). */
+export function percentile(samples: readonly number[], fraction: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((left, right) => left - right);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export function megabytes(bytes: number): number {
+  return Math.round((bytes / 1024 / 1024) * 10) / 10;
+}
+
+export function round(value: number, digits = 2): number {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}

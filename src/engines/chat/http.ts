@@ -1,0 +1,250 @@
+/**
+ * HTTP plumbing shared by every engine adapter: one undici agent with explicit timeouts, one
+ * way to send a request, and one mapping from transport failures and non-2xx answers to
+ * `EngineError`. Nothing here knows which engine it talks to; callers pass a provider name.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { EngineError, type EngineErrorOptions } from '../../core/errors.js';
+
+/** How long an engine may take at each step. undici's own 300 s defaults are never used. */
+export interface EngineTimeouts {
+  /** Time to open the TCP (and TLS) connection. */
+  connectTimeoutMs?: number;
+  /** Time from sending the request to receiving the response headers (prompt processing). */
+  headersTimeoutMs?: number;
+  /** Longest silence allowed between two body chunks; keep-alive comments count as chunks. */
+  bodyTimeoutMs?: number;
+}
+
+export const DEFAULT_ENGINE_TIMEOUTS: Required<EngineTimeouts> = {
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 120_000,
+  bodyTimeoutMs: 60_000,
+};
+
+export interface EngineClientOptions extends EngineTimeouts {
+  /** Which engine this is, e.g. `openai-compatible`; copied onto every `EngineError`. */
+  provider: string;
+  /** How messages name the engine to a person, e.g. `Chat engine`. */
+  label: string;
+  baseURL: string;
+  /** Headers sent with every request, e.g. authorization. */
+  headers?: Record<string, string>;
+  /** A caller-owned dispatcher; when absent the client owns an `Agent` built from the timeouts. */
+  dispatcher?: Dispatcher;
+}
+
+export interface EngineRequest {
+  method?: Dispatcher.HttpMethod;
+  /** Appended to the base URL, e.g. `/chat/completions`. */
+  path: string;
+  body?: Dispatcher.DispatchOptions['body'];
+  headers?: Record<string, string>;
+  signal?: AbortSignal | undefined;
+}
+
+/** A successful (2xx) answer whose body the caller must consume or destroy. */
+export type EngineResponse = Dispatcher.ResponseData;
+
+/** Sends requests to one engine and turns every failure into an `EngineError`. */
+export interface EngineClient {
+  readonly provider: string;
+  /** The base URL without credentials, safe for messages and logs. */
+  readonly displayURL: string;
+  /** Sends a request; resolves only for 2xx answers. */
+  send(engineRequest: EngineRequest): Promise<EngineResponse>;
+  /** Reads and parses a JSON answer body. */
+  readJson(response: EngineResponse, signal?: AbortSignal): Promise<unknown>;
+  /** Sends `body` as JSON and parses a JSON answer. */
+  postJson(path: string, body: unknown, signal?: AbortSignal): Promise<unknown>;
+  /** Builds an `EngineError` for this engine. */
+  error(message: string, options?: Omit<EngineErrorOptions, 'provider'>): EngineError;
+  /** Maps a thrown value to an `EngineError`, or returns the abort reason when `signal` fired. */
+  translate(thrown: unknown, signal?: AbortSignal): unknown;
+  /** Closes the agent this client owns; a caller-owned dispatcher is left alone. */
+  close(): Promise<void>;
+}
+
+/** An agent whose every timeout is set explicitly. */
+export function createEngineAgent(timeouts: EngineTimeouts = {}): Agent {
+  const resolved = { ...DEFAULT_ENGINE_TIMEOUTS, ...timeouts };
+  return new Agent({
+    connectTimeout: resolved.connectTimeoutMs,
+    headersTimeout: resolved.headersTimeoutMs,
+    bodyTimeout: resolved.bodyTimeoutMs,
+  });
+}
+
+const MAXIMUM_ERROR_BODY_BYTES = 64 * 1024;
+const MAXIMUM_MESSAGE_CHARACTERS = 300;
+const CLOSED_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+export function createEngineClient(options: EngineClientOptions): EngineClient {
+  const timeouts = {
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.connectTimeoutMs,
+    headersTimeoutMs: options.headersTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.headersTimeoutMs,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.bodyTimeoutMs,
+  };
+  const ownedAgent = options.dispatcher ? undefined : createEngineAgent(timeouts);
+  const dispatcher: Dispatcher = options.dispatcher ?? (ownedAgent as Agent);
+  const baseURL = options.baseURL.replace(/\/+$/, '');
+  const displayURL = withoutCredentials(baseURL);
+  const { provider, label } = options;
+
+  const error: EngineClient['error'] = (message, errorOptions = {}) =>
+    new EngineError(message, { ...errorOptions, provider });
+
+  const translate: EngineClient['translate'] = (thrown, signal) => {
+    if (signal?.aborted) return signal.reason;
+    if (thrown instanceof EngineError) return thrown;
+    const code = errorCode(thrown);
+    const cause = thrown;
+    if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+      return error(`${label} at ${displayURL} did not accept a connection within ${timeouts.connectTimeoutMs} ms.`, { code: 'ENGINE_TIMEOUT', retryable: true, cause });
+    }
+    if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+      return error(`${label} at ${displayURL} did not start answering within ${timeouts.headersTimeoutMs} ms.`, { code: 'ENGINE_TIMEOUT', retryable: true, cause });
+    }
+    if (code === 'UND_ERR_BODY_TIMEOUT') {
+      return error(`${label} at ${displayURL} went silent for more than ${timeouts.bodyTimeoutMs} ms while answering.`, { code: 'ENGINE_TIMEOUT', retryable: true, cause });
+    }
+    if (code !== undefined && UNREACHABLE_CODES.has(code)) {
+      return error(`${label} at ${displayURL} is unreachable (${code}).`, { code: 'ENGINE_UNAVAILABLE', retryable: true, cause });
+    }
+    const detail = thrown instanceof Error ? thrown.message : String(thrown);
+    if (code !== undefined && CLOSED_CODES.has(code)) {
+      return error(`${label} at ${displayURL} closed the connection before the answer was complete (${detail}).`, { retryable: true, cause });
+    }
+    return error(`${label} at ${displayURL} failed: ${detail}`, { retryable: true, cause });
+  };
+
+  const send: EngineClient['send'] = async (engineRequest) => {
+    let response: EngineResponse;
+    try {
+      response = await request(`${baseURL}${engineRequest.path}`, {
+        method: engineRequest.method ?? 'POST',
+        headers: { ...options.headers, ...engineRequest.headers },
+        body: engineRequest.body ?? null,
+        signal: engineRequest.signal,
+        dispatcher,
+        // Per request as well, so the timeouts hold even on a caller-owned dispatcher.
+        headersTimeout: timeouts.headersTimeoutMs,
+        bodyTimeout: timeouts.bodyTimeoutMs,
+      });
+    } catch (thrown) {
+      throw translate(thrown, engineRequest.signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    let text: string;
+    try {
+      text = await readLimited(response.body, MAXIMUM_ERROR_BODY_BYTES);
+    } catch (thrown) {
+      throw translate(thrown, engineRequest.signal);
+    }
+    const status = response.statusCode;
+    throw error(`${label} answered ${status}: ${upstreamMessage(text) || 'no details'}`, { status });
+  };
+
+  const readJson: EngineClient['readJson'] = async (response, signal) => {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (thrown) {
+      throw translate(thrown, signal);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (cause) {
+      throw error(`${label} answered with malformed JSON: ${truncate(text)}`, { status: response.statusCode, retryable: false, cause });
+    }
+  };
+
+  const postJson: EngineClient['postJson'] = async (path, body, signal) => {
+    const response = await send({
+      path,
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      signal,
+    });
+    return readJson(response, signal);
+  };
+
+  return {
+    provider,
+    displayURL,
+    send,
+    readJson,
+    postJson,
+    error,
+    translate,
+    close: async () => {
+      await ownedAgent?.close();
+    },
+  };
+}
+
+/**
+ * The human part of an upstream error body: OpenAI-style `{error:{message}}`, a bare
+ * `{error:'...'}`, FastAPI's `{detail}`, or `{message}`; otherwise the raw text, shortened.
+ */
+export function upstreamMessage(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    const found = messageOf(parsed);
+    if (found !== undefined) return truncate(found);
+  } catch {
+    // Not JSON (a proxy's HTML page, plain text): the raw text is the best we have.
+  }
+  return truncate(text.trim());
+}
+
+function messageOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value === null || typeof value !== 'object') return undefined;
+  const record = value as Record<string, unknown>;
+  for (const key of ['error', 'detail', 'message']) {
+    const found = messageOf(record[key]);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+export function truncate(text: string, limit = MAXIMUM_MESSAGE_CHARACTERS): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)}…`;
+}
+
+function errorCode(thrown: unknown): string | undefined {
+  if (thrown === null || typeof thrown !== 'object') return undefined;
+  const code = (thrown as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  // Happy Eyeballs reports every failed address in an AggregateError.
+  const errors = (thrown as { errors?: unknown }).errors;
+  return Array.isArray(errors) ? errorCode(errors[0]) : undefined;
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString().replace(/\/+$/, '');
+  } catch {
+    return url;
+  }
+}
+
+async function readLimited(body: EngineResponse['body'], limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    chunks.push(buffer);
+    size += buffer.length;
+    if (size >= limit) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,100 @@
+/**
+ * The OpenAI chat completions wire format: building request bodies and reading the answer
+ * shapes that OpenAI, llama-server and Ollama actually send (see shared/notes/engines-wire.md).
+ * Readers take `unknown` and never trust a field's presence or type.
+ */
+import type { ChatContentPart, ChatMessage, ChatRequest, ChatUsage } from '../../core/ports.js';
+
+export type WireContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string } };
+
+export interface WireMessage {
+  role: ChatMessage['role'];
+  content: string | WireContentPart[];
+}
+
+export interface WireChatRequest {
+  model: string;
+  messages: WireMessage[];
+  stream: boolean;
+  stream_options?: { include_usage: true };
+  max_tokens?: number;
+  temperature?: number;
+}
+
+export function toWireRequest(model: string, request: ChatRequest, stream: boolean): WireChatRequest {
+  const body: WireChatRequest = { model, messages: request.messages.map(toWireMessage), stream };
+  // Without include_usage, streaming servers never report token counts.
+  if (stream) body.stream_options = { include_usage: true };
+  if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  return body;
+}
+
+function toWireMessage(message: ChatMessage): WireMessage {
+  if (typeof message.content === 'string') return { role: message.role, content: message.content };
+  return { role: message.role, content: message.content.map(toWirePart) };
+}
+
+function toWirePart(part: ChatContentPart): WireContentPart {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  // Ollama rejects http image URLs, so images always travel inline as data URLs.
+  const base64 = Buffer.from(part.data.buffer, part.data.byteOffset, part.data.byteLength).toString('base64');
+  return { type: 'image_url', image_url: { url: `data:${part.mimeType};base64,${base64}` } };
+}
+
+/** The first choice of a completion or chunk, when there is one. */
+export function firstChoice(body: unknown): Record<string, unknown> | undefined {
+  const choices = field(body, 'choices');
+  if (!Array.isArray(choices)) return undefined;
+  const choice: unknown = choices[0];
+  return isRecord(choice) ? choice : undefined;
+}
+
+/** `finish_reason` of a choice; servers send `null` until the last chunk. */
+export function finishReasonOf(choice: Record<string, unknown> | undefined): string | undefined {
+  const reason = choice?.['finish_reason'];
+  return typeof reason === 'string' && reason !== '' ? reason : undefined;
+}
+
+/** Text content of a `delta` or `message`; role-only deltas carry `content: null`. */
+export function contentOf(container: unknown): string {
+  const content = field(container, 'content');
+  return typeof content === 'string' ? content : '';
+}
+
+/** Token counts, when the body carries a `usage` object (OpenAI sends `usage: null` otherwise). */
+export function usageOf(body: unknown): ChatUsage | undefined {
+  const usage = field(body, 'usage');
+  if (!isRecord(usage)) return undefined;
+  const result: ChatUsage = {};
+  if (typeof usage['prompt_tokens'] === 'number') result.promptTokens = usage['prompt_tokens'];
+  if (typeof usage['completion_tokens'] === 'number') result.completionTokens = usage['completion_tokens'];
+  return result;
+}
+
+export interface WireError {
+  message: string;
+  /** The numeric `code` llama-server puts in its error objects, read as an HTTP status. */
+  status?: number;
+}
+
+/** The `error` member of a body, in the `{error:{message,type,code}}` or `{error:'...'}` form. */
+export function errorOf(body: unknown): WireError | undefined {
+  const error = field(body, 'error');
+  if (typeof error === 'string') return { message: error };
+  if (!isRecord(error)) return undefined;
+  const message = typeof error['message'] === 'string' ? error['message'] : JSON.stringify(error);
+  const code = error['code'];
+  const status = typeof code === 'number' && code >= 400 && code <= 599 ? code : undefined;
+  return status === undefined ? { message } : { message, status };
+}
+
+export function field(value: unknown, name: string): unknown {
+  return isRecord(value) ? value[name] : undefined;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

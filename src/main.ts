@@ -1,0 +1,126 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { type Config, ConfigError, parseConfig } from './config.js';
+import { createRandomIds, createSystemClock } from './core/clock.js';
+import { createCore } from './core/core.js';
+import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
+import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
+import { createApp } from './http/app.js';
+import { listen } from './http/server.js';
+import { UrlSigner } from './http/signed-urls.js';
+import { createLogger } from './logger.js';
+import { loadSigningSecret } from './signing-secret.js';
+import { DiskFileStore } from './store/file-store.js';
+import { openStore } from './store/create-keyv.js';
+
+export interface RunningService {
+  /** Where the HTTP API listens. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The one place that builds everything from the configuration and starts it. */
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  const store = await openStore(config.storeUrl);
+  const files = new DiskFileStore(path.join(config.dataDir, 'files'));
+  const engineTimeouts = {
+    connectTimeoutMs: config.llm.connectTimeoutMs,
+    headersTimeoutMs: config.llm.headersTimeoutMs,
+    bodyTimeoutMs: config.llm.idleTimeoutMs,
+  };
+  const chatModel = createOpenAICompatibleChatModel({
+    baseURL: config.llm.baseUrl,
+    apiKey: config.llm.apiKey,
+    model: config.llm.model,
+    ...engineTimeouts,
+  });
+  const embedder = config.embeddingsModel
+    ? createOpenAICompatibleEmbedder({
+        baseURL: config.llm.baseUrl,
+        apiKey: config.llm.apiKey,
+        model: config.embeddingsModel,
+        ...engineTimeouts,
+      })
+    : undefined;
+  const core = createCore({
+    store,
+    files,
+    chatModel,
+    embedder,
+    clock: createSystemClock(),
+    ids: createRandomIds(),
+    logger: logger.child({ module: 'core' }),
+    options: {
+      startingBalance: config.startingBalance,
+      adminApiKey: config.adminApiKey,
+      chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens },
+    },
+  });
+  const signer = new UrlSigner({
+    publicBaseUrl: config.publicBaseUrl,
+    secret: await loadSigningSecret(config.urlSigningSecret, config.dataDir),
+    ttlSeconds: config.signedUrlTtlSeconds,
+  });
+  const app = createApp({
+    core,
+    signer,
+    logger: logger.child({ module: 'http' }),
+    rateLimitPerMinute: config.apiRateLimitPerMinute,
+  });
+  const server = await listen(app, { host: config.host, port: config.port });
+  logger.info(
+    { url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl, model: config.llm.model },
+    'Likeness API listening',
+  );
+  if (!config.adminApiKey) logger.warn({}, 'ADMIN_API_KEY is not set: accounts cannot be created over HTTP');
+  return {
+    url: server.url,
+    stop: async () => {
+      await server.close();
+      await Promise.allSettled([chatModel.close(), embedder?.close()]);
+      await store.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = parseConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
+  let service: RunningService;
+  try {
+    service = await startService(config, logger);
+  } catch (error) {
+    logger.fatal({ err: error }, 'start-up failed');
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await main();
+}

@@ -1,0 +1,349 @@
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { estimateTokens } from '../../src/core/prompt.js';
+import { type Harness, adminKey, readEvents, startHarness } from './harness.js';
+
+const isoMicros = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+describe('conversations API', () => {
+  let api: Harness;
+  let user: { id: string; characterId: string; key: string };
+
+  async function conversation(key = user.key, characterId = user.characterId): Promise<string> {
+    const created = await api.call('POST', '/api/v0/conversations', { key, body: { characterId } });
+    expect(created.status).toBe(201);
+    return created.body.id;
+  }
+
+  function stream(conversationId: string, body: unknown, key = user.key): Promise<Response> {
+    return fetch(`${api.url}/api/v0/conversations/${conversationId}/chat/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  }
+
+  beforeAll(async () => {
+    api = await startHarness();
+    user = await api.account('talker');
+  });
+  beforeEach(() => {
+    api.llm.setScript({});
+  });
+  afterAll(async () => {
+    await api.close();
+  });
+
+  it('creates, lists and reads conversations in the spec shape', async () => {
+    const id = await conversation();
+    const list = await api.call('GET', '/api/v0/conversations', { key: user.key });
+    expect(list.status).toBe(200);
+    expect(list.body.success).toBe(true);
+    const listed = list.body.conversations.find((entry: { id: string }) => entry.id === id);
+    expect(listed).toBeDefined();
+    expect(listed.messages).toBeUndefined();
+    expect(listed.created).toMatch(isoMicros);
+    expect(listed.updated).toMatch(isoMicros);
+    expect(listed.speakers).toHaveLength(2);
+    expect(listed.speakers[0]).toEqual({ id: user.id, name: 'talker', type: 'account', avatarUrl: null });
+    expect(listed.speakers[1]).toMatchObject({ id: user.characterId, name: 'talker', type: 'character' });
+    expect(listed.speakers[1].avatarUrl).toMatch(/\/files\/.+signature=/);
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body).toEqual({ ...listed, messages: [] });
+  });
+
+  it('refuses a character the account may not see, and other people’s conversations', async () => {
+    const other = await api.account('other-talker');
+    const refused = await api.call('POST', '/api/v0/conversations', { key: user.key, body: { characterId: other.characterId } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toContain('characterId');
+    const theirs = await conversation(other.key, other.characterId);
+    expect((await api.call('GET', `/api/v0/conversations/${theirs}`, { key: user.key })).status).toBe(404);
+    expect((await api.call('POST', `/api/v0/conversations/${theirs}/chat`, { key: user.key, body: { data: 'hi' } })).status).toBe(404);
+    expect((await api.call('POST', '/api/v0/conversations/not-a-uuid/chat', { key: user.key, body: { data: 'hi' } })).status).toBe(400);
+  });
+
+  it('answers a synchronous chat and stores both messages, oldest first', async () => {
+    api.llm.setScript({ reply: 'Ahoy there, friend.' });
+    const id = await conversation();
+    const answer = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'Hello!', mimeType: 'text/plain', allow: ['text/plain'] } });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ data: 'Ahoy there, friend.', mimeType: 'text/plain' });
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    const messages = read.body.messages;
+    expect(messages.map((message: { content: string }) => message.content)).toEqual(['Hello!', 'Ahoy there, friend.']);
+    expect(messages[0]).toMatchObject({ mimetype: 'text/plain', participant_id: user.id, participant_type: 'account' });
+    expect(messages[1]).toMatchObject({ mimetype: 'text/plain', participant_id: user.characterId, participant_type: 'character' });
+    expect(Object.keys(messages[0]).sort()).toEqual(['content', 'created', 'id', 'mimetype', 'participant_id', 'participant_type']);
+    expect(messages[0].created < messages[1].created).toBe(true);
+    expect(read.body.updated).toBe(messages[1].created);
+    // The engine got a system prompt naming the character, then the user's message.
+    const sent = api.llm.requests.at(-1)!.body;
+    expect(sent.model).toBe('fake-model');
+    expect(sent.messages![0]!.role).toBe('system');
+    expect(String(sent.messages![0]!.content)).toContain('You are talker');
+    expect(sent.messages!.at(-1)).toEqual({ role: 'user', content: 'Hello!' });
+  });
+
+  it('streams the spec chunk objects, ending with stop and [DONE]', async () => {
+    api.llm.setScript({ tokens: ['Once ', 'upon ', 'a ', 'time.'], tokensPerSecond: 200, flavor: 'llama-server' });
+    const id = await conversation();
+    const response = await stream(id, { data: 'Tell me a story' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = await readEvents(response);
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -1).map((event) => JSON.parse(event));
+    const ids = new Set(chunks.map((chunk) => chunk.id));
+    expect(ids.size).toBe(1);
+    for (const chunk of chunks) {
+      expect(Object.keys(chunk).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'system_fingerprint']);
+      expect(chunk.object).toBe('chat.completion.chunk');
+      expect(chunk.system_fingerprint).toBeNull();
+      expect(chunk.model).toBe('fake-model');
+      expect(Number.isInteger(chunk.created)).toBe(true);
+      expect(Math.abs(chunk.created - Date.now() / 1000)).toBeLessThan(30);
+      expect(chunk.choices).toHaveLength(1);
+      expect(chunk.choices[0].index).toBe(0);
+      expect(typeof chunk.choices[0].delta.content).toBe('string');
+    }
+    expect(chunks.slice(0, -1).every((chunk) => chunk.choices[0].finish_reason === null)).toBe(true);
+    expect(chunks.at(-1).choices[0].finish_reason).toBe('stop');
+    expect(chunks.map((chunk) => chunk.choices[0].delta.content).join('')).toBe('Once upon a time.');
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages.map((message: { content: string }) => message.content)).toEqual(['Tell me a story', 'Once upon a time.']);
+  });
+
+  it('hides <think> reasoning from the reply and the stored message', async () => {
+    api.llm.setScript({ tokens: ['<thi', 'nk>The user greets; ', 'be warm.</think>', 'Hi ', 'there!'] });
+    const id = await conversation();
+    const events = await readEvents(await stream(id, { data: 'hey' }));
+    const text = events.slice(0, -1).map((event) => JSON.parse(event).choices[0].delta.content).join('');
+    expect(text).toBe('Hi there!');
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages[1].content).toBe('Hi there!');
+  });
+
+  it('keeps the user message and stores no reply when the engine fails before or during the reply', async () => {
+    const id = await conversation();
+    api.llm.setScript({ failure: { kind: 'http', status: 503, message: 'model is loading' } });
+    const before = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'first try' } });
+    expect(before.status).toBe(502);
+    expect(before.body.error.code).toBe('ENGINE_FAILED');
+    expect(before.body.error.message).toContain('503');
+    expect(before.body.error.message).toContain('model is loading');
+
+    api.llm.setScript({ tokens: ['Half ', 'a ', 'reply'], failure: { kind: 'error-event', message: 'out of memory', afterTokens: 2 } });
+    const events = await readEvents(await stream(id, { data: 'second try' }));
+    expect(events).not.toContain('[DONE]');
+    const last = JSON.parse(events.at(-1)!);
+    expect(last.success).toBe(false);
+    expect(last.error.message).toContain('out of memory');
+    expect(events.slice(0, -1).map((event) => JSON.parse(event).choices[0].delta.content).join('')).toBe('Half a ');
+
+    api.llm.setScript({ tokens: ['Cut ', 'off'], failure: { kind: 'drop', afterTokens: 1 } });
+    const dropped = await readEvents(await stream(id, { data: 'third try' }));
+    expect(JSON.parse(dropped.at(-1)!).error.code).toBe('ENGINE_FAILED');
+
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages.map((message: { content: string }) => message.content)).toEqual(['first try', 'second try', 'third try']);
+  });
+
+  it('says when the engine hangs or is down', async () => {
+    const id = await conversation();
+    api.llm.setScript({ failure: { kind: 'stall', afterTokens: 1 }, tokens: ['slow ', 'and ', 'stuck'] });
+    const stalled = await api.call('POST', `/api/v0/conversations/${id}/chat/stream`, { key: user.key, body: { data: 'anyone?' } });
+    expect(stalled.status).toBe(200);
+    expect(String(stalled.body)).toContain('ENGINE_TIMEOUT');
+    api.llm.setScript({ failure: { kind: 'hang' } });
+    const hung = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'hello?' } });
+    expect(hung.status).toBe(502);
+    expect(hung.body.error.code).toBe('ENGINE_TIMEOUT');
+  });
+
+  it('sends image messages to the engine as image parts and serves them back', async () => {
+    const image = new PNG({ width: 4, height: 4 });
+    image.data.fill(90);
+    const bytes = PNG.sync.write(image);
+    const id = await conversation();
+    api.llm.setScript({ reply: 'A grey square.' });
+    const answer = await api.call('POST', `/api/v0/conversations/${id}/chat`, {
+      key: user.key,
+      body: { data: `data:image/png;base64,${bytes.toString('base64')}`, mimeType: 'image/png' },
+    });
+    expect(answer.status).toBe(200);
+    const sent = api.llm.requests.at(-1)!.body.messages!.at(-1)!;
+    expect(sent.role).toBe('user');
+    expect(sent.content).toEqual([{ type: 'image_url', image_url: { url: `data:image/png;base64,${bytes.toString('base64')}` } }]);
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    const stored = read.body.messages[0];
+    expect(stored.mimetype).toBe('image/png');
+    expect(Buffer.from(await (await fetch(stored.content)).arrayBuffer()).equals(bytes)).toBe(true);
+    const lying = await api.call('POST', `/api/v0/conversations/${id}/chat`, {
+      key: user.key,
+      body: { data: Buffer.from('plain text').toString('base64'), mimeType: 'image/png' },
+    });
+    expect(lying.status).toBe(415);
+  });
+
+  it('puts the most relevant memories into the system prompt', async () => {
+    const fresh = await api.account('rememberer');
+    for (let index = 0; index < 30; index++) {
+      await api.call('POST', `/api/v0/characters/${fresh.characterId}/memories`, { key: fresh.key, body: { text: `Filler fact number ${index} about gardening` } });
+    }
+    await api.call('POST', `/api/v0/characters/${fresh.characterId}/memories`, { key: fresh.key, body: { text: 'My sister Marguerite lives in Lisbon' } });
+    for (let index = 30; index < 40; index++) {
+      await api.call('POST', `/api/v0/characters/${fresh.characterId}/memories`, { key: fresh.key, body: { text: `Filler fact number ${index} about cooking` } });
+    }
+    const id = await conversation(fresh.key, fresh.characterId);
+    await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: fresh.key, body: { data: 'Where does Marguerite live?' } });
+    const system = String(api.llm.requests.at(-1)!.body.messages![0]!.content);
+    expect(system).toContain('My sister Marguerite lives in Lisbon');
+    expect(system.match(/Filler fact/g)!.length).toBeLessThan(40);
+  });
+
+  it('sends only the newest messages that fit the context', async () => {
+    const small = await startHarness({ environment: { LLM_CONTEXT_TOKENS: '700', LLM_MAX_REPLY_TOKENS: '200' } });
+    try {
+      const person = await small.account('brief');
+      const created = await small.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } });
+      const id = created.body.id;
+      for (let index = 0; index < 20; index++) {
+        await small.call('POST', `/api/v0/conversations/${id}/chat`, { key: person.key, body: { data: `Message ${index}: ${'words '.repeat(20)}` } });
+      }
+      const sent = small.llm.requests.at(-1)!.body.messages!;
+      const text = JSON.stringify(sent);
+      expect(text).toContain('Message 19');
+      expect(text).not.toContain('Message 0:');
+      const tokens = sent.reduce((total, message) => total + estimateTokens(String(message.content)), 0);
+      expect(tokens).toBeLessThanOrEqual(700 - 200);
+      expect(tokens).toBeGreaterThan(250);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('loses and duplicates nothing when many people chat in one conversation at once', async () => {
+    // Concurrent messages in a row reach the engine as one merged user turn; reply to the newest line of it.
+    api.llm.setScript((body) => {
+      const lastTurn = JSON.stringify(body.messages?.at(-1)?.content ?? '');
+      return { reply: `re: ${[...lastTurn.matchAll(/parallel \d+/g)].at(-1)?.[0]}`, tokensPerSecond: 500 };
+    });
+    const id = await conversation();
+    const count = 20;
+    const answers = await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        index % 2 === 0
+          ? api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: `parallel ${index}` } })
+          : stream(id, { data: `parallel ${index}` }).then(async (response) => ({ status: response.status, body: await response.text() })),
+      ),
+    );
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    const messages: { id: string; content: string; participant_type: string; created: string }[] = read.body.messages;
+    expect(messages).toHaveLength(count * 2);
+    expect(new Set(messages.map((message) => message.id)).size).toBe(count * 2);
+    const sent = messages.filter((message) => message.participant_type === 'account').map((message) => message.content);
+    expect(sent.sort()).toEqual(Array.from({ length: count }, (_, index) => `parallel ${index}`).sort());
+    // Each message was answered once, and each answer saw its own message last.
+    const replies = messages.filter((message) => message.participant_type === 'character').map((message) => message.content);
+    expect(replies.sort()).toEqual(sent.map((text) => `re: ${text}`).sort());
+    const created = messages.map((message) => message.created);
+    expect([...created].sort()).toEqual(created);
+    expect(new Set(created).size).toBe(created.length);
+  });
+
+  it('completes and stores a streamed reply even when the client leaves', async () => {
+    api.llm.setScript({ tokens: ['slowly ', 'but ', 'surely ', 'done.'], tokensPerSecond: 20 });
+    const id = await conversation();
+    const controller = new AbortController();
+    const response = await fetch(`${api.url}/api/v0/conversations/${id}/chat/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: 'go' }),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.messages.length, { timeout: 3000 }).toBe(2);
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages[1].content).toBe('slowly but surely done.');
+  });
+
+  it('clears a conversation', async () => {
+    const id = await conversation();
+    await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'remember me' } });
+    const cleared = await api.call('POST', `/api/v0/conversations/${id}/clear`, { key: user.key });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toEqual({ success: 'true' });
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages).toEqual([]);
+    await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'fresh start' } });
+    const after = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(after.body.messages.map((message: { content: string }) => message.content)).toEqual(['fresh start', 'fresh start']);
+    expect(JSON.stringify(api.llm.requests.at(-1)!.body)).not.toContain('remember me');
+  });
+
+  it('answers bad requests clearly: JSON, types, sizes, routes', async () => {
+    const id = await conversation();
+    const malformed = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, raw: '{"data": "oops"', headers: { 'content-type': 'application/json' } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.message).toContain('JSON');
+    const wrongType = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 42 } });
+    expect(wrongType.status).toBe(400);
+    expect(wrongType.body.error.details.fields[0].field).toBe('data');
+    const empty = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: '   ' } });
+    expect(empty.status).toBe(400);
+    const audioOnly = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'hi', allow: ['audio/mp3'] } });
+    expect(audioOnly.status).toBe(400);
+    expect(audioOnly.body.error.details.fields[0].field).toBe('allow');
+    const unknownType = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'hi', mimeType: 'video/mp4' } });
+    expect(unknownType.status).toBe(400);
+    const huge = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'x'.repeat(16 * 1024 * 1024) } });
+    expect(huge.status).toBe(413);
+    expect(huge.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+    const nowhere = await api.call('GET', '/api/v0/nowhere', { key: user.key });
+    expect(nowhere.status).toBe(404);
+    expect(nowhere.body.error.message).toContain('/api/v0/nowhere');
+    const missing = await api.call('POST', '/api/v0/conversations', { key: user.key, body: {} });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.details.fields[0].field).toBe('characterId');
+    const adminWithout = await api.call('POST', '/api/v0/conversations', { key: adminKey, body: { characterId: user.characterId } });
+    expect(adminWithout.status).toBe(400);
+  });
+
+  it('limits chat requests per account with 429 and Retry-After', async () => {
+    const limited = await startHarness({ environment: { API_RATE_LIMIT_PER_MINUTE: '3' } });
+    try {
+      const person = await limited.account('hasty');
+      const created = await limited.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } });
+      const statuses: number[] = [];
+      let last;
+      for (let index = 0; index < 4; index++) {
+        last = await limited.call('POST', `/api/v0/conversations/${created.body.id}/chat`, { key: person.key, body: { data: `hi ${index}` } });
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect(last!.body.error.code).toBe('RATE_LIMITED');
+      expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('reports that the engine is unreachable with 503', async () => {
+    const down = await startHarness({ environment: { LLM_BASE_URL: 'http://127.0.0.1:9/v1' } });
+    try {
+      const person = await down.account('lonely');
+      const created = await down.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } });
+      const answer = await down.call('POST', `/api/v0/conversations/${created.body.id}/chat`, { key: person.key, body: { data: 'hello?' } });
+      expect(answer.status).toBe(503);
+      expect(answer.body.error.code).toBe('ENGINE_UNAVAILABLE');
+      const read = await down.call('GET', `/api/v0/conversations/${created.body.id}`, { key: person.key });
+      expect(read.body.messages.map((message: { content: string }) => message.content)).toEqual(['hello?']);
+    } finally {
+      await down.close();
+    }
+  });
+});

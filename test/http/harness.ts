@@ -1,0 +1,109 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { type RunningService, startService } from '../../src/main.js';
+import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
+
+export const adminKey = 'test-admin-key-0123456789';
+
+export interface Harness {
+  url: string;
+  llm: FakeOpenAI;
+  dataDir: string;
+  /** Calls the API; `key` defaults to the admin key, `null` sends no Authorization. */
+  call(method: string, route: string, options?: { body?: unknown; key?: string | null; raw?: RequestInit['body']; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Creates an account through the API; returns it with its key. */
+  account(username: string): Promise<{ id: string; characterId: string; key: string }>;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** The whole service as `npm start` wires it, on loopback, with a fake chat engine. */
+export async function startHarness(
+  options: { script?: FakeScriptSource; environment?: Record<string, string> } = {},
+): Promise<Harness> {
+  const llm = await startFakeOpenAI({ script: options.script });
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-http-'));
+  const port = await freePort();
+  const config = parseConfig({
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    ADMIN_API_KEY: adminKey,
+    LLM_BASE_URL: llm.baseURL,
+    LLM_MODEL: 'fake-model',
+    LLM_IDLE_TIMEOUT_MS: '1500',
+    LLM_HEADERS_TIMEOUT_MS: '1500',
+    LOG_LEVEL: 'silent',
+    ...options.environment,
+  });
+  const logger = createLogger(config.logLevel);
+  let service: RunningService = await startService(config, logger);
+  const url = service.url;
+
+  const call: Harness['call'] = async (method, route, callOptions = {}) => {
+    const key = callOptions.key === undefined ? adminKey : callOptions.key;
+    const headers: Record<string, string> = { ...callOptions.headers };
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    let body: RequestInit['body'] | undefined = callOptions.raw;
+    if (callOptions.body !== undefined) {
+      body = JSON.stringify(callOptions.body);
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(`${url}${route}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // Not JSON (a file or a stream): keep the text.
+    }
+    return { status: response.status, body: parsed, headers: response.headers };
+  };
+
+  return {
+    url,
+    llm,
+    dataDir,
+    call,
+    async account(username) {
+      const created = await call('POST', '/api/v0/accounts', { body: { username } });
+      if (created.status !== 201) throw new Error(`account creation failed: ${JSON.stringify(created.body)}`);
+      return { id: created.body.account.id, characterId: created.body.account.characterId, key: created.body.apiKey };
+    },
+    async restart() {
+      await service.stop();
+      service = await startService(config, logger);
+    },
+    async close() {
+      await service.stop();
+      await llm.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Reads a `text/event-stream` body into its `data:` payloads. */
+export async function readEvents(response: Response): Promise<string[]> {
+  const text = await response.text();
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      if (!block.startsWith('data: ')) throw new Error(`not a data event: ${JSON.stringify(block)}`);
+      return block.slice('data: '.length);
+    });
+}
