@@ -32,7 +32,17 @@ export class ApiClient {
     onPiece: (content: string, readAt: number) => void = () => undefined,
     key = this.key,
   ): Promise<{ text: string; done: boolean; error?: string }> {
-    const response = await request(`${this.url}/api/v0/conversations/${conversationId}/chat/stream`, {
+    return this.streamFrom(`/api/v0/conversations/${conversationId}/chat/stream`, data, onPiece, key);
+  }
+
+  /** Streams from any route answering the chat stream's request body with SSE chunks. */
+  async streamFrom(
+    route: string,
+    data: string,
+    onPiece: (content: string, readAt: number) => void,
+    key = this.key,
+  ): Promise<{ text: string; done: boolean; error?: string }> {
+    const response = await request(`${this.url}${route}`, {
       method: 'POST',
       dispatcher: this.agent,
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -55,7 +65,7 @@ export class ApiClient {
           error = chunk.error.message;
           return;
         }
-        const content: string = chunk.choices[0].delta.content;
+        const content: string | undefined = chunk.choices?.[0]?.delta?.content;
         if (content) {
           text += content;
           onPiece(content, performance.now());

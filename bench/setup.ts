@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { ApiClient } from './api-client.js';
-import { type BenchProcess, startProcess } from './processes.js';
+import { type BenchProcess, startProcess, startServiceProcess } from './processes.js';
 
 export const adminKey = 'bench-admin-key-0123456789';
 
@@ -18,14 +18,14 @@ export interface BenchService {
 export async function startBenchService(dataDir: string, engine: { script: string; record?: boolean }): Promise<BenchService> {
   await mkdir(dataDir, { recursive: true });
   const llm = await startProcess('engine-process.ts', { BENCH_SCRIPT: engine.script, ...(engine.record ? { BENCH_RECORD: '1' } : {}) });
-  const service = await startProcess('service-process.ts', {
+  const service = await startServiceProcess({
     PORT: '0',
     DATA_DIR: dataDir,
     ADMIN_API_KEY: adminKey,
     LLM_BASE_URL: llm.url,
     LLM_MODEL: 'fake-model',
     API_RATE_LIMIT_PER_MINUTE: '1000000',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: 'info',
   });
   const admin = new ApiClient(service.url, adminKey);
   return {

@@ -1,3 +1,5 @@
+import { ApiClient } from './api-client.js';
+import { startProcess } from './processes.js';
 import { startBenchService } from './setup.js';
 import { megabytes, percentile, round } from './stats.js';
 
@@ -19,32 +21,47 @@ async function openConversations(bench: Awaited<ReturnType<typeof startBenchServ
   return { client, ids };
 }
 
+/** Per-chunk latency from the engine's write to the client's read, from both processes' wall clocks. */
+function latenciesOf(writtenAt: Array<[string, number]>, readAt: Map<string, number>): number[] {
+  return writtenAt.flatMap(([token, written]) => {
+    const read = readAt.get(token);
+    return read === undefined ? [] : [read - written];
+  });
+}
+
 /**
  * 2. Streaming relay: time from the fake engine writing a chunk to our client reading it,
- * per chunk, with 100 streams at once at 40 tokens/s each.
+ * per chunk, with 100 streams at once at 40 tokens/s each; side by side with a bare node:http
+ * relay piping the same engine's bytes, which shows what loopback and scheduling alone cost.
  */
 export async function benchmarkStreamRelay(dataDir: string) {
   const streams = 100;
   const tokenCount = 80;
   const bench = await startBenchService(dataDir, { script: `stream:${tokenCount}:${tokensPerSecond}`, record: true });
+  const bare = await startProcess('bare-relay-process.ts', { ENGINE_URL: bench.llm.url });
   try {
     const { client, ids } = await openConversations(bench, streams);
+    const bareClient = new ApiClient(bare.url, 'none');
+    const bareReadAt = new Map<string, number>();
+    const bareResults = await Promise.all(
+      ids.map((_, index) => bareClient.streamFrom('/', `bare ${index}`, (content, at) => bareReadAt.set(content, performance.timeOrigin + at))),
+    );
     const readAt = new Map<string, number>();
     const before = await bench.service.usage();
+    const engineBefore = await bench.llm.usage();
+    const clientBefore = process.cpuUsage();
     const started = performance.now();
     const results = await Promise.all(
-      ids.map((id, index) =>
-        client.stream(id, `stream ${index}`, (content, at) => readAt.set(content, performance.timeOrigin + at)),
-      ),
+      ids.map((id, index) => client.stream(id, `stream ${index}`, (content, at) => readAt.set(content, performance.timeOrigin + at))),
     );
     const seconds = (performance.now() - started) / 1000;
     const after = await bench.service.usage();
+    const engineAfter = await bench.llm.usage();
+    const clientUsage = process.cpuUsage(clientBefore);
     // Both processes stamp wall-clock time from the same system clock, in milliseconds.
     const { writtenAt } = await bench.llm.ask<{ writtenAt: Array<[string, number]> }>('written');
-    const latencies = writtenAt.flatMap(([token, written]) => {
-      const read = readAt.get(token);
-      return read === undefined ? [] : [read - written];
-    });
+    const latencies = latenciesOf(writtenAt, readAt);
+    const bareLatencies = latenciesOf(writtenAt, bareReadAt);
     const correct = results.filter((result, index) => result.done && result.text.trim() === expectedText(`stream-${index}`, tokenCount)).length;
     const result = {
       streams,
@@ -55,14 +72,22 @@ export async function benchmarkStreamRelay(dataDir: string) {
       latencyP90Ms: round(percentile(latencies, 0.9), 3),
       latencyP99Ms: round(percentile(latencies, 0.99), 3),
       latencyMaxMs: round(Math.max(...latencies), 3),
+      bareRelayChunksMeasured: bareLatencies.length,
+      bareRelayCorrectStreams: bareResults.filter((entry, index) => entry.text.trim() === expectedText(`bare-${index}`, tokenCount)).length,
+      bareRelayLatencyP50Ms: round(percentile(bareLatencies, 0.5), 3),
+      bareRelayLatencyP99Ms: round(percentile(bareLatencies, 0.99), 3),
       correctStreams: correct,
       serviceCpuPercent: round(((after.cpuMicros - before.cpuMicros) / 1e6 / seconds) * 100, 1),
+      // The machine has two cores; the engine and the measuring client take their share.
+      engineCpuPercent: round(((engineAfter.cpuMicros - engineBefore.cpuMicros) / 1e6 / seconds) * 100, 1),
+      clientCpuPercent: round(((clientUsage.user + clientUsage.system) / 1e6 / seconds) * 100, 1),
       target: 'p99 <= 5 ms',
     };
     console.error('stream relay', result);
-    await client.close();
+    await Promise.all([client.close(), bareClient.close()]);
     return result;
   } finally {
+    await bare.stop();
     await bench.stop();
   }
 }
@@ -75,6 +100,8 @@ export async function benchmarkManyStreams(dataDir: string) {
   try {
     const { client, ids } = await openConversations(bench, streams);
     const before = await bench.service.usage();
+    const engineBefore = await bench.llm.usage();
+    const clientBefore = process.cpuUsage();
     const started = performance.now();
     const results = await Promise.all(ids.map((id, index) => client.stream(id, `many ${index}`)));
     const seconds = (performance.now() - started) / 1000;

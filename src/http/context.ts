@@ -1,3 +1,4 @@
+import type { HttpBindings } from '@hono/node-server';
 import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
@@ -20,5 +21,6 @@ export interface RouteDependencies extends HttpDependencies {
 }
 
 export interface HttpEnv {
+  Bindings: HttpBindings;
   Variables: { actor: Actor };
 }

@@ -5,6 +5,13 @@ import type { UrlSigner } from './signed-urls.js';
 
 /** The spec's shapes (field names, types, formats) built from the core's records. */
 export class Serializers {
+  /**
+   * JSON of text messages, by record. Stored records are immutable and the store hands out
+   * the same frozen object while it caches one, so a conversation read serialises each
+   * message once instead of on every request; entries go when the store drops the record.
+   */
+  readonly #messageJson = new WeakMap<MessageRecord, string>();
+
   constructor(private readonly signer: UrlSigner) {}
 
   account(account: AccountRecord) {
@@ -80,6 +87,23 @@ export class Serializers {
       status: model.status,
       ...(model.status === 'SUCCESS' && model.archive ? { url: this.signer.sign(model.archive.key) } : {}),
     };
+  }
+
+  /** `message()` as JSON text, memoised for messages without a file (whose URL changes with time). */
+  messageJson(message: MessageRecord): string {
+    if (message.file) return JSON.stringify(this.message(message));
+    let json = this.#messageJson.get(message);
+    if (json === undefined) {
+      json = JSON.stringify(this.message(message));
+      if (Object.isFrozen(message)) this.#messageJson.set(message, json);
+    }
+    return json;
+  }
+
+  /** A conversation with its messages, as JSON text built from the memoised messages. */
+  conversationWithMessagesJson(view: ConversationView, messages: readonly MessageRecord[]): string {
+    const head = JSON.stringify(this.conversation(view));
+    return `${head.slice(0, -1)},"messages":[${messages.map((message) => this.messageJson(message)).join(',')}]}`;
   }
 
   memory(memory: MemoryRecord) {

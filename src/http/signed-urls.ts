@@ -29,9 +29,14 @@ export class UrlSigner {
 
   /** A URL for `key` valid for at least the configured lifetime. */
   sign(key: string): string {
-    const nowSeconds = Math.floor(this.#now() / 1000);
-    const expires = Math.ceil((nowSeconds + this.#ttl) / this.#step) * this.#step;
+    const expires = this.expiry();
     return `${this.#base}/files/${encodeURIComponent(key)}?expires=${expires}&signature=${this.#signature(key, expires)}`;
+  }
+
+  /** The expiry (Unix seconds) URLs signed now carry; it changes a few times per lifetime. */
+  expiry(): number {
+    const nowSeconds = Math.floor(this.#now() / 1000);
+    return Math.ceil((nowSeconds + this.#ttl) / this.#step) * this.#step;
   }
 
   /** Why a request for `key` is refused, or undefined when its signature and expiry hold. */

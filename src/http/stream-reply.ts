@@ -1,7 +1,8 @@
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Context } from 'hono';
-import { stream } from 'hono/streaming';
 import type { Reply } from '../core/chat.js';
 import type { Logger } from '../core/ports.js';
+import type { HttpEnv } from './context.js';
 import { errorBody, toAppError } from './errors.js';
 
 /**
@@ -10,36 +11,34 @@ import { errorBody, toAppError } from './errors.js';
  * mid-stream ends with one `data: {"success":false,"error":{…}}` event and no `[DONE]`, so
  * clients that wait for `[DONE]` see the failure. If the client leaves, the reply still
  * completes and is stored.
+ *
+ * Events are written straight to Node's response: going through a web ReadableStream cost
+ * several times more CPU per piece than everything else on the relay path.
  */
-export function streamReply(context: Context, reply: Reply, logger: Logger) {
-  context.header('Content-Type', 'text/event-stream; charset=utf-8');
-  context.header('Cache-Control', 'no-cache');
-  context.header('X-Accel-Buffering', 'no');
-  const chunk = (content: string, finishReason: 'stop' | null) =>
-    `data: ${JSON.stringify({
-      id: reply.id,
-      object: 'chat.completion.chunk',
-      created: reply.createdSeconds,
-      model: reply.model,
-      system_fingerprint: null,
-      choices: [{ index: 0, delta: { content }, finish_reason: finishReason }],
-    })}\n\n`;
-  return stream(context, async (output) => {
-    let open = true;
-    output.onAbort(() => {
-      open = false;
-    });
-    try {
-      for await (const piece of reply.pieces) {
-        if (!open) break;
-        await output.write(chunk(piece, null));
-      }
-      await reply.done;
-      if (open) await output.write(`${chunk('', 'stop')}data: [DONE]\n\n`);
-    } catch (error) {
-      const appError = toAppError(error);
-      logger.debug({ code: appError.code, replyId: reply.id }, 'stream ended with an error event');
-      if (open) await output.write(`data: ${JSON.stringify(errorBody(appError))}\n\n`);
-    }
+export async function streamReply(context: Context<HttpEnv>, reply: Reply, logger: Logger): Promise<Response> {
+  const response = context.env.outgoing;
+  response.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    'X-Accel-Buffering': 'no',
   });
+  response.flushHeaders();
+  // Everything but the piece is the same in every chunk of a reply: build it once.
+  const prefix = `data: {"id":${JSON.stringify(reply.id)},"object":"chat.completion.chunk","created":${reply.createdSeconds},"model":${JSON.stringify(reply.model)},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":`;
+  const chunk = (content: string, finishReason: 'stop' | null) =>
+    `${prefix}${JSON.stringify(content)}},"finish_reason":${finishReason === null ? 'null' : '"stop"'}}]}\n\n`;
+  const open = () => !response.destroyed && !response.writableEnded;
+  try {
+    for await (const piece of reply.pieces) {
+      if (!open()) break;
+      response.write(chunk(piece, null));
+    }
+    await reply.done;
+    if (open()) response.end(`${chunk('', 'stop')}data: [DONE]\n\n`);
+  } catch (error) {
+    const appError = toAppError(error);
+    logger.debug({ code: appError.code, replyId: reply.id }, 'stream ended with an error event');
+    if (open()) response.end(`data: ${JSON.stringify(errorBody(appError))}\n\n`);
+  }
+  return RESPONSE_ALREADY_SENT;
 }

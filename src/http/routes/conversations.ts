@@ -4,6 +4,7 @@ import { ValidationError } from '../../core/errors.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { streamReply } from '../stream-reply.js';
+import { ResponseCache } from '../response-cache.js';
 import { readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
 const createBody = z.object({
@@ -43,16 +44,19 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     return context.json({ success: true, conversations: views.map((view) => serializers.conversation(view)) });
   });
 
+  const reads = new ResponseCache();
   app.get('/:conversationId', async (context) => {
     const conversation = await core.conversations.get(context.get('actor'), uuidParam(context, 'conversationId'));
-    const [view, messages] = await Promise.all([
-      core.conversations.view(conversation),
-      core.conversations.messages(conversation.id),
-    ]);
-    return context.json({
-      ...serializers.conversation(view),
-      messages: messages.map((message) => serializers.message(message)),
-    });
+    const [view, bounds] = await Promise.all([core.conversations.view(conversation), core.conversations.bounds(conversation.id)]);
+    // Everything the body is made of: the records, the message list's bounds, and the URL expiry.
+    const sources = [conversation, view.character, ...view.accounts, bounds, dependencies.signer.expiry()];
+    let body = reads.get(conversation.id, sources);
+    if (body === undefined) {
+      const messages = await core.conversations.messages(conversation.id);
+      body = serializers.conversationWithMessagesJson(view, messages);
+      reads.set(conversation.id, sources, body);
+    }
+    return context.body(body, 200, { 'Content-Type': 'application/json' });
   });
 
   app.post('/:conversationId/chat', limit, async (context) => {
