@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../src/core/errors.js';
-import { createEngineClient, upstreamMessage } from '../../src/engines/chat/http.js';
+import { createEngineClient, upstreamMessage } from '../../src/engines/http.js';
 
 // The mapping is pure; a connect timeout cannot be provoked on loopback without leaving 127.0.0.1.
 describe('engine HTTP plumbing', () => {

@@ -7,7 +7,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { EngineError } from '../../core/errors.js';
 import type { ChatStreamPart, ChatUsage } from '../../core/ports.js';
-import { truncate } from './http.js';
+import { truncate } from '../http.js';
 import { contentOf, errorOf, field, finishReasonOf, firstChoice, usageOf } from './openai-wire.js';
 
 /** Builds the error to throw; `status` is set when the engine named one. */

@@ -2,24 +2,25 @@
  * A `ChatModel` over any OpenAI-compatible `/chat/completions` endpoint: OpenAI, llama-server,
  * Ollama (`/v1`), vLLM, LocalAI. Providers are data: a base URL, an optional key, a model name.
  */
-import type { Dispatcher } from 'undici';
 import { EngineError } from '../../core/errors.js';
 import type { CallOptions, ChatModel, ChatRequest, ChatResult, ChatStreamPart } from '../../core/ports.js';
+import type { EngineClient, EngineResponse } from '../http.js';
 import { createChatStreamDecoder } from './chat-stream-decoder.js';
-import { createEngineClient, type EngineClient, type EngineResponse, type EngineTimeouts } from './http.js';
-import { contentOf, errorOf, field, finishReasonOf, firstChoice, toWireRequest, usageOf } from './openai-wire.js';
+import {
+  OPENAI_COMPATIBLE_PROVIDER,
+  type OpenAICompatibleOptions,
+  contentOf,
+  createOpenAICompatibleClient,
+  errorOf,
+  field,
+  finishReasonOf,
+  firstChoice,
+  toWireRequest,
+  usageOf,
+} from './openai-wire.js';
 
-export const OPENAI_COMPATIBLE_PROVIDER = 'openai-compatible';
-
-export interface OpenAICompatibleChatOptions extends EngineTimeouts {
-  /** Up to and including the API version, e.g. `http://127.0.0.1:8080/v1`. */
-  baseURL: string;
-  /** Sent as `Authorization: Bearer`; local servers usually need none. */
-  apiKey?: string;
-  model: string;
-  /** A caller-owned undici dispatcher; by default the model owns an agent with the timeouts. */
-  dispatcher?: Dispatcher;
-}
+export { OPENAI_COMPATIBLE_PROVIDER };
+export type OpenAICompatibleChatOptions = OpenAICompatibleOptions;
 
 /** A `ChatModel` that can release its connections. */
 export interface OpenAICompatibleChatModel extends ChatModel {
@@ -30,16 +31,7 @@ export interface OpenAICompatibleChatModel extends ChatModel {
 const LABEL = 'Chat engine';
 
 export function createOpenAICompatibleChatModel(options: OpenAICompatibleChatOptions): OpenAICompatibleChatModel {
-  const client = createEngineClient({
-    provider: OPENAI_COMPATIBLE_PROVIDER,
-    label: LABEL,
-    baseURL: options.baseURL,
-    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
-    dispatcher: options.dispatcher,
-    connectTimeoutMs: options.connectTimeoutMs,
-    headersTimeoutMs: options.headersTimeoutMs,
-    bodyTimeoutMs: options.bodyTimeoutMs,
-  });
+  const client = createOpenAICompatibleClient(LABEL, options);
   const { model } = options;
 
   return {

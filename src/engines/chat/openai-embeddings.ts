@@ -2,19 +2,10 @@
  * An `Embedder` over an OpenAI-compatible `/embeddings` endpoint (OpenAI, llama-server with
  * `--embeddings`, Ollama `/v1`, LocalAI).
  */
-import type { Dispatcher } from 'undici';
 import type { CallOptions, Embedder } from '../../core/ports.js';
-import { createEngineClient, type EngineTimeouts } from './http.js';
-import { errorOf, field, isRecord } from './openai-wire.js';
-import { OPENAI_COMPATIBLE_PROVIDER } from './openai-compatible.js';
+import { OPENAI_COMPATIBLE_PROVIDER, createOpenAICompatibleClient, errorOf, field, isRecord, type OpenAICompatibleOptions } from './openai-wire.js';
 
-export interface OpenAICompatibleEmbedderOptions extends EngineTimeouts {
-  /** Up to and including the API version, e.g. `http://127.0.0.1:8080/v1`. */
-  baseURL: string;
-  apiKey?: string;
-  model: string;
-  dispatcher?: Dispatcher;
-}
+export type OpenAICompatibleEmbedderOptions = OpenAICompatibleOptions;
 
 /** An `Embedder` that can release its connections. */
 export interface OpenAICompatibleEmbedder extends Embedder {
@@ -25,16 +16,7 @@ export interface OpenAICompatibleEmbedder extends Embedder {
 const LABEL = 'Embedding engine';
 
 export function createOpenAICompatibleEmbedder(options: OpenAICompatibleEmbedderOptions): OpenAICompatibleEmbedder {
-  const client = createEngineClient({
-    provider: OPENAI_COMPATIBLE_PROVIDER,
-    label: LABEL,
-    baseURL: options.baseURL,
-    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
-    dispatcher: options.dispatcher,
-    connectTimeoutMs: options.connectTimeoutMs,
-    headersTimeoutMs: options.headersTimeoutMs,
-    bodyTimeoutMs: options.bodyTimeoutMs,
-  });
+  const client = createOpenAICompatibleClient(LABEL, options);
 
   async function embed(texts: readonly string[], callOptions: CallOptions = {}): Promise<number[][]> {
     if (texts.length === 0) return [];

@@ -3,7 +3,9 @@
  * shapes that OpenAI, llama-server and Ollama actually send (see shared/notes/engines-wire.md).
  * Readers take `unknown` and never trust a field's presence or type.
  */
+import type { Dispatcher } from 'undici';
 import type { ChatContentPart, ChatMessage, ChatRequest, ChatUsage } from '../../core/ports.js';
+import { createEngineClient, type EngineClient, type EngineTimeouts } from '../http.js';
 
 export type WireContentPart =
   | { type: 'text'; text: string }
@@ -97,4 +99,31 @@ export function field(value: unknown, name: string): unknown {
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+export const OPENAI_COMPATIBLE_PROVIDER = 'openai-compatible';
+
+/** How to reach an OpenAI-compatible server: providers are data. */
+export interface OpenAICompatibleOptions extends EngineTimeouts {
+  /** Up to and including the API version, e.g. `http://127.0.0.1:8080/v1`. */
+  baseURL: string;
+  /** Sent as `Authorization: Bearer`; local servers usually need none. */
+  apiKey?: string;
+  model: string;
+  /** A caller-owned undici dispatcher; by default the client owns an agent with the timeouts. */
+  dispatcher?: Dispatcher;
+}
+
+/** The HTTP client every OpenAI-compatible adapter uses; `label` names it in error messages. */
+export function createOpenAICompatibleClient(label: string, options: OpenAICompatibleOptions): EngineClient {
+  return createEngineClient({
+    provider: OPENAI_COMPATIBLE_PROVIDER,
+    label,
+    baseURL: options.baseURL,
+    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
+    dispatcher: options.dispatcher,
+    connectTimeoutMs: options.connectTimeoutMs,
+    headersTimeoutMs: options.headersTimeoutMs,
+    bodyTimeoutMs: options.bodyTimeoutMs,
+  });
 }

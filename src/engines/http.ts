@@ -4,7 +4,7 @@
  * `EngineError`. Nothing here knows which engine it talks to; callers pass a provider name.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { EngineError, type EngineErrorOptions } from '../../core/errors.js';
+import { EngineError, type EngineErrorOptions } from '../core/errors.js';
 
 /** How long an engine may take at each step. undici's own 300 s defaults are never used. */
 export interface EngineTimeouts {
