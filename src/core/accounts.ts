@@ -104,10 +104,11 @@ export class Accounts {
     };
   }
 
+  /** Replaces the account with `change(current)`; `change` builds a new record (records are frozen). */
   async update(actor: Actor, accountId: string, change: (account: AccountRecord) => AccountRecord): Promise<AccountRecord> {
     return this.store.withLock(keys.account(accountId), async () => {
       const account = await this.get(actor, accountId);
-      const updated = change(structuredClone(account));
+      const updated = change(account);
       await this.store.set(keys.account(accountId), updated);
       return updated;
     });

@@ -24,6 +24,15 @@ export function createApp(dependencies: HttpDependencies) {
     onError(new AppError('NOT_FOUND', `There is no endpoint ${context.req.method} ${context.req.path}.`), context),
   );
 
+  app.use(async (context, next) => {
+    const started = performance.now();
+    await next();
+    dependencies.logger.debug(
+      { method: context.req.method, path: context.req.path, status: context.res.status, durationMs: Math.round(performance.now() - started) },
+      'request',
+    );
+  });
+
   app.get('/healthz', (context) => {
     const ready = dependencies.isReady?.() ?? true;
     return context.json({ status: ready ? 'ok' : 'starting' }, ready ? 200 : 503);

@@ -38,10 +38,14 @@ function check<Schema extends z.ZodType>(schema: Schema, value: unknown, prefix:
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw new ValidationError(
-    result.error.issues.map((issue) => ({
-      field: issue.path.length > 0 ? prefix + issue.path.join('.') : prefix ? prefix.slice(0, -1) : 'body',
-      message: issue.message,
-    })),
+    result.error.issues.flatMap((issue) => {
+      const path = issue.path.map(String);
+      // An unknown member is named as a field of its own, like any other mistake.
+      if (issue.code === 'unrecognized_keys') {
+        return issue.keys.map((key) => ({ field: prefix + [...path, key].join('.'), message: 'is not a known field' }));
+      }
+      return [{ field: path.length > 0 ? prefix + path.join('.') : prefix ? prefix.slice(0, -1) : 'body', message: issue.message }];
+    }),
   );
 }
 

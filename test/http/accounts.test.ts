@@ -143,6 +143,33 @@ describe('accounts API', () => {
     expect((await api.call('GET', `/api/v0/accounts/${user.id}`, { key: rotated.body.apiKey })).status).toBe(200);
   });
 
+  it('lets an account change its picture and tags, and only the admin its flags', async () => {
+    const user = await api.account('changer');
+    const own = await api.call('PATCH', `/api/v0/accounts/${user.id}`, {
+      key: user.key,
+      body: { profilePictureUrl: 'https://cdn.example.test/me.png', tags: ['artist'] },
+    });
+    expect(own.status).toBe(200);
+    expect(own.body.account).toMatchObject({ profilePictureUrl: 'https://cdn.example.test/me.png', tags: ['artist'] });
+    const flags = await api.call('PATCH', `/api/v0/accounts/${user.id}`, { key: user.key, body: { isVerified: true } });
+    expect(flags.status).toBe(403);
+    const invalid = await api.call('PATCH', `/api/v0/accounts/${user.id}`, { key: user.key, body: { profilePictureUrl: 'ftp://x', nickname: 'x' } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.details.fields.map((issue: { field: string }) => issue.field).sort()).toEqual(['nickname', 'profilePictureUrl']);
+    const verified = await api.call('PATCH', `/api/v0/accounts/${user.id}`, { body: { isVerified: true, isSubscribed: true } });
+    expect(verified.body.account).toMatchObject({ isVerified: true, isSubscribed: true, isDisabled: false, tags: ['artist'] });
+  });
+
+  it('refuses a disabled account’s key until it is enabled again', async () => {
+    const user = await api.account('suspended');
+    expect((await api.call('PATCH', `/api/v0/accounts/${user.id}`, { body: { isDisabled: true } })).status).toBe(200);
+    const refused = await api.call('GET', `/api/v0/accounts/${user.id}`, { key: user.key });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('ACCOUNT_DISABLED');
+    await api.call('PATCH', `/api/v0/accounts/${user.id}`, { body: { isDisabled: false } });
+    expect((await api.call('GET', `/api/v0/accounts/${user.id}`, { key: user.key })).status).toBe(200);
+  });
+
   it('keeps accounts, keys and balances across a restart', async () => {
     const user = await api.account('durable');
     await api.call('POST', `/api/v0/accounts/${user.id}/balance`, { body: { amount: 7, reason: 'before restart' } });

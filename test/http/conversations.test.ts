@@ -186,22 +186,6 @@ describe('conversations API', () => {
     expect(lying.status).toBe(415);
   });
 
-  it('puts the most relevant memories into the system prompt', async () => {
-    const fresh = await api.account('rememberer');
-    for (let index = 0; index < 30; index++) {
-      await api.call('POST', `/api/v0/characters/${fresh.characterId}/memories`, { key: fresh.key, body: { text: `Filler fact number ${index} about gardening` } });
-    }
-    await api.call('POST', `/api/v0/characters/${fresh.characterId}/memories`, { key: fresh.key, body: { text: 'My sister Marguerite lives in Lisbon' } });
-    for (let index = 30; index < 40; index++) {
-      await api.call('POST', `/api/v0/characters/${fresh.characterId}/memories`, { key: fresh.key, body: { text: `Filler fact number ${index} about cooking` } });
-    }
-    const id = await conversation(fresh.key, fresh.characterId);
-    await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: fresh.key, body: { data: 'Where does Marguerite live?' } });
-    const system = String(api.llm.requests.at(-1)!.body.messages![0]!.content);
-    expect(system).toContain('My sister Marguerite lives in Lisbon');
-    expect(system.match(/Filler fact/g)!.length).toBeLessThan(40);
-  });
-
   it('sends only the newest messages that fit the context', async () => {
     const small = await startHarness({ environment: { LLM_CONTEXT_TOKENS: '700', LLM_MAX_REPLY_TOKENS: '200' } });
     try {

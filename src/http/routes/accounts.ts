@@ -12,6 +12,16 @@ const createBody = z.object({
   tags: z.array(z.string().max(64)).max(50).optional(),
 });
 
+const changeBody = z
+  .object({
+    profilePictureUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).nullable().optional(),
+    tags: z.array(z.string().max(64)).max(50).optional(),
+    isVerified: z.boolean().optional(),
+    isDisabled: z.boolean().optional(),
+    isSubscribed: z.boolean().optional(),
+  })
+  .strict();
+
 const creditBody = z.object({
   amount: z.number().positive('must be more than 0').max(1_000_000_000).refine(Number.isFinite, 'must be a number'),
   reason: z.string().trim().min(1, 'must say why').max(200),
@@ -39,6 +49,23 @@ export function accountRoutes({ core, serializers }: RouteDependencies) {
 
   app.get('/:accountId', async (context) => {
     const account = await core.accounts.get(context.get('actor'), uuidParam(context, 'accountId'));
+    return context.json({ success: true, account: serializers.account(account) });
+  });
+
+  // An account may change its picture and tags; only the admin changes the flags.
+  app.patch('/:accountId', async (context) => {
+    const actor = context.get('actor');
+    const accountId = uuidParam(context, 'accountId');
+    const body = await readJson(context, changeBody);
+    if (body.isVerified !== undefined || body.isDisabled !== undefined || body.isSubscribed !== undefined) requireAdmin(actor);
+    const account = await core.accounts.update(actor, accountId, (current) => ({
+      ...current,
+      profilePictureUrl: body.profilePictureUrl === undefined ? current.profilePictureUrl : body.profilePictureUrl,
+      tags: body.tags ?? current.tags,
+      isVerified: body.isVerified ?? current.isVerified,
+      isDisabled: body.isDisabled ?? current.isDisabled,
+      isSubscribed: body.isSubscribed ?? current.isSubscribed,
+    }));
     return context.json({ success: true, account: serializers.account(account) });
   });
 
