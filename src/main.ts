@@ -78,6 +78,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     url: server.url,
     stop: async () => {
       await server.close();
+      // Replies still being written for clients that left are finished and stored first.
+      await core.chat.idle(30_000);
       await Promise.allSettled([chatModel.close(), embedder?.close()]);
       await store.close();
     },

@@ -50,6 +50,9 @@ const memoryQueryMessages = 4;
 
 /** Sending a message and getting the character's reply. */
 export class Chat {
+  /** Replies being generated, so a shutdown can let them finish and be stored. */
+  readonly #inFlight = new Set<Promise<unknown>>();
+
   constructor(
     private readonly store: Store,
     private readonly conversations: Conversations,
@@ -82,8 +85,20 @@ export class Chat {
     const pieces = new AsyncQueue<string>();
     const done = this.#generate(conversation, character, userMessage, pieces, mode.stream);
     // `done` is also handed to the caller; this keeps an unobserved failure from being unhandled.
-    done.catch(() => undefined);
+    const settled = done.catch(() => undefined);
+    this.#inFlight.add(settled);
+    void settled.finally(() => this.#inFlight.delete(settled));
     return { ...reply, pieces, done };
+  }
+
+  /** Waits until the replies being generated are stored or failed, or `timeoutMs` passes. */
+  async idle(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([Promise.all(this.#inFlight), timeout]);
+    clearTimeout(timer);
   }
 
   async #generate(

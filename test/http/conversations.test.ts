@@ -255,6 +255,23 @@ describe('conversations API', () => {
     expect(read.body.messages[1].content).toBe('slowly but surely done.');
   });
 
+  it('finishes and stores replies still being written when the service stops', async () => {
+    api.llm.setScript({ tokens: ['written ', 'during ', 'shutdown.'], tokensPerSecond: 10 });
+    const id = await conversation();
+    const controller = new AbortController();
+    const response = await fetch(`${api.url}/api/v0/conversations/${id}/chat/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: 'keep going' }),
+      signal: controller.signal,
+    });
+    await response.body!.getReader().read();
+    controller.abort();
+    await api.restart();
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages.map((message: { content: string }) => message.content)).toEqual(['keep going', 'written during shutdown.']);
+  });
+
   it('clears a conversation', async () => {
     const id = await conversation();
     await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'remember me' } });
