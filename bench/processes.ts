@@ -65,7 +65,7 @@ async function processUsage(pid: number): Promise<{ maxRssBytes: number; rssByte
  * bench` first), its URL read from its start-up log line; usage comes from /proc.
  */
 export async function startServiceProcess(environment: Record<string, string>): Promise<BenchProcess> {
-  const child = spawn(process.execPath, [path.join(root, 'dist/src/main.js')], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof-service'] : []), path.join(root, 'dist/src/main.js')], {
     cwd: root,
     env: { PATH: process.env.PATH, ...environment },
     stdio: ['ignore', 'pipe', 'inherit'],

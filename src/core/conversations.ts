@@ -116,13 +116,15 @@ export class Conversations {
     });
   }
 
-  /** Lets another account speak in the conversation (several people in one Discord thread). */
+  /**
+   * Lets another account speak in the conversation (several people in one thread). The admin
+   * or any account already speaking may add one; the new speaker then sees the whole history.
+   */
   async addSpeaker(actor: Actor, conversationId: string, accountId: string): Promise<ConversationRecord> {
-    if (actor.type !== 'admin') throw new AppError('FORBIDDEN', 'Only the admin may add speakers to a conversation.');
     return this.store.withLock(keys.conversation(conversationId), async () => {
       const conversation = await this.get(actor, conversationId);
       if (conversation.speakerAccountIds.includes(accountId)) return conversation;
-      if (!(await this.store.get(keys.account(accountId)))) throw notFound('Account', accountId);
+      if (!(await this.store.get(keys.account(accountId)))) throw ValidationError.field('accountId', `account ${accountId} does not exist`);
       const updated = { ...conversation, speakerAccountIds: [...conversation.speakerAccountIds, accountId] };
       await this.store.set(keys.conversation(conversationId), updated);
       await this.store.append(keys.accountConversations(accountId), () => conversationId);

@@ -237,6 +237,35 @@ describe('conversations API', () => {
     expect(new Set(created).size).toBe(created.length);
   });
 
+  it('lets several people share a conversation, each a speaker named to the engine', async () => {
+    const friend = await api.account('friend');
+    const outsider = await api.account('outsider');
+    const id = await conversation();
+    expect((await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: outsider.key, body: { accountId: outsider.id } })).status).toBe(404);
+    const added = await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: user.key, body: { accountId: friend.id } });
+    expect(added.status).toBe(200);
+    expect(added.body.conversation.speakers.map((speaker: { name: string; type: string }) => `${speaker.type}:${speaker.name}`)).toEqual([
+      'account:talker',
+      'account:friend',
+      'character:talker',
+    ]);
+    const missing = await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: user.key, body: { accountId: '00000000-0000-4000-8000-000000000000' } });
+    expect(missing.status).toBe(400);
+    api.llm.setScript({ reply: 'Hello to you both.' });
+    await Promise.all([
+      api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'I am here' } }),
+      api.call('POST', `/api/v0/conversations/${id}/chat`, { key: friend.key, body: { data: 'Me too' } }),
+    ]);
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: friend.key });
+    expect(read.status).toBe(200);
+    const authors = read.body.messages.filter((message: { participant_type: string }) => message.participant_type === 'account');
+    expect(authors.map((message: { participant_id: string }) => message.participant_id).sort()).toEqual([user.id, friend.id].sort());
+    const lastPrompt = JSON.stringify(api.llm.requests.at(-1)!.body.messages);
+    expect(lastPrompt).toMatch(/(talker: I am here|friend: Me too)/);
+    const listed = await api.call('GET', '/api/v0/conversations', { key: friend.key });
+    expect(listed.body.conversations.map((entry: { id: string }) => entry.id)).toContain(id);
+  });
+
   it('completes and stores a streamed reply even when the client leaves', async () => {
     api.llm.setScript({ tokens: ['slowly ', 'but ', 'surely ', 'done.'], tokensPerSecond: 20 });
     const id = await conversation();

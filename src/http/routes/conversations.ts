@@ -74,6 +74,13 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     return streamReply(context, reply, dependencies.logger);
   });
 
+  app.post('/:conversationId/speakers', async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const body = await readJson(context, z.object({ accountId: uuid }));
+    const conversation = await core.conversations.addSpeaker(context.get('actor'), conversationId, body.accountId);
+    return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
+  });
+
   app.post('/:conversationId/clear', async (context) => {
     await core.conversations.clear(context.get('actor'), uuidParam(context, 'conversationId'));
     return context.json({ success: 'true' });
