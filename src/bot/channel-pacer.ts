@@ -1,0 +1,80 @@
+import { LRUCache } from 'lru-cache';
+
+export interface PacerOptions {
+  /** Spacing of ordinary edits in one channel when Discord says nothing more. */
+  baseIntervalMs: number;
+  /** The slowest spacing a run of 429s may push a channel to. */
+  maxIntervalMs: number;
+  now?: () => number;
+}
+
+interface ChannelState {
+  /** When the next ordinary edit may go out. */
+  nextAt: number;
+  lastSentAt: number;
+  intervalMs: number;
+}
+
+/**
+ * Paces message edits per channel. It starts at about one edit per second and follows what
+ * Discord says of each channel's bucket: the `X-RateLimit-Remaining` and `-Reset-After` of
+ * the last answer spread the remaining budget over the window, and a 429 doubles the spacing
+ * (decaying back as edits go through). Channels are independent: a busy thread never slows
+ * another.
+ */
+export class ChannelPacer {
+  readonly #channels = new LRUCache<string, ChannelState>({ max: 50_000 });
+  readonly #now: () => number;
+
+  constructor(private readonly options: PacerOptions) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Milliseconds until an ordinary edit may go to `channelId`. */
+  waitFor(channelId: string): number {
+    const state = this.#channels.get(channelId);
+    return state ? Math.max(0, state.nextAt - this.#now()) : 0;
+  }
+
+  /** A message was sent or edited in the channel just now. */
+  sent(channelId: string): void {
+    const state = this.#state(channelId);
+    const now = this.#now();
+    state.lastSentAt = now;
+    state.nextAt = Math.max(state.nextAt, now + state.intervalMs);
+  }
+
+  /** Discord's rate-limit headers for the channel's bucket, from the answer to a request. */
+  observe(channelId: string, bucket: { remaining: number; resetAfterMs: number }): void {
+    const state = this.#state(channelId);
+    const now = this.#now();
+    if (bucket.remaining <= 0) {
+      state.nextAt = Math.max(state.nextAt, now + bucket.resetAfterMs);
+      return;
+    }
+    state.intervalMs = Math.max(this.options.baseIntervalMs, state.intervalMs * 0.8);
+    const spread = bucket.resetAfterMs / bucket.remaining;
+    state.nextAt = Math.max(state.nextAt, state.lastSentAt + Math.max(state.intervalMs, spread));
+  }
+
+  /** Discord answered 429 for the channel: back off. */
+  rateLimited(channelId: string, retryAfterMs: number): void {
+    const state = this.#state(channelId);
+    state.intervalMs = Math.min(this.options.maxIntervalMs, state.intervalMs * 2);
+    state.nextAt = Math.max(state.nextAt, this.#now() + Math.max(retryAfterMs, state.intervalMs));
+  }
+
+  /** The current spacing of a channel (for logs and tests). */
+  intervalOf(channelId: string): number {
+    return this.#channels.get(channelId)?.intervalMs ?? this.options.baseIntervalMs;
+  }
+
+  #state(channelId: string): ChannelState {
+    let state = this.#channels.get(channelId);
+    if (!state) {
+      state = { nextAt: 0, lastSentAt: 0, intervalMs: this.options.baseIntervalMs };
+      this.#channels.set(channelId, state);
+    }
+    return state;
+  }
+}

@@ -1,0 +1,59 @@
+/** Discord's limit on a message's content. */
+export const discordMessageLimit = 2000;
+
+const fencePattern = /^ {0,3}(`{3,}|~{3,})([^\n`]*)$/gm;
+
+/**
+ * Splits a reply into messages of at most `limit` characters, each ending at a paragraph
+ * break, else a line break, else a sentence end, else a space, and only as a last resort in
+ * the middle of a word. A code block cut in two is closed at the end of one message and
+ * reopened, with its language, at the start of the next, so each message renders on its own.
+ *
+ * Splitting is stable as the text grows: a message's boundary depends only on the text
+ * before it, so messages already sent never change when more text arrives.
+ */
+export function splitMessage(text: string, limit = discordMessageLimit): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  let reopen = '';
+  while (reopen.length + rest.length > limit) {
+    const window = reopen + rest;
+    // Leave room to close a code block left open at the cut.
+    const cut = findCut(window, limit - 4, reopen.length);
+    const head = window.slice(0, cut);
+    const open = openFence(head);
+    const closing = open ? `${head.endsWith('\n') ? '' : '\n'}${open.marker}` : '';
+    parts.push((head + closing).trimEnd());
+    rest = window.slice(cut).replace(/^\n+/, '');
+    reopen = open ? `${open.marker}${open.info}\n` : '';
+  }
+  if (rest.trim().length > 0 || parts.length === 0) parts.push(reopen + rest);
+  return parts;
+}
+
+/** The best place at or before `limit` to end a message; never before `minimum`. */
+function findCut(text: string, limit: number, minimum: number): number {
+  const window = text.slice(0, limit);
+  const lowest = Math.max(minimum + 1, Math.floor(limit / 2));
+  const candidates = [
+    window.lastIndexOf('\n\n'),
+    window.lastIndexOf('\n'),
+    Math.max(window.lastIndexOf('. '), window.lastIndexOf('! '), window.lastIndexOf('? '), window.lastIndexOf('.\n')) + 1,
+    window.lastIndexOf(' '),
+  ];
+  for (const position of candidates) {
+    if (position >= lowest) return position + 1;
+  }
+  return limit;
+}
+
+/** The code fence left open at the end of `text`, if any. */
+function openFence(text: string): { marker: string; info: string } | undefined {
+  let open: { marker: string; info: string } | undefined;
+  for (const match of text.matchAll(fencePattern)) {
+    const marker = match[1]!;
+    if (!open) open = { marker, info: match[2]!.trim() };
+    else if (marker[0] === open.marker[0] && marker.length >= open.marker.length && match[2]!.trim() === '') open = undefined;
+  }
+  return open;
+}

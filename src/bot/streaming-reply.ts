@@ -1,0 +1,131 @@
+import type { Logger } from '../core/ports.js';
+import type { ChannelPacer } from './channel-pacer.js';
+import { discordMessageLimit, splitMessage } from './split-message.js';
+
+/** What the writer needs of a Discord channel; the bot adapts discord.js channels to it. */
+export interface ReplyChannel {
+  id: string;
+  sendTyping(): Promise<void>;
+  /** Sends a message; returns its id. */
+  send(content: string): Promise<string>;
+  edit(messageId: string, content: string): Promise<void>;
+}
+
+export interface StreamingReplyOptions {
+  pacer: ChannelPacer;
+  logger: Logger;
+  /** Shown at the end of the text while it grows. */
+  cursor?: string;
+  /** Discord's typing indicator lasts about 10 s; it is renewed this often until the first words. */
+  typingIntervalMs?: number;
+  /** What to show when the reply fails; the text written so far stays above it. */
+  explain: (error: unknown) => string;
+}
+
+export interface StreamingReplyResult {
+  messageIds: string[];
+  text: string;
+  /** The error that ended the reply early, after it was shown. */
+  failure?: unknown;
+}
+
+const defaultCursor = ' ▌';
+
+/**
+ * Writes a reply that arrives in pieces as a Discord message that grows by edits: the typing
+ * indicator until the first words, then a message with a cursor, edited as the text grows.
+ * At most one request is in flight at a time, and text that arrives meanwhile is merged into
+ * the next edit, so there is never a backlog of stale edits. Edits are paced per channel by
+ * the pacer; the final text goes out as soon as the reply ends, whatever the pacing. Past
+ * 2,000 characters the reply continues in a new message.
+ */
+export async function writeStreamingReply(
+  channel: ReplyChannel,
+  pieces: AsyncIterable<string>,
+  options: StreamingReplyOptions,
+): Promise<StreamingReplyResult> {
+  const cursor = options.cursor ?? defaultCursor;
+  const sent: { id: string; content: string }[] = [];
+  let text = '';
+  let inFlight: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let ended = false;
+
+  // Messages as they should read now; the cursor goes on the last one while it still fits.
+  const wanted = (final: boolean): string[] => {
+    const shown = text.trimStart();
+    const parts = splitMessage(final ? shown.trimEnd() : shown);
+    const last = parts.length - 1;
+    if (!final && parts[last]!.length + cursor.length <= discordMessageLimit) parts[last] += cursor;
+    return parts.filter((part) => part.trim().length > 0);
+  };
+
+  const deliver = async (final: boolean): Promise<void> => {
+    for (const [index, content] of wanted(final).entries()) {
+      const previous = sent[index];
+      if (previous?.content === content) continue;
+      if (previous) await channel.edit(previous.id, content);
+      else sent.push({ id: await channel.send(content), content });
+      if (previous) previous.content = content;
+      options.pacer.sent(channel.id);
+    }
+  };
+
+  // Runs one delivery when none is in flight and the pacing allows; otherwise arranges one.
+  const schedule = (): void => {
+    if (ended || inFlight || timer) return;
+    const wait = options.pacer.waitFor(channel.id);
+    if (wait > 0) {
+      timer = setTimeout(() => {
+        timer = undefined;
+        schedule();
+      }, wait);
+      return;
+    }
+    inFlight = deliver(false)
+      .catch((error: unknown) => options.logger.warn({ err: error, channelId: channel.id }, 'edit failed; the next one carries the text'))
+      .finally(() => {
+        inFlight = undefined;
+        if (wanted(false).some((content, index) => sent[index]?.content !== content)) schedule();
+      });
+  };
+
+  const typing = startTyping(channel, options.typingIntervalMs ?? 8_000, options.logger);
+  let failure: unknown;
+  try {
+    for await (const piece of pieces) {
+      typing.stop();
+      text += piece;
+      if (text.trim().length > 0) schedule();
+    }
+  } catch (error) {
+    failure = error;
+    const explanation = options.explain(error);
+    text = text.trim().length > 0 ? `${text.trimEnd()}\n\n${explanation}` : explanation;
+  } finally {
+    typing.stop();
+    ended = true;
+    clearTimeout(timer);
+  }
+  await inFlight;
+  // The final text is delivered now, not at the pace of ordinary edits; discord.js still
+  // waits out a 429 or an exhausted bucket before sending it.
+  await deliver(true);
+  return { messageIds: sent.map((message) => message.id), text, ...(failure === undefined ? {} : { failure }) };
+}
+
+function startTyping(channel: ReplyChannel, intervalMs: number, logger: Logger): { stop(): void } {
+  let stopped = false;
+  const send = () => {
+    if (stopped) return;
+    channel.sendTyping().catch((error: unknown) => logger.debug({ err: error, channelId: channel.id }, 'typing indicator failed'));
+  };
+  send();
+  const timer = setInterval(send, intervalMs);
+  return {
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+    },
+  };
+}

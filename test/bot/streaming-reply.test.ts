@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { ChannelPacer } from '../../src/bot/channel-pacer.js';
+import { type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A channel that records what a viewer would see, with a delay per request. */
+class RecordingChannel implements ReplyChannel {
+  readonly id = 'channel-1';
+  readonly contents = new Map<string, string[]>();
+  readonly order: string[] = [];
+  typing = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  constructor(private readonly delayMs = 5) {}
+  async sendTyping() {
+    this.typing++;
+  }
+  async send(content: string) {
+    return this.#request(async () => {
+      const id = `m${this.order.length + 1}`;
+      this.order.push(id);
+      this.contents.set(id, [content]);
+      return id;
+    });
+  }
+  async edit(messageId: string, content: string) {
+    await this.#request(async () => {
+      this.contents.get(messageId)!.push(content);
+    });
+  }
+  final(): string[] {
+    return this.order.map((id) => this.contents.get(id)!.at(-1)!);
+  }
+  async #request<T>(work: () => Promise<T>): Promise<T> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    try {
+      return await work();
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+async function* timed(pieces: string[], gapMs: number, failAfter?: number): AsyncGenerator<string> {
+  for (const [index, piece] of pieces.entries()) {
+    if (failAfter !== undefined && index === failAfter) throw new Error('engine died');
+    await new Promise((resolve) => setTimeout(resolve, gapMs));
+    yield piece;
+  }
+}
+
+const explain = (error: unknown) => `⚠️ The reply stopped: ${(error as Error).message}.`;
+
+describe('writeStreamingReply', () => {
+  it('shows typing, grows one message with a cursor, and ends with exactly the text', async () => {
+    const channel = new RecordingChannel();
+    const pacer = new ChannelPacer({ baseIntervalMs: 40, maxIntervalMs: 1000 });
+    const words = Array.from({ length: 30 }, (_, index) => `word${index} `);
+    const result = await writeStreamingReply(channel, timed(words, 10), { pacer, logger: silent, explain });
+    expect(channel.typing).toBeGreaterThanOrEqual(1);
+    expect(channel.order).toHaveLength(1);
+    const versions = channel.contents.get('m1')!;
+    expect(versions.at(-1)).toBe(words.join('').trimEnd());
+    expect(versions.slice(0, -1).every((version) => version.endsWith(' ▌'))).toBe(true);
+    // Paced and merged: far fewer edits than pieces, each a longer prefix of the reply.
+    expect(versions.length).toBeGreaterThan(2);
+    expect(versions.length).toBeLessThan(words.length / 2);
+    for (const version of versions) expect(words.join('').startsWith(version.replace(/ ▌$/, ''))).toBe(true);
+    expect(channel.maxInFlight).toBe(1);
+    expect(result.messageIds).toEqual(['m1']);
+  });
+
+  it('keeps at most one request in flight even when Discord is slower than the pieces', async () => {
+    const channel = new RecordingChannel(60);
+    const pacer = new ChannelPacer({ baseIntervalMs: 1, maxIntervalMs: 1000 });
+    const pieces = Array.from({ length: 100 }, (_, index) => `${index} `);
+    await writeStreamingReply(channel, timed(pieces, 2), { pacer, logger: silent, explain });
+    expect(channel.maxInFlight).toBe(1);
+    expect(channel.final()).toEqual([pieces.join('').trimEnd()]);
+    expect(channel.contents.get('m1')!.length).toBeLessThan(20);
+  });
+
+  it('continues past 2,000 characters in new messages, none over the limit', async () => {
+    const channel = new RecordingChannel(1);
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });
+    const sentence = 'The lighthouse keeper counted the ships as they passed the point. ';
+    const pieces = Array.from({ length: 100 }, () => sentence);
+    await writeStreamingReply(channel, timed(pieces, 1), { pacer, logger: silent, explain });
+    const final = channel.final();
+    expect(final.length).toBe(4);
+    for (const versions of channel.contents.values()) expect(versions.every((version) => version.length <= 2000)).toBe(true);
+    expect(final.every((content) => !content.endsWith('▌'))).toBe(true);
+    expect(final.join(' ')).toBe(pieces.join('').trimEnd());
+  });
+
+  it('ends a failed reply with a visible explanation under the text so far', async () => {
+    const channel = new RecordingChannel(1);
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });
+    const result = await writeStreamingReply(channel, timed(['Half ', 'a ', 'thought'], 5, 2), { pacer, logger: silent, explain });
+    expect(channel.final()).toEqual(['Half a\n\n⚠️ The reply stopped: engine died.']);
+    expect((result.failure as Error).message).toBe('engine died');
+  });
+
+  it('explains a failure before any words in a message of its own', async () => {
+    const channel = new RecordingChannel(1);
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });
+    await writeStreamingReply(channel, timed(['never'], 5, 0), { pacer, logger: silent, explain });
+    expect(channel.final()).toEqual(['⚠️ The reply stopped: engine died.']);
+  });
+});
+
+describe('ChannelPacer', () => {
+  it('spaces edits per channel, follows the bucket headers and backs off on 429', () => {
+    let now = 0;
+    const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, now: () => now });
+    expect(pacer.waitFor('a')).toBe(0);
+    pacer.sent('a');
+    expect(pacer.waitFor('a')).toBe(1000);
+    expect(pacer.waitFor('b')).toBe(0);
+    // One edit left for the next 4 s: spread it out.
+    pacer.observe('a', { remaining: 1, resetAfterMs: 4000 });
+    expect(pacer.waitFor('a')).toBe(4000);
+    // Bucket exhausted: wait for the reset.
+    now = 5000;
+    pacer.sent('a');
+    pacer.observe('a', { remaining: 0, resetAfterMs: 4500 });
+    expect(pacer.waitFor('a')).toBe(4500);
+    // A 429 doubles the spacing, up to the maximum, and it decays as edits succeed.
+    pacer.rateLimited('a', 300);
+    pacer.rateLimited('a', 300);
+    pacer.rateLimited('a', 300);
+    pacer.rateLimited('a', 300);
+    expect(pacer.intervalOf('a')).toBe(8000);
+    for (let count = 0; count < 20; count++) pacer.observe('a', { remaining: 4, resetAfterMs: 100 });
+    expect(pacer.intervalOf('a')).toBe(1000);
+    expect(pacer.intervalOf('b')).toBe(1000);
+  });
+});
