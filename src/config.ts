@@ -33,6 +33,20 @@ export interface Config {
   /** Chat and image requests allowed per account per minute over the API. */
   apiRateLimitPerMinute: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  discord: {
+    /** The bot runs only when a token is set. */
+    token: string | undefined;
+    /** REST base (up to `/api`), e.g. for @discordjs/proxy; the gateway URL comes from its `/gateway/bot`. */
+    apiBase: string | undefined;
+    /** Commands are deployed to this guild (instant) instead of globally. */
+    guildId: string | undefined;
+    /** Discord user ids allowed to use /admin. */
+    ownerIds: string[];
+    /** Spacing of reply edits per channel before Discord's headers say otherwise. */
+    editIntervalMs: number;
+    messagesPerMinute: number;
+    commandsPerMinute: number;
+  };
 }
 
 export type Environment = Record<string, string | undefined>;
@@ -74,6 +88,8 @@ const httpUrl = (fallback: string | undefined) =>
     return text.replace(/\/+$/, '');
   });
 
+const snowflake = /^\d{15,21}$/;
+
 const environmentSchema = z.object({
   PORT: integer(3000, 0, 65535),
   HOST: optionalText,
@@ -101,6 +117,15 @@ const environmentSchema = z.object({
   EMBEDDINGS_MODEL: optionalText,
   STARTING_BALANCE: integer(100, 0, 1_000_000_000),
   API_RATE_LIMIT_PER_MINUTE: integer(120, 1, 1_000_000),
+  DISCORD_TOKEN: optionalText,
+  DISCORD_API_BASE: httpUrl(undefined),
+  DISCORD_GUILD_ID: optionalText.refine((value) => value === undefined || snowflake.test(value), { message: 'must be a Discord id (digits)' }),
+  BOT_OWNER_IDS: optionalText.refine((value) => value === undefined || value.split(',').every((id) => snowflake.test(id.trim())), {
+    message: 'must be Discord user ids separated by commas',
+  }),
+  DISCORD_EDIT_INTERVAL_MS: integer(1000, 100, 60_000),
+  DISCORD_MESSAGES_PER_MINUTE: integer(20, 1, 10_000),
+  DISCORD_COMMANDS_PER_MINUTE: integer(30, 1, 10_000),
   LOG_LEVEL: optionalText.refine(
     (value) => value === undefined || ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(value),
     { message: 'must be one of fatal, error, warn, info, debug, trace, silent' },
@@ -153,5 +178,14 @@ export function parseConfig(environment: Environment, workingDirectory = process
     startingBalance: values.STARTING_BALANCE,
     apiRateLimitPerMinute: values.API_RATE_LIMIT_PER_MINUTE,
     logLevel: (values.LOG_LEVEL ?? 'info') as Config['logLevel'],
+    discord: {
+      token: values.DISCORD_TOKEN,
+      apiBase: values.DISCORD_API_BASE,
+      guildId: values.DISCORD_GUILD_ID,
+      ownerIds: values.BOT_OWNER_IDS?.split(',').map((id) => id.trim()) ?? [],
+      editIntervalMs: values.DISCORD_EDIT_INTERVAL_MS,
+      messagesPerMinute: values.DISCORD_MESSAGES_PER_MINUTE,
+      commandsPerMinute: values.DISCORD_COMMANDS_PER_MINUTE,
+    },
   };
 }

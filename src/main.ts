@@ -6,6 +6,8 @@ import { createRandomIds, createSystemClock } from './core/clock.js';
 import { createCore } from './core/core.js';
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
+import { commands } from '../commands/index.js';
+import { type RunningBot, startBot } from './bot/bot.js';
 import { createApp } from './http/app.js';
 import { listen } from './http/server.js';
 import { UrlSigner } from './http/signed-urls.js';
@@ -74,9 +76,20 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     'Likeness API listening',
   );
   if (!config.adminApiKey) logger.warn({}, 'ADMIN_API_KEY is not set: accounts cannot be created over HTTP');
+  let bot: RunningBot | undefined;
+  if (config.discord.token) {
+    try {
+      bot = await startBot(core, store, commands, { ...config.discord, token: config.discord.token }, logger.child({ module: 'bot' }));
+    } catch (error) {
+      await server.close();
+      await store.close();
+      throw error;
+    }
+  }
   return {
     url: server.url,
     stop: async () => {
+      await bot?.stop();
       await server.close();
       // Replies still being written for clients that left are finished and stored first.
       await core.chat.idle(30_000);

@@ -47,7 +47,24 @@ export class Characters {
       updatedMicros: now,
     };
     await this.store.set(keys.character(id), character);
+    await this.store.append(keys.characters(), () => id);
     return character;
+  }
+
+  /**
+   * Characters the actor may talk to whose name contains `query` (any case): its own first,
+   * then public ones, at most `limit`.
+   */
+  async search(actor: Actor, query: string, limit: number): Promise<CharacterRecord[]> {
+    const ids = await this.store.range<string>(keys.characters());
+    const characters = await this.store.getMany<CharacterRecord>(ids.map((id) => keys.character(id)));
+    const needle = query.trim().toLowerCase();
+    const matches = characters.filter(
+      (character): character is CharacterRecord =>
+        character !== undefined && canSee(actor, character) && character.name.toLowerCase().includes(needle),
+    );
+    const own = (character: CharacterRecord) => actor.type === 'account' && character.accountId === actor.accountId;
+    return [...matches.filter(own), ...matches.filter((character) => !own(character))].slice(0, limit);
   }
 
   /** A character the actor may see: its own, a public one, or any for the admin. */

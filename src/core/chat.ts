@@ -65,30 +65,57 @@ export class Chat {
     private readonly options: ChatOptions,
   ) {}
 
+  /** Stores a message without asking for a reply (e.g. an image sent together with text). */
+  async post(actor: Actor, conversationId: string, input: ChatInput): Promise<MessageRecord> {
+    const conversation = await this.conversations.get(actor, conversationId);
+    const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
+    return this.conversations.appendMessage(conversationId, await this.#toMessage(input, authorId));
+  }
+
   /**
    * Stores the message, then asks the engine. The user's message is stored before the engine
    * is called and stays whatever the engine does; the reply is stored only when complete.
    */
   async send(actor: Actor, conversationId: string, input: ChatInput, mode: { stream: boolean }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
-    const message = await this.#toMessage(input, authorId);
-    const character = await this.store.get<CharacterRecord>(keys.character(conversation.characterId));
-    if (!character) throw notFound('Character', conversation.characterId);
-    const userMessage = await this.conversations.appendMessage(conversationId, message);
-    const reply = {
-      id: this.ids.uuid(),
-      model: this.model.modelId,
-      createdSeconds: Math.floor(this.clock.nowMillis() / 1000),
-      userMessage,
-    };
+    const character = await this.#characterOf(conversation);
+    const userMessage = await this.post(actor, conversationId, input);
+    return this.#start(conversation, character, userMessage, mode.stream);
+  }
+
+  /**
+   * Asks for the reply to a message stored earlier with `post` (front ends that queue replies
+   * store messages first, so none is lost while it waits its turn).
+   */
+  async respond(actor: Actor, conversationId: string, messageId: string, mode: { stream: boolean }): Promise<Reply> {
+    const conversation = await this.conversations.get(actor, conversationId);
+    const character = await this.#characterOf(conversation);
+    const { message } = await this.#find(conversationId, messageId);
+    if (!message) throw notFound('Message', messageId);
+    return this.#start(conversation, character, message, mode.stream);
+  }
+
+  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, stream: boolean): Reply {
     const pieces = new AsyncQueue<string>();
-    const done = this.#generate(conversation, character, userMessage, pieces, mode.stream);
+    const done = this.#generate(conversation, character, userMessage, pieces, stream);
     // `done` is also handed to the caller; this keeps an unobserved failure from being unhandled.
     const settled = done.catch(() => undefined);
     this.#inFlight.add(settled);
     void settled.finally(() => this.#inFlight.delete(settled));
-    return { ...reply, pieces, done };
+    return {
+      id: this.ids.uuid(),
+      model: this.model.modelId,
+      createdSeconds: Math.floor(this.clock.nowMillis() / 1000),
+      userMessage,
+      pieces,
+      done,
+    };
+  }
+
+  async #characterOf(conversation: ConversationRecord): Promise<CharacterRecord> {
+    const character = await this.store.get<CharacterRecord>(keys.character(conversation.characterId));
+    if (!character) throw notFound('Character', conversation.characterId);
+    return character;
   }
 
   /** Waits until the replies being generated are stored or failed, or `timeoutMs` passes. */
@@ -148,7 +175,7 @@ export class Chat {
   async #request(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord): Promise<ChatRequest> {
     const { start } = await this.conversations.bounds(conversation.id);
     // Everything up to and including this message; replies to other concurrent messages written later are not ours.
-    const end = await this.#indexAfter(conversation.id, userMessage);
+    const { end } = await this.#find(conversation.id, userMessage.id);
     const recent = await this.conversations.messages(conversation.id, Math.max(start, end - memoryQueryMessages), end);
     const memories = await this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount);
     const system = systemPrompt(character, memories);
@@ -172,17 +199,17 @@ export class Chat {
     return { messages: [{ role: 'system', content: system }, ...history], maxTokens: this.options.maxReplyTokens };
   }
 
-  /** The list index just after `message` (it was appended moments ago, so search from the end). */
-  async #indexAfter(conversationId: string, message: MessageRecord): Promise<number> {
+  /** A message of the conversation and the list index just after it, searching from the newest. */
+  async #find(conversationId: string, messageId: string): Promise<{ message?: MessageRecord; end: number }> {
     const { start, end } = await this.conversations.bounds(conversationId);
     for (let to = end; to > start; to -= 32) {
       const from = Math.max(start, to - 32);
       const batch = await this.conversations.messages(conversationId, from, to);
-      const position = batch.findIndex((candidate) => candidate.id === message.id);
-      if (position >= 0) return from + position + 1;
+      const position = batch.findIndex((candidate) => candidate.id === messageId);
+      if (position >= 0) return { message: batch[position], end: from + position + 1 };
     }
     // Cleared meanwhile: nothing before it remains.
-    return end;
+    return { end };
   }
 
   async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {

@@ -8,6 +8,8 @@ export const keys = {
   /** Hashes of the keys an account holds now, so issuing a new key can revoke them. */
   apiKeysOf: (accountId: string) => `api-keys-of:${accountId}`,
   character: (characterId: string) => `character:${characterId}`,
+  /** List of every character id, in creation order. */
+  characters: () => 'characters',
   /** List of a character's face models, oldest first. */
   faceModels: (characterId: string) => `face-models:${characterId}`,
   memories: (characterId: string) => `memories:${characterId}`,

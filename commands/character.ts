@@ -1,0 +1,138 @@
+import {
+  ApplicationCommandOptionType,
+  type ChatInputCommandInteraction,
+  type RESTPostAPIChatInputApplicationCommandsJSONBody,
+} from 'discord.js';
+import { type BotContext, type Command, answer } from '../src/bot/command.js';
+import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { characterLimits } from '../src/core/characters.js';
+import { AppError } from '../src/core/errors.js';
+import { memoryLimits } from '../src/core/memories.js';
+
+const { String: text, Boolean: boolean, Attachment: attachment, Subcommand: subcommand } = ApplicationCommandOptionType;
+
+const data = {
+  name: 'character',
+  description: 'See and shape your character',
+  options: [
+    {
+      type: subcommand,
+      name: 'show',
+      description: 'Show a character',
+      options: [{ type: text, name: 'character', description: 'Which one (yours by default)', autocomplete: true }],
+    },
+    {
+      type: subcommand,
+      name: 'edit',
+      description: 'Change your character',
+      options: [
+        { type: text, name: 'name', description: 'Its name', max_length: characterLimits.name },
+        { type: text, name: 'description', description: 'Who it is', max_length: characterLimits.description },
+        { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: characterLimits.personalitySummary },
+        { type: boolean, name: 'public', description: 'Whether others may talk to it' },
+      ],
+    },
+    {
+      type: subcommand,
+      name: 'avatar',
+      description: 'Give your character a picture (PNG, JPEG or WebP, up to 5 MB)',
+      options: [{ type: attachment, name: 'image', description: 'The picture', required: true }],
+    },
+    {
+      type: subcommand,
+      name: 'remember',
+      description: 'Teach your character a fact it will bring up when relevant',
+      options: [{ type: text, name: 'fact', description: 'A short fact', required: true, max_length: memoryLimits.text }],
+    },
+    { type: subcommand, name: 'memories', description: "List your character's memories" },
+    {
+      type: subcommand,
+      name: 'forget',
+      description: 'Make your character forget a memory',
+      options: [{ type: text, name: 'memory', description: 'Which one', required: true, autocomplete: true }],
+    },
+  ],
+} as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
+
+export default {
+  data,
+  ephemeral: true,
+  async autocomplete(interaction, context) {
+    if (interaction.options.getSubcommand() !== 'forget') {
+      await suggestCharacters(interaction, context);
+      return;
+    }
+    const { actor, account } = await context.accountOf(interaction.user);
+    const query = String(interaction.options.getFocused()).toLowerCase();
+    const memories = await context.core.memories.list(actor, account.characterId);
+    await interaction.respond(
+      memories
+        .filter((memory) => memory.text.toLowerCase().includes(query))
+        .slice(0, 25)
+        .map((memory) => ({ name: memory.text.slice(0, 100), value: memory.id })),
+    );
+  },
+  async execute(interaction, context) {
+    const run = subcommands[interaction.options.getSubcommand() as keyof typeof subcommands];
+    await run(interaction, context);
+  },
+} satisfies Command;
+
+type Run = (interaction: ChatInputCommandInteraction, context: BotContext) => Promise<void>;
+
+const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget', Run> = {
+  async show(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const option = interaction.options.getString('character');
+    const character = option ? await resolveCharacter(context.core, actor, option) : await context.core.characters.get(actor, account.characterId);
+    await answer(interaction, await characterCard(context.core, character));
+  },
+  async edit(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const change = {
+      name: interaction.options.getString('name') ?? undefined,
+      description: interaction.options.getString('description') ?? undefined,
+      personalitySummary: interaction.options.getString('personality') ?? undefined,
+      isPublic: interaction.options.getBoolean('public') ?? undefined,
+    };
+    if (Object.values(change).every((value) => value === undefined)) {
+      throw new AppError('VALIDATION_FAILED', 'Give at least one of name, description, personality or public.');
+    }
+    const character = await context.core.characters.update(actor, account.characterId, change);
+    await answer(interaction, { content: 'Saved.', ...(await characterCard(context.core, character)) });
+  },
+  async avatar(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const image = interaction.options.getAttachment('image', true);
+    if (image.size > characterLimits.avatarBytes) throw new AppError('PAYLOAD_TOO_LARGE', 'The picture is larger than 5 MB.');
+    await interaction.deferReply({ flags: 'Ephemeral' });
+    const response = await fetch(image.url, { signal: AbortSignal.timeout(30_000) });
+    if (!response.ok) throw new AppError('INTERNAL', `Could not download ${image.name} from Discord (${response.status}).`);
+    const character = await context.core.characters.setAvatar(actor, account.characterId, new Uint8Array(await response.arrayBuffer()));
+    await answer(interaction, { content: 'New picture saved.', ...(await characterCard(context.core, character)) });
+  },
+  async remember(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const memory = await context.core.memories.add(actor, account.characterId, interaction.options.getString('fact', true));
+    await answer(interaction, `Remembered: “${memory.text}”`);
+  },
+  async memories(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const memories = await context.core.memories.list(actor, account.characterId);
+    if (memories.length === 0) {
+      await answer(interaction, 'Your character remembers nothing yet. Teach it with `/character remember`.');
+      return;
+    }
+    const lines = memories.map((memory, index) => `${index + 1}. ${memory.text}`);
+    const shown: string[] = [];
+    // Leave room for the "more" line within Discord's 2,000 characters.
+    while (shown.length < lines.length && [...shown, lines[shown.length]].join('\n').length <= 1950) shown.push(lines[shown.length]!);
+    const more = lines.length > shown.length ? `\n…and ${lines.length - shown.length} more.` : '';
+    await answer(interaction, shown.join('\n') + more);
+  },
+  async forget(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    await context.core.memories.remove(actor, account.characterId, interaction.options.getString('memory', true));
+    await answer(interaction, 'Forgotten.');
+  },
+};

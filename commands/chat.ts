@@ -1,0 +1,92 @@
+import {
+  ApplicationCommandOptionType,
+  ChannelType,
+  type ChatInputCommandInteraction,
+  MessageFlags,
+  PermissionFlagsBits,
+  type RESTPostAPIChatInputApplicationCommandsJSONBody,
+  ThreadAutoArchiveDuration,
+} from 'discord.js';
+import { type Command, answer } from '../src/bot/command.js';
+import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { replyChannelOf } from '../src/bot/reply-channel.js';
+import { AppError } from '../src/core/errors.js';
+
+const data = {
+  name: 'chat',
+  description: 'Start a conversation with a character (in a new thread, or in DMs)',
+  options: [
+    { type: ApplicationCommandOptionType.String, name: 'character', description: 'Who to talk to', required: true, autocomplete: true },
+    { type: ApplicationCommandOptionType.String, name: 'message', description: 'Your first message', max_length: 4000 },
+    { type: ApplicationCommandOptionType.Boolean, name: 'private', description: 'Open a private thread only you (and who you add) can see' },
+  ],
+} as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
+
+const threadPermissions = {
+  ViewChannel: PermissionFlagsBits.ViewChannel,
+  SendMessagesInThreads: PermissionFlagsBits.SendMessagesInThreads,
+  EmbedLinks: PermissionFlagsBits.EmbedLinks,
+  AttachFiles: PermissionFlagsBits.AttachFiles,
+};
+
+export default {
+  data,
+  ephemeral: true,
+  autocomplete: suggestCharacters,
+  async execute(interaction, context) {
+    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    const { actor, account } = await context.accountOf(interaction.user);
+    const character = await resolveCharacter(context.core, actor, interaction.options.getString('character', true));
+    const first = interaction.options.getString('message');
+    if (!interaction.inGuild()) {
+      await context.links.chooseDmCharacter(interaction.user.id, character.id);
+      await answer(interaction, `You are now talking with **${character.name}** here. Just write.`);
+      if (first && interaction.channel) {
+        await sendFirst(context, interaction, account.id, character.id, first);
+      }
+      return;
+    }
+    const channel = interaction.channel;
+    if (!channel || channel.type !== ChannelType.GuildText) {
+      throw new AppError('VALIDATION_FAILED', 'Use /chat in a text channel; I open a thread there for the conversation.');
+    }
+    const isPrivate = interaction.options.getBoolean('private') ?? false;
+    const needed = { ...threadPermissions, [isPrivate ? 'CreatePrivateThreads' : 'CreatePublicThreads']: isPrivate ? PermissionFlagsBits.CreatePrivateThreads : PermissionFlagsBits.CreatePublicThreads };
+    const missing = Object.entries(needed).filter(([, bit]) => !interaction.appPermissions.has(bit)).map(([name]) => name);
+    if (missing.length > 0) {
+      throw new AppError('FORBIDDEN', `I need the ${missing.join(', ')} permission${missing.length > 1 ? 's' : ''} in <#${channel.id}> to start a conversation there.`);
+    }
+    const conversation = await context.core.conversations.create(actor, account.id, character.id);
+    const thread = await channel.threads.create({
+      name: `${character.name} · ${interaction.user.displayName}`.slice(0, 100),
+      type: isPrivate ? ChannelType.PrivateThread : ChannelType.PublicThread,
+      autoArchiveDuration: ThreadAutoArchiveDuration.OneWeek,
+      reason: `Conversation ${conversation.id}`,
+    });
+    await context.links.link({ conversationId: conversation.id, channelId: thread.id, guildId: interaction.guildId });
+    if (isPrivate) await thread.members.add(interaction.user.id);
+    await thread.send({ ...(await characterCard(context.core, character)), allowedMentions: { parse: [] } });
+    await answer(interaction, `Your conversation with **${character.name}** is in <#${thread.id}>.`);
+    if (first) {
+      await context.runner.answer(actor, conversation.id, [{ data: first }], replyChannelOf(thread));
+    }
+  },
+} satisfies Command;
+
+/** Answers the first message given with /chat in a DM, where the character writes back. */
+async function sendFirst(
+  context: Parameters<Command['execute']>[1],
+  interaction: ChatInputCommandInteraction,
+  accountId: string,
+  characterId: string,
+  text: string,
+): Promise<void> {
+  const { actor } = await context.accountOf(interaction.user);
+  let conversationId = await context.links.dmConversation(interaction.user.id, characterId);
+  if (!conversationId) {
+    conversationId = (await context.core.conversations.create(actor, accountId, characterId)).id;
+    await context.links.setDmConversation(interaction.user.id, characterId, conversationId);
+  }
+  const channel = interaction.channel ?? (await interaction.user.createDM());
+  await context.runner.answer(actor, conversationId, [{ data: text }], replyChannelOf(channel));
+}

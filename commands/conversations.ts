@@ -1,0 +1,30 @@
+import type { RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
+import { EmbedBuilder } from 'discord.js';
+import { type Command, answer } from '../src/bot/command.js';
+
+const data = {
+  name: 'conversations',
+  description: 'List your conversations, with links to their threads',
+} as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
+
+export default {
+  data,
+  ephemeral: true,
+  async execute(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const conversations = await context.core.conversations.listFor(actor, account.id);
+    if (conversations.length === 0) {
+      await answer(interaction, 'You have no conversations yet. Start one with /chat.');
+      return;
+    }
+    const lines: string[] = [];
+    for (const conversation of conversations.slice(0, 25)) {
+      const view = await context.core.conversations.view(conversation);
+      const link = await context.links.forConversation(conversation.id);
+      const where = link?.guildId ? `<#${link.channelId}>` : 'in DMs';
+      lines.push(`**${view.character.name}** — ${where} · <t:${Math.floor(view.updatedMicros / 1_000_000)}:R>`);
+    }
+    const more = conversations.length > 25 ? `\n…and ${conversations.length - 25} older ones.` : '';
+    await answer(interaction, { embeds: [new EmbedBuilder().setTitle('Your conversations').setDescription(lines.join('\n') + more)] });
+  },
+} satisfies Command;

@@ -1,0 +1,12 @@
+import { type Command, isCommand } from '../src/bot/command.js';
+import account from './account.js';
+import admin from './admin.js';
+import balance from './balance.js';
+import character from './character.js';
+import chat from './chat.js';
+import clear from './clear.js';
+import conversations from './conversations.js';
+import help from './help.js';
+
+/** Every slash command, checked to be one. */
+export const commands: readonly Command[] = [chat, clear, conversations, character, account, balance, help, admin].filter(isCommand);

@@ -1,0 +1,88 @@
+import { Client, Events, GatewayIntentBits, Partials, RESTEvents } from 'discord.js';
+import { accountActor } from '../core/actor.js';
+import type { Core } from '../core/core.js';
+import type { Logger, Store } from '../core/ports.js';
+import { ChannelPacer } from './channel-pacer.js';
+import type { BotContext, Command } from './command.js';
+import { ConversationLinks } from './conversation-links.js';
+import { ConversationRunner } from './conversation-runner.js';
+import { DiscordAccounts } from './discord-accounts.js';
+import { createInteractionHandler } from './interactions.js';
+import { createMessageHandler } from './messages.js';
+
+export interface BotOptions {
+  token: string;
+  /** REST base up to `/api` (default Discord's); the gateway URL comes from its `/gateway/bot`. */
+  apiBase?: string | undefined;
+  ownerIds: readonly string[];
+  editIntervalMs: number;
+  messagesPerMinute: number;
+  commandsPerMinute: number;
+}
+
+export interface RunningBot {
+  client: Client;
+  stop(): Promise<void>;
+}
+
+const channelRoute = /^\/channels\/(\d+)\/messages/;
+
+/** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
+export async function startBot(core: Core, store: Store, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+    // DM channels are not cached until used; without this their first message is dropped.
+    partials: [Partials.Channel],
+    rest: options.apiBase ? { api: options.apiBase } : {},
+  });
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000 });
+  // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
+  client.rest.on(RESTEvents.Response, (request, response) => {
+    const channelId = channelRoute.exec(request.path)?.[1];
+    const remaining = response.headers.get('x-ratelimit-remaining');
+    const resetAfter = response.headers.get('x-ratelimit-reset-after');
+    if (channelId && remaining !== null && resetAfter !== null) {
+      pacer.observe(channelId, { remaining: Number(remaining), resetAfterMs: Number(resetAfter) * 1000 });
+    }
+  });
+  client.rest.on(RESTEvents.RateLimited, (info) => {
+    logger.info({ route: info.route, retryAfterMs: info.retryAfter, scope: info.scope, global: info.global }, 'Discord rate limit');
+    if (info.route.startsWith('/channels/')) pacer.rateLimited(info.majorParameter, info.retryAfter);
+  });
+
+  const discordAccounts = new DiscordAccounts(store, core.accounts);
+  const context: BotContext = {
+    core,
+    links: new ConversationLinks(store),
+    runner: new ConversationRunner(core, pacer, logger),
+    logger,
+    ownerIds: new Set(options.ownerIds),
+    async accountOf(user) {
+      const account = await discordAccounts.accountFor({ id: user.id, username: user.username, avatarUrl: user.avatarURL() });
+      return { account, actor: accountActor(account.id) };
+    },
+  };
+  const onInteraction = createInteractionHandler(commands, context, options.commandsPerMinute);
+  const onMessage = createMessageHandler(context, options.messagesPerMinute);
+  // Handlers catch their own failures; these catches keep a bug from becoming an unhandled rejection.
+  client.on(Events.InteractionCreate, (interaction) => {
+    onInteraction(interaction).catch((error: unknown) => logger.error({ err: error }, 'interaction handler failed'));
+  });
+  client.on(Events.MessageCreate, (message) => {
+    onMessage(message).catch((error: unknown) => logger.error({ err: error }, 'message handler failed'));
+  });
+  client.on(Events.Error, (error) => logger.error({ err: error }, 'Discord client error'));
+  client.on(Events.ShardDisconnect, (event, shardId) => logger.warn({ code: event.code, shardId }, 'gateway disconnected; reconnecting'));
+  client.on(Events.ShardResume, (shardId) => logger.info({ shardId }, 'gateway resumed'));
+
+  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+  await client.login(options.token);
+  await ready;
+  logger.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, 'Discord bot ready');
+  return {
+    client,
+    async stop() {
+      await client.destroy();
+    },
+  };
+}

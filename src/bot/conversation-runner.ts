@@ -1,0 +1,44 @@
+import type { Actor } from '../core/actor.js';
+import type { ChatInput } from '../core/chat.js';
+import type { Core } from '../core/core.js';
+import type { Logger } from '../core/ports.js';
+import { KeyedLock } from '../store/keyed-lock.js';
+import type { ChannelPacer } from './channel-pacer.js';
+import { explainError } from './explain-error.js';
+import { type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
+
+/**
+ * Answers messages on Discord, one conversation at a time: each message is stored at once,
+ * and replies in one conversation are written in the order the messages came, a second
+ * message waiting while the first reply streams, then getting its own reply.
+ */
+export class ConversationRunner {
+  readonly #turns = new KeyedLock();
+
+  constructor(
+    private readonly core: Core,
+    private readonly pacer: ChannelPacer,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Stores `inputs` as messages of `actor` (images first, text last), then, in turn, streams
+   * the character's reply to the last one into `channel`.
+   */
+  async answer(actor: Actor, conversationId: string, inputs: ChatInput[], channel: ReplyChannel): Promise<void> {
+    if (inputs.length === 0) return;
+    const stored = [];
+    for (const input of inputs) stored.push(await this.core.chat.post(actor, conversationId, input));
+    const last = stored.at(-1)!;
+    await this.#turns.run(conversationId, async () => {
+      const reply = await this.core.chat.respond(actor, conversationId, last.id, { stream: true });
+      const written = await writeStreamingReply(channel, reply.pieces, {
+        pacer: this.pacer,
+        logger: this.logger,
+        explain: (error) => `⚠️ ${explainError(error)}`,
+      });
+      await reply.done.catch(() => undefined);
+      if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
+    });
+  }
+}

@@ -1,0 +1,68 @@
+import { type Interaction, MessageFlags } from 'discord.js';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { AppError } from '../core/errors.js';
+import { type BotContext, type Command, answer } from './command.js';
+import { explainError } from './explain-error.js';
+
+/** Discord drops an interaction not acknowledged within 3 s; slow commands are deferred before that. */
+const deferAfterMs = 2_000;
+
+/**
+ * Routes interactions to commands: the one place where a command's failure becomes a
+ * message to the person, and where per-user command rates are limited.
+ */
+export function createInteractionHandler(commands: readonly Command[], context: BotContext, commandsPerMinute: number) {
+  const byName = new Map(commands.map((command) => [command.data.name, command]));
+  const limiter = new RateLimiterMemory({ points: commandsPerMinute, duration: 60 });
+
+  return async (interaction: Interaction): Promise<void> => {
+    if (interaction.isAutocomplete()) {
+      const command = byName.get(interaction.commandName);
+      try {
+        await command?.autocomplete?.(interaction, context);
+      } catch (error) {
+        context.logger.warn({ err: error, command: interaction.commandName }, 'autocomplete failed');
+        if (!interaction.responded) await interaction.respond([]).catch(() => undefined);
+      }
+      return;
+    }
+    if (!interaction.isChatInputCommand() && !interaction.isButton()) return;
+    const name = interaction.isChatInputCommand() ? interaction.commandName : interaction.customId.split(':')[0]!;
+    const command = byName.get(name);
+    if (!command) return;
+    const log = { command: name, userId: interaction.user.id, channelId: interaction.channelId };
+    const timer = setTimeout(() => {
+      if (!interaction.deferred && !interaction.replied) {
+        interaction.deferReply(command.ephemeral ? { flags: MessageFlags.Ephemeral } : {}).catch((error: unknown) => {
+          context.logger.warn({ ...log, err: error }, 'could not defer');
+        });
+      }
+    }, deferAfterMs);
+    try {
+      await consume(limiter, interaction.user.id, commandsPerMinute);
+      if (interaction.isChatInputCommand()) await command.execute(interaction, context);
+      else if (command.button) await command.button(interaction, context);
+    } catch (error) {
+      const level = error instanceof AppError && error.code !== 'INTERNAL' ? 'info' : 'error';
+      context.logger[level]({ ...log, err: error }, 'command failed');
+      await answer(interaction, explainError(error)).catch((replyError: unknown) => {
+        context.logger.warn({ ...log, err: replyError }, 'could not tell the user about a failure');
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+/** Takes one point for the user, or throws RATE_LIMITED saying when to try again. */
+export async function consume(limiter: RateLimiterMemory, key: string, perMinute: number): Promise<void> {
+  try {
+    await limiter.consume(key);
+  } catch (rejection) {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    throw new AppError('RATE_LIMITED', `Slow down: at most ${perMinute} a minute. Try again in ${seconds} s.`, {
+      details: { retryAfterSeconds: seconds },
+    });
+  }
+}

@@ -1,0 +1,83 @@
+import type { Message } from 'discord.js';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { adminActor } from '../core/actor.js';
+import type { ChatInput } from '../core/chat.js';
+import { AppError } from '../core/errors.js';
+import { isImageMimeType } from '../core/media.js';
+import type { BotContext } from './command.js';
+import { explainError } from './explain-error.js';
+import { consume } from './interactions.js';
+import { replyChannelOf } from './reply-channel.js';
+
+/** Largest attachment the bot downloads to send to the character. */
+const maxImageBytes = 10 * 1024 * 1024;
+
+/**
+ * Messages people write in conversation threads and DMs: each is a chat message from the
+ * writer's account, answered by the character in the same place.
+ */
+export function createMessageHandler(context: BotContext, messagesPerMinute: number) {
+  const limiter = new RateLimiterMemory({ points: messagesPerMinute, duration: 60 });
+  /** Users told they are too fast, so the notice is sent once per burst, not per message. */
+  const warned = new Set<string>();
+
+  return async (message: Message): Promise<void> => {
+    if (message.author.bot || message.system) return;
+    const inDm = message.guildId === null;
+    const link = inDm ? undefined : await context.links.forChannel(message.channelId);
+    if (!inDm && !link) return;
+    const log = { userId: message.author.id, channelId: message.channelId, messageId: message.id };
+    try {
+      try {
+        await consume(limiter, message.author.id, messagesPerMinute);
+        warned.delete(message.author.id);
+      } catch (error) {
+        if (warned.has(message.author.id)) return;
+        warned.add(message.author.id);
+        throw error;
+      }
+      const { actor, account } = await context.accountOf(message.author);
+      let conversationId: string;
+      if (link) {
+        conversationId = link.conversationId;
+        // Anyone writing in the thread joins the conversation as a speaker.
+        await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
+      } else {
+        conversationId = await dmConversation(context, message.author.id, account.id, account.characterId);
+      }
+      const inputs = [...(await imagesOf(message)), ...(message.content.trim() ? [{ data: message.content }] : [])];
+      if (inputs.length === 0) return;
+      await context.runner.answer(actor, conversationId, inputs, replyChannelOf(message.channel));
+    } catch (error) {
+      context.logger[error instanceof AppError ? 'info' : 'error']({ ...log, err: error }, 'message not answered');
+      await message.reply({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } }).catch(() => undefined);
+    }
+  };
+}
+
+/** The DM conversation with the character the user chose last (their own by default). */
+async function dmConversation(context: BotContext, discordUserId: string, accountId: string, ownCharacterId: string): Promise<string> {
+  const characterId = (await context.links.dmCharacter(discordUserId)) ?? ownCharacterId;
+  const known = await context.links.dmConversation(discordUserId, characterId);
+  if (known) return known;
+  const conversation = await context.core.conversations.create(adminActor, accountId, characterId);
+  await context.links.setDmConversation(discordUserId, characterId, conversation.id);
+  return conversation.id;
+}
+
+/** Image attachments as chat inputs; other files are ignored (and said so in the log). */
+async function imagesOf(message: Message): Promise<ChatInput[]> {
+  const inputs: ChatInput[] = [];
+  for (const attachment of message.attachments.values()) {
+    const type = attachment.contentType?.split(';')[0]?.trim() ?? '';
+    if (!isImageMimeType(type)) continue;
+    if (attachment.size > maxImageBytes) {
+      throw new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than 10 MB; send a smaller image.`);
+    }
+    const response = await fetch(attachment.url, { signal: AbortSignal.timeout(30_000) });
+    if (!response.ok) throw new AppError('INTERNAL', `Could not download ${attachment.name} from Discord (${response.status}).`);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    inputs.push({ data: bytes.toString('base64'), mimeType: type });
+  }
+  return inputs;
+}
