@@ -1,0 +1,70 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { deployCommands } from '../../src/bot/deploy-commands.js';
+import { parseConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { type RunningService, startService } from '../../src/main.js';
+import { type FakeDiscord, type StartFakeDiscordOptions, startFakeDiscord } from '../fakes/discord/fake-discord.js';
+import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
+import { freePort } from '../http/harness.js';
+
+export interface BotHarness {
+  discord: FakeDiscord;
+  llm: FakeOpenAI;
+  /** Stops and starts the whole service on the same data directory. */
+  restart(): Promise<void>;
+  /** The text of every message in a channel from the bot, oldest first (latest version of each). */
+  botTexts(channelId: string): string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The whole service as `npm start` runs it with DISCORD_TOKEN set, its bot logged in to the
+ * fake Discord, its chat engine the fake OpenAI server, and the slash commands deployed to
+ * the fake guild with the real deploy script.
+ */
+export async function startBotHarness(
+  options: { script?: FakeScriptSource; environment?: Record<string, string>; discord?: StartFakeDiscordOptions } = {},
+): Promise<BotHarness> {
+  const discord = await startFakeDiscord(options.discord);
+  const llm = await startFakeOpenAI({ script: options.script });
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-bot-'));
+  const config = parseConfig({
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    LLM_BASE_URL: llm.baseURL,
+    LLM_MODEL: 'fake-model',
+    LLM_IDLE_TIMEOUT_MS: '2000',
+    LLM_HEADERS_TIMEOUT_MS: '2000',
+    DISCORD_TOKEN: discord.token,
+    DISCORD_API_BASE: discord.apiBase,
+    DISCORD_GUILD_ID: discord.guild.id,
+    DISCORD_EDIT_INTERVAL_MS: '200',
+    LOG_LEVEL: 'silent',
+    ...options.environment,
+  });
+  await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: discord.guild.id });
+  const logger = createLogger(config.logLevel);
+  let service: RunningService = await startService(config, logger);
+  return {
+    discord,
+    llm,
+    async restart() {
+      await service.stop();
+      service = await startService(config, logger);
+    },
+    botTexts(channelId) {
+      return discord
+        .messages(channelId)
+        .filter((message) => message.author.id === discord.botUser.id && message.content !== '')
+        .map((message) => message.content);
+    },
+    async close() {
+      await service.stop();
+      await llm.close();
+      await discord.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,346 @@
+/**
+ * A fake Discord on 127.0.0.1 that the real discord.js Client talks to unmodified: REST under
+ * `/api/v10`, the gateway on `/gateway`, and a CDN for uploads. Tests drive it as users would
+ * (slash commands, autocomplete, buttons, messages, DMs) and observe what the bot did (requests,
+ * messages and every edit, interaction responses, typing, threads, rate-limit hits).
+ *
+ * ```ts
+ * const fake = await startFakeDiscord();
+ * const client = new Client({ intents, rest: fake.restOptions });
+ * await client.login(fake.token);
+ * ```
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIChannel, APIUser } from 'discord-api-types/v10';
+import type { FakeContext, InteractionTimeLimits } from './context.js';
+import { DiscordDriver, type ButtonPress, type FakeMessage, type ModalSubmission, type SentInteraction, type UserMessage } from './driver.js';
+import { FakeGateway, type GatewayStats } from './gateway.js';
+import { createHttpServer, type RecordedRequest } from './http-server.js';
+import type { CommandInvocation } from './interaction-payloads.js';
+import { InteractionRegistry, type InteractionResponseRecord } from './interactions.js';
+import { MessageService } from './messages.js';
+import { RateLimiter, type BucketLimit, type BucketName, type ForcedRateLimit, type RateLimitHits } from './rate-limiter.js';
+import { Router } from './router.js';
+import { applicationRoutes } from './routes/applications.js';
+import { channelRoutes } from './routes/channels.js';
+import { interactionRoutes } from './routes/interactions.js';
+import { threadRoutes } from './routes/threads.js';
+import { userRoutes } from './routes/users.js';
+import { channelObject, guildCreateObject } from './serialize.js';
+import { addTextChannel, joinGuild, makeGuild, makeToken, makeUser, type FakeGuild, type GuildSpec, type UserSpec } from './setup.js';
+import { DiscordState, type MessageVersion } from './state.js';
+import { createThread } from './threads.js';
+import { waitForState } from './wait-for.js';
+
+export interface StartFakeDiscordOptions {
+  /** How many default guilds, or their specs. Default: one guild with `general` and a voice channel. */
+  guilds?: number | GuildSpec[];
+  /** The fake's clock (message timestamps, snowflakes, token expiry); default `Date.now`. Rate limits use real time. */
+  now?: () => number;
+  rateLimits?: { global?: BucketLimit | null; buckets?: Partial<Record<BucketName, BucketLimit>>; retryAfterHeader?: 'integer' | 'fractional' };
+  /** Delay added before every REST answer. */
+  latencyMs?: number;
+  /** Gateway heartbeat interval sent in Hello; default Discord's 41,250 ms. */
+  heartbeatIntervalMs?: number;
+  interactionTimeLimits?: Partial<InteractionTimeLimits>;
+  /** Keep every REST request in `requests` (default true); benchmarks may turn it off. */
+  recordRequests?: boolean;
+  botUsername?: string;
+}
+
+/** The running fake. */
+export interface FakeDiscord {
+  /** `http://127.0.0.1:PORT/api`, for `rest.api`. */
+  readonly apiBase: string;
+  /** `http://127.0.0.1:PORT/cdn`, for `rest.cdn`. */
+  readonly cdnBase: string;
+  readonly gatewayUrl: string;
+  /** `{ api, cdn, version: '10' }`, ready for `new Client({ rest })`. */
+  readonly restOptions: { api: string; cdn: string; version: '10' };
+  readonly token: string;
+  readonly applicationId: string;
+  readonly botUser: APIUser;
+  /** The first guild. */
+  readonly guild: FakeGuild;
+  readonly guilds: readonly FakeGuild[];
+  readonly requests: readonly RecordedRequest[];
+  readonly threads: APIChannel[];
+  readonly commands: { global: APIApplicationCommand[]; guilds: Record<string, APIApplicationCommand[]> };
+  readonly rateLimitHits: RateLimitHits;
+  readonly gatewayStats: GatewayStats;
+
+  // Driving, as users would.
+  /** Sends a chat-input INTERACTION_CREATE; `response` settles with the bot's callback, or null after 3 s without one. */
+  sendSlashCommand(invocation: CommandInvocation): SentInteraction;
+  /** Sends an autocomplete request with `focused` marked; resolves with the bot's choices. */
+  sendAutocomplete(invocation: CommandInvocation & { focused: string }): Promise<APIApplicationCommandOptionChoice[]>;
+  /** Presses a button (or picks from a select menu) on a message. */
+  sendButton(press: ButtonPress): SentInteraction;
+  /** Submits the modal the bot showed in answer to `modalFrom`. */
+  submitModal(submission: ModalSubmission): SentInteraction;
+  /** A user's message: MESSAGE_CREATE with `member` in guilds, without `guild_id` in DMs. */
+  sendMessage(message: UserMessage): FakeMessage;
+  /** The DM channel id between the bot and a user, made on first use. */
+  openDm(user: string | { id: string }): string;
+
+  // Setting the scene.
+  createUser(spec: UserSpec): APIUser;
+  createTextChannel(guildId: string, name: string): APIChannel;
+  /** A thread made by someone other than the bot (default: the guild owner), e.g. to seed a benchmark. */
+  createThread(parentId: string, spec: { name: string; type?: 11 | 12; ownerId?: string }): APIChannel;
+  /** Sets the bot's permissions in a channel (threads follow their parent). */
+  setBotPermissions(channelId: string, permissions: bigint): void;
+  /** Moves the fake's clock forward (token expiry, message age). */
+  advanceTime(milliseconds: number): void;
+  /** Backdates (or postdates) a message's creation time, e.g. to test the one-hour webhook edit limit. */
+  setMessageTimestamp(messageId: string, epochMilliseconds: number): void;
+  forceRateLimit(rule: ForcedRateLimit): void;
+
+  // Observing.
+  /** Messages of a channel, oldest first, including ephemeral ones (flag 64), with `guild_id`. */
+  messages(channelId: string): FakeMessage[];
+  message(messageId: string): FakeMessage | undefined;
+  /** Every version of a message: its creation and each edit, with timestamps. */
+  messageHistory(messageId: string): MessageVersion[];
+  interactionResponses(interactionId: string): InteractionResponseRecord[];
+  /** Fake-clock times of the bot's typing requests in a channel. */
+  typingEvents(channelId: string): number[];
+  /** Resolves with the predicate's first truthy value, re-checked after every change; rejects after `timeoutMs`. */
+  waitFor<T>(predicate: (fake: FakeDiscord) => T | undefined | null | false, timeoutMs?: number): Promise<T>;
+
+  // Gateway faults and shutdown.
+  /** Closes every gateway socket (code 4000 by default, which discord.js resumes after). */
+  dropGatewayConnections(options?: { code?: number; abrupt?: boolean; invalidateSessions?: boolean }): void;
+  /** Sends op 7 Reconnect. */
+  requestGatewayReconnect(): void;
+  close(): Promise<void>;
+}
+
+export type { ButtonPress, CommandInvocation, FakeMessage, ModalSubmission, SentInteraction, UserMessage };
+export type { FakeGuild, GuildSpec, UserSpec } from './setup.js';
+export type { FakeFile, ModalFields, SlashOptionValue } from './interaction-payloads.js';
+export type { InteractionCallbackRecord, InteractionResponseRecord } from './interactions.js';
+export type { RecordedRequest } from './http-server.js';
+export type { BucketLimit, BucketName, ForcedRateLimit, RateLimitHits } from './rate-limiter.js';
+export type { GatewayStats } from './gateway.js';
+export type { MessageVersion } from './state.js';
+
+/** Starts the fake on an ephemeral loopback port. */
+export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): Promise<FakeDiscord> {
+  let offset = 0;
+  const baseClock = options.now ?? Date.now;
+  const state = new DiscordState(() => baseClock() + offset);
+  let origin = '';
+  const bot = makeUser(state, { username: options.botUsername ?? 'FakeBot', bot: true });
+  const owner = makeUser(state, { username: 'guild-owner' });
+  const token = makeToken(bot.id);
+  const specs = typeof options.guilds === 'number' ? Array.from({ length: options.guilds }, (): GuildSpec => ({})) : (options.guilds ?? [{}]);
+  const guilds = specs.map((spec, index) => makeGuild(state, spec, index, bot.id, owner.id));
+  const limits: InteractionTimeLimits = { callbackWindowMs: 3000, tokenLifetimeMs: 15 * 60_000, webhookEditWindowMs: 60 * 60_000, ...options.interactionTimeLimits };
+  const urls = { origin: () => origin, cdn: () => `${origin}/cdn`, gateway: () => `${origin.replace('http', 'ws')}/gateway` };
+
+  const gateway = new FakeGateway({
+    token,
+    url: urls.gateway,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+    readyData: () => ({
+      v: 10,
+      user: { ...bot, verified: true, mfa_enabled: false, email: null },
+      guilds: guilds.map((guild) => ({ id: guild.id, unavailable: true })),
+      application: { id: bot.id, flags: 0 },
+      shard: [0, 1],
+      user_settings: {},
+      relationships: [],
+      private_channels: [],
+      presences: [],
+      guild_join_requests: [],
+      geo_ordered_rtc_regions: ['us-west'],
+      session_type: 'normal',
+      auth: {},
+    }),
+    guildCreates: () => [...state.guilds.values()].map((guild) => guildCreateObject(state, guild, bot.id)),
+    onChange: () => state.changed(),
+  });
+  const context: FakeContext = {
+    state,
+    gateway,
+    messages: new MessageService(state, gateway, urls.cdn, bot.id),
+    interactions: new InteractionRegistry(limits.callbackWindowMs),
+    bot,
+    applicationId: bot.id,
+    token,
+    limits,
+    urls,
+  };
+  const limiter = new RateLimiter({
+    global: options.rateLimits?.global === undefined ? { limit: 50, windowMs: 1000 } : options.rateLimits.global,
+    buckets: options.rateLimits?.buckets ?? {},
+    retryAfterHeader: options.rateLimits?.retryAfterHeader ?? 'integer',
+  });
+  const requests: RecordedRequest[] = [];
+  const server = createHttpServer({
+    context,
+    router: new Router([...channelRoutes, ...threadRoutes, ...interactionRoutes, ...userRoutes, ...applicationRoutes]),
+    limiter,
+    gateway,
+    latencyMs: options.latencyMs ?? 0,
+    record: (request) => {
+      if (options.recordRequests !== false) requests.push(request);
+      state.changed();
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const firstGuild = guilds[0];
+  if (firstGuild === undefined) throw new Error('fake Discord: at least one guild is needed');
+  return new RunningFakeDiscord({ context, server, gateway, limiter, requests, guilds, firstGuild, origin, ownerId: owner.id, moveClock: (milliseconds) => (offset += milliseconds) });
+}
+
+interface Parts {
+  context: FakeContext;
+  server: Server;
+  gateway: FakeGateway;
+  limiter: RateLimiter;
+  requests: RecordedRequest[];
+  guilds: FakeGuild[];
+  firstGuild: FakeGuild;
+  origin: string;
+  ownerId: string;
+  moveClock(milliseconds: number): void;
+}
+
+class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
+  readonly apiBase: string;
+  readonly cdnBase: string;
+  readonly gatewayUrl: string;
+  readonly restOptions: { api: string; cdn: string; version: '10' };
+  readonly token: string;
+  readonly applicationId: string;
+  readonly botUser: APIUser;
+  readonly guild: FakeGuild;
+  readonly guilds: readonly FakeGuild[];
+  readonly requests: readonly RecordedRequest[];
+  readonly #parts: Parts;
+
+  constructor(parts: Parts) {
+    super(parts.context);
+    this.#parts = parts;
+    this.apiBase = `${parts.origin}/api`;
+    this.cdnBase = `${parts.origin}/cdn`;
+    this.gatewayUrl = parts.context.urls.gateway();
+    this.restOptions = { api: this.apiBase, cdn: this.cdnBase, version: '10' };
+    this.token = parts.context.token;
+    this.applicationId = parts.context.applicationId;
+    this.botUser = parts.context.bot;
+    this.guild = parts.firstGuild;
+    this.guilds = parts.guilds;
+    this.requests = parts.requests;
+  }
+
+  get threads(): APIChannel[] {
+    const { state } = this.context;
+    return [...state.channels.values()].filter((channel) => channel.thread !== null).map((channel) => channelObject(state, channel));
+  }
+
+  get commands(): { global: APIApplicationCommand[]; guilds: Record<string, APIApplicationCommand[]> } {
+    const { state } = this.context;
+    return { global: [...state.globalCommands], guilds: Object.fromEntries(state.guildCommands) };
+  }
+
+  get rateLimitHits(): RateLimitHits {
+    return this.#parts.limiter.hits;
+  }
+
+  get gatewayStats(): GatewayStats {
+    return this.#parts.gateway.stats;
+  }
+
+  createUser(spec: UserSpec): APIUser {
+    const { state } = this.context;
+    const user = makeUser(state, spec);
+    for (const guildId of spec.guildIds ?? [...state.guilds.keys()]) {
+      const guild = state.guilds.get(guildId);
+      if (guild !== undefined) joinGuild(this.context, guild, user.id);
+    }
+    state.changed();
+    return user;
+  }
+
+  createTextChannel(guildId: string, name: string): APIChannel {
+    return addTextChannel(this.context, guildId, name);
+  }
+
+  createThread(parentId: string, spec: { name: string; type?: 11 | 12; ownerId?: string }): APIChannel {
+    const { state } = this.context;
+    const parent = state.channels.get(parentId);
+    if (parent === undefined) throw new Error(`fake Discord: unknown channel ${parentId}`);
+    const ownerId = spec.ownerId ?? state.guilds.get(parent.guildId ?? '')?.ownerId ?? this.#parts.ownerId;
+    return channelObject(state, createThread(this.context, parent, { name: spec.name, type: spec.type ?? 11, ownerId }));
+  }
+
+  setBotPermissions(channelId: string, permissions: bigint): void {
+    const channel = this.context.state.channels.get(channelId);
+    if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
+    channel.botPermissions = permissions;
+  }
+
+  advanceTime(milliseconds: number): void {
+    this.#parts.moveClock(milliseconds);
+    this.context.state.changed();
+  }
+
+  setMessageTimestamp(messageId: string, epochMilliseconds: number): void {
+    const message = this.context.state.messages.get(messageId);
+    if (message === undefined) throw new Error(`fake Discord: unknown message ${messageId}`);
+    message.createdAt = epochMilliseconds;
+  }
+
+  forceRateLimit(rule: ForcedRateLimit): void {
+    this.#parts.limiter.force(rule);
+  }
+
+  messages(channelId: string): FakeMessage[] {
+    return this.context.state.channelMessages(channelId).map((message) => this.messageWithGuild(message));
+  }
+
+  message(messageId: string): FakeMessage | undefined {
+    const message = this.context.state.messages.get(messageId);
+    return message === undefined || message.deleted ? undefined : this.messageWithGuild(message);
+  }
+
+  messageHistory(messageId: string): MessageVersion[] {
+    return [...(this.context.state.messages.get(messageId)?.versions ?? [])];
+  }
+
+  interactionResponses(interactionId: string): InteractionResponseRecord[] {
+    return [...(this.context.interactions.byId(interactionId)?.responses ?? [])];
+  }
+
+  typingEvents(channelId: string): number[] {
+    return [...(this.context.state.typing.get(channelId) ?? [])];
+  }
+
+  waitFor<T>(predicate: (fake: FakeDiscord) => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
+    return waitForState(this.context.state, () => predicate(this), timeoutMs);
+  }
+
+  dropGatewayConnections(options?: { code?: number; abrupt?: boolean; invalidateSessions?: boolean }): void {
+    this.#parts.gateway.dropConnections(options);
+  }
+
+  requestGatewayReconnect(): void {
+    this.#parts.gateway.requestReconnect();
+  }
+
+  async close(): Promise<void> {
+    this.context.interactions.close();
+    this.#parts.gateway.close();
+    this.#parts.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#parts.server.close(() => resolve()));
+  }
+}
