@@ -154,6 +154,28 @@ describe('Discord conversations, end to end through discord.js and the fake Disc
     expect(system).toContain('You are bob');
   });
 
+  it('switches the DM character with /chat in DMs, and back', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    const edited = bot.discord.sendSlashCommand({
+      user: alice,
+      channelId: bot.discord.guild.textChannelId,
+      name: 'character',
+      subcommand: 'edit',
+      options: { name: 'Madame Alice', public: true },
+    });
+    await edited.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(edited.interactionId)).includes('Madame Alice'));
+    const dm = bot.discord.openDm(carol);
+    const switched = bot.discord.sendSlashCommand({ user: carol, channelId: dm, name: 'chat', options: { character: 'Madame Alice', message: 'Bonjour' } });
+    await switched.response;
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('Echo: Bonjour'), 10_000);
+    expect(String(bot.llm.requests.at(-1)!.body.messages![0]!.content)).toContain('You are Madame Alice');
+    bot.discord.sendMessage({ channelId: dm, author: carol, content: 'Still you?' });
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('Echo: Still you?'), 10_000);
+    expect(String(bot.llm.requests.at(-1)!.body.messages![0]!.content)).toContain('You are Madame Alice');
+    expect(JSON.stringify(bot.llm.requests.at(-1)!.body.messages)).toContain('Bonjour');
+  });
+
   it('keeps threads working after a restart', async () => {
     const thread = await openThread(alice);
     await bot.restart();

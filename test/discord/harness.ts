@@ -7,11 +7,16 @@ import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
 import { type FakeDiscord, type StartFakeDiscordOptions, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
+import type { APIUser } from 'discord-api-types/v10';
 import { freePort } from '../http/harness.js';
 
 export interface BotHarness {
   discord: FakeDiscord;
+  /** Users made before the service started (see `owners`), by username. */
+  users: Record<string, APIUser>;
   llm: FakeOpenAI;
+  /** The HTTP API of the same service. */
+  url: () => string;
   /** Stops and starts the whole service on the same data directory. */
   restart(): Promise<void>;
   /** The text of every message in a channel from the bot, oldest first (latest version of each). */
@@ -25,9 +30,16 @@ export interface BotHarness {
  * the fake guild with the real deploy script.
  */
 export async function startBotHarness(
-  options: { script?: FakeScriptSource; environment?: Record<string, string>; discord?: StartFakeDiscordOptions } = {},
+  options: {
+    script?: FakeScriptSource;
+    environment?: Record<string, string>;
+    discord?: StartFakeDiscordOptions;
+    /** Usernames of users made first and listed in BOT_OWNER_IDS. */
+    owners?: string[];
+  } = {},
 ): Promise<BotHarness> {
   const discord = await startFakeDiscord(options.discord);
+  const users = Object.fromEntries((options.owners ?? []).map((username) => [username, discord.createUser({ username })]));
   const llm = await startFakeOpenAI({ script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-bot-'));
   const config = parseConfig({
@@ -41,6 +53,7 @@ export async function startBotHarness(
     DISCORD_API_BASE: discord.apiBase,
     DISCORD_GUILD_ID: discord.guild.id,
     DISCORD_EDIT_INTERVAL_MS: '200',
+    ...(options.owners ? { BOT_OWNER_IDS: Object.values(users).map((user) => user.id).join(',') } : {}),
     LOG_LEVEL: 'silent',
     ...options.environment,
   });
@@ -49,7 +62,9 @@ export async function startBotHarness(
   let service: RunningService = await startService(config, logger);
   return {
     discord,
+    users,
     llm,
+    url: () => service.url,
     async restart() {
       await service.stop();
       service = await startService(config, logger);
