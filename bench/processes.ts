@@ -65,6 +65,9 @@ async function processUsage(pid: number): Promise<{ maxRssBytes: number; rssByte
  * bench` first), its URL read from its start-up log line; usage comes from /proc.
  */
 export async function startServiceProcess(environment: Record<string, string>): Promise<BenchProcess> {
+  // With a Discord token the service is ready once the bot is, which comes after the API.
+  const readyMessage = environment.DISCORD_TOKEN ? 'Discord bot ready' : 'Likeness API listening';
+  let apiUrl = '';
   const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof-service'] : []), path.join(root, 'dist/src/main.js')], {
     cwd: root,
     env: { PATH: process.env.PATH, ...environment },
@@ -76,7 +79,8 @@ export async function startServiceProcess(environment: Record<string, string>): 
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string; level?: number };
-        if (entry.msg === 'Likeness API listening' && entry.url) resolve(entry.url);
+        if (entry.msg === 'Likeness API listening' && entry.url) apiUrl = entry.url;
+        if (entry.msg === readyMessage) resolve(apiUrl);
         else if ((entry.level ?? 0) >= 40) process.stderr.write(`${line}\n`);
       } catch {
         process.stderr.write(`${line}\n`);

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { benchmarkAppends } from './append-throughput.js';
 import { benchmarkConversationRead } from './conversation-read.js';
+import { benchmarkDiscordStreams } from './discord-streams.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
 
 const only = process.argv.slice(2);
@@ -20,6 +21,7 @@ try {
   if (selected('relay')) results.streamRelay = await benchmarkStreamRelay(path.join(scratch, 'relay'));
   if (selected('streams')) results.manyStreams = await benchmarkManyStreams(path.join(scratch, 'streams'));
   if (selected('append')) results.appends = await benchmarkAppends(path.join(scratch, 'append'));
+  if (selected('discord')) results.discordStreams = await benchmarkDiscordStreams(path.join(scratch, 'discord'));
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

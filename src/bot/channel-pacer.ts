@@ -5,6 +5,12 @@ export interface PacerOptions {
   baseIntervalMs: number;
   /** The slowest spacing a run of 429s may push a channel to. */
   maxIntervalMs: number;
+  /**
+   * Ordinary edits allowed per second across all channels. Discord allows a bot 50 requests
+   * a second in all; keeping ordinary edits below that leaves room for final edits, new
+   * messages and commands, which then never wait behind a queue of edits.
+   */
+  globalPerSecond?: number;
   now?: () => number;
 }
 
@@ -20,11 +26,13 @@ interface ChannelState {
  * Discord says of each channel's bucket: the `X-RateLimit-Remaining` and `-Reset-After` of
  * the last answer spread the remaining budget over the window, and a 429 doubles the spacing
  * (decaying back as edits go through). Channels are independent: a busy thread never slows
- * another.
+ * another. Across channels, ordinary edits stay within a budget below Discord's global limit.
  */
 export class ChannelPacer {
   readonly #channels = new LRUCache<string, ChannelState>({ max: 50_000 });
   readonly #now: () => number;
+  /** When the ordinary requests of the last second went out, oldest first. */
+  readonly #recent: number[] = [];
 
   constructor(private readonly options: PacerOptions) {
     this.#now = options.now ?? Date.now;
@@ -34,6 +42,20 @@ export class ChannelPacer {
   waitFor(channelId: string): number {
     const state = this.#channels.get(channelId);
     return state ? Math.max(0, state.nextAt - this.#now()) : 0;
+  }
+
+  /**
+   * Asks to send an ordinary edit to `channelId` now: returns 0 and books the request when
+   * both the channel's pace and the bot's overall budget allow it, else how long to wait.
+   */
+  claim(channelId: string): number {
+    const wait = this.waitFor(channelId);
+    if (wait > 0) return wait;
+    const now = this.#now();
+    while (this.#recent.length > 0 && this.#recent[0]! <= now - 1000) this.#recent.shift();
+    if (this.#recent.length >= (this.options.globalPerSecond ?? 40)) return Math.max(1, this.#recent[0]! + 1000 - now);
+    this.#recent.push(now);
+    return 0;
   }
 
   /** A message was sent or edited in the channel just now. */

@@ -18,6 +18,8 @@ export interface StreamingReplyOptions {
   cursor?: string;
   /** Discord's typing indicator lasts about 10 s; it is renewed this often until the first words. */
   typingIntervalMs?: number;
+  /** The indicator is shown only if the first words take longer than this (most replies start sooner). */
+  typingDelayMs?: number;
   /** What to show when the reply fails; the text written so far stays above it. */
   explain: (error: unknown) => string;
 }
@@ -74,7 +76,7 @@ export async function writeStreamingReply(
   // Runs one delivery when none is in flight and the pacing allows; otherwise arranges one.
   const schedule = (): void => {
     if (ended || inFlight || timer) return;
-    const wait = options.pacer.waitFor(channel.id);
+    const wait = options.pacer.claim(channel.id);
     if (wait > 0) {
       timer = setTimeout(() => {
         timer = undefined;
@@ -90,7 +92,7 @@ export async function writeStreamingReply(
       });
   };
 
-  const typing = startTyping(channel, options.typingIntervalMs ?? 8_000, options.logger);
+  const typing = startTyping(channel, options.typingDelayMs ?? 300, options.typingIntervalMs ?? 8_000, options.logger);
   let failure: unknown;
   try {
     for await (const piece of pieces) {
@@ -114,18 +116,22 @@ export async function writeStreamingReply(
   return { messageIds: sent.map((message) => message.id), text, ...(failure === undefined ? {} : { failure }) };
 }
 
-function startTyping(channel: ReplyChannel, intervalMs: number, logger: Logger): { stop(): void } {
+function startTyping(channel: ReplyChannel, delayMs: number, intervalMs: number, logger: Logger): { stop(): void } {
   let stopped = false;
+  let repeat: NodeJS.Timeout | undefined;
   const send = () => {
     if (stopped) return;
     channel.sendTyping().catch((error: unknown) => logger.debug({ err: error, channelId: channel.id }, 'typing indicator failed'));
   };
-  send();
-  const timer = setInterval(send, intervalMs);
+  const first = setTimeout(() => {
+    send();
+    repeat = setInterval(send, intervalMs);
+  }, delayMs);
   return {
     stop() {
       stopped = true;
-      clearInterval(timer);
+      clearTimeout(first);
+      clearInterval(repeat);
     },
   };
 }

@@ -172,11 +172,18 @@ export class Chat {
     }
   }
 
+  /**
+   * The prompt for replying to `userMessage`: the system prompt, then the newest messages that
+   * fit, ending with `userMessage`. Replies the character wrote after it (to earlier messages
+   * that were still being answered when it arrived) come before it, as the people saw them;
+   * other people's later messages wait for their own replies.
+   */
   async #request(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord): Promise<ChatRequest> {
-    const { start } = await this.conversations.bounds(conversation.id);
-    // Everything up to and including this message; replies to other concurrent messages written later are not ours.
+    const { start, end: now } = await this.conversations.bounds(conversation.id);
     const { end } = await this.#find(conversation.id, userMessage.id);
-    const recent = await this.conversations.messages(conversation.id, Math.max(start, end - memoryQueryMessages), end);
+    const later = end < now ? (await this.conversations.messages(conversation.id, end, now)).filter((message) => message.participantType === 'character') : [];
+    const before = await this.conversations.messages(conversation.id, Math.max(start, end - 1 - memoryQueryMessages), end - 1);
+    const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
     const memories = await this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount);
     const system = systemPrompt(character, memories);
     const budget = this.options.contextTokens - this.options.maxReplyTokens - estimateTokens(system);
@@ -185,10 +192,10 @@ export class Chat {
     }
     const accountRecords = await this.store.getMany<AccountRecord>(conversation.speakerAccountIds.map((id) => keys.account(id)));
     const accounts = new Map(accountRecords.filter((account) => account !== undefined).map((account) => [account.id, account]));
-    const newestFirst: MessageRecord[] = [];
+    const newestFirst: MessageRecord[] = [userMessage, ...[...later].reverse()];
+    let used = newestFirst.reduce((sum, message) => sum + estimateTokens(message.content), 0);
     const page = 64;
-    let used = 0;
-    for (let to = end; to > start && used < budget; to -= page) {
+    for (let to = end - 1; to > start && used < budget; to -= page) {
       const batch = await this.conversations.messages(conversation.id, Math.max(start, to - page), to);
       for (const message of batch.reverse()) {
         newestFirst.push(message);

@@ -55,11 +55,15 @@ async function* timed(pieces: string[], gapMs: number, failAfter?: number): Asyn
 const explain = (error: unknown) => `⚠️ The reply stopped: ${(error as Error).message}.`;
 
 describe('writeStreamingReply', () => {
-  it('shows typing, grows one message with a cursor, and ends with exactly the text', async () => {
+  it('shows typing while the first words are slow, grows one message with a cursor, and ends with exactly the text', async () => {
     const channel = new RecordingChannel();
     const pacer = new ChannelPacer({ baseIntervalMs: 40, maxIntervalMs: 1000 });
     const words = Array.from({ length: 30 }, (_, index) => `word${index} `);
-    const result = await writeStreamingReply(channel, timed(words, 10), { pacer, logger: silent, explain });
+    async function* slowStart() {
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      yield* timed(words, 10);
+    }
+    const result = await writeStreamingReply(channel, slowStart(), { pacer, logger: silent, explain, typingDelayMs: 20 });
     expect(channel.typing).toBeGreaterThanOrEqual(1);
     expect(channel.order).toHaveLength(1);
     const versions = channel.contents.get('m1')!;
@@ -113,6 +117,17 @@ describe('writeStreamingReply', () => {
 });
 
 describe('ChannelPacer', () => {
+  it('keeps ordinary edits across all channels within the global budget', () => {
+    let now = 0;
+    const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, globalPerSecond: 3, now: () => now });
+    expect([pacer.claim('a'), pacer.claim('b'), pacer.claim('c')]).toEqual([0, 0, 0]);
+    expect(pacer.claim('d')).toBe(1000);
+    now = 400;
+    expect(pacer.claim('d')).toBe(600);
+    now = 1000;
+    expect(pacer.claim('d')).toBe(0);
+  });
+
   it('spaces edits per channel, follows the bucket headers and backs off on 429', () => {
     let now = 0;
     const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, now: () => now });

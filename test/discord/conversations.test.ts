@@ -65,7 +65,8 @@ describe('Discord conversations, end to end through discord.js and the fake Disc
   it('streams a reply to a thread message by edits, ending with exactly the engine’s text', async () => {
     const thread = await openThread(alice);
     const words = Array.from({ length: 40 }, (_, index) => `word${index}`);
-    bot.llm.setScript({ tokens: words.map((word) => `${word} `), tokensPerSecond: 40 });
+    // A slow start (prompt processing) shows the typing indicator until the first words.
+    bot.llm.setScript({ tokens: words.map((word) => `${word} `), tokensPerSecond: 40, firstTokenDelayMs: 800 });
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Tell me forty words' });
     const final = words.join(' ');
     await bot.discord.waitFor(() => bot.botTexts(thread.id).includes(final), 10_000);
@@ -74,7 +75,9 @@ describe('Discord conversations, end to end through discord.js and the fake Disc
     expect(versions.length).toBeGreaterThan(2);
     expect(versions.slice(0, -1).every((version) => version.endsWith('▌'))).toBe(true);
     expect(versions.at(-1)).toBe(final);
-    expect(bot.discord.typingEvents(thread.id).length).toBeGreaterThan(0);
+    const typing = bot.discord.typingEvents(thread.id);
+    expect(typing.length).toBeGreaterThan(0);
+    expect(typing[0]!).toBeLessThan(bot.discord.messageHistory(reply.id)[0]!.timestamp);
     // The user's message and the reply are in the conversation, in order.
     expect(bot.llm.requests.at(-1)!.body.messages!.at(-1)).toEqual({ role: 'user', content: 'Tell me forty words' });
   });
@@ -118,6 +121,23 @@ describe('Discord conversations, end to end through discord.js and the fake Disc
     const alicesReply = texts.findIndex((text) => /^Echo: (alice: )?first from alice$/.test(text));
     expect(alicesReply).toBeGreaterThanOrEqual(0);
     expect(alicesReply).toBeLessThan(texts.indexOf('Echo: bob: then bob'));
+  });
+
+  it('answers a second message after the first reply is complete, with its own reply', async () => {
+    const thread = await openThread(alice);
+    bot.llm.setScript((body) => ({ ...echo('Echo:')(body), tokensPerSecond: 8 }));
+    bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'one two three four' });
+    await bot.discord.waitFor(() => bot.discord.messages(thread.id).length >= 3);
+    bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'second question' });
+    await bot.discord.waitFor(() => bot.botTexts(thread.id).includes('Echo: second question'), 15_000);
+    const replies = bot.discord.messages(thread.id).filter((message) => message.author.id === bot.discord.botUser.id && message.content.startsWith('Echo:'));
+    expect(replies.map((message) => message.content)).toEqual(['Echo: one two three four', 'Echo: second question']);
+    // The second reply began only after the first was finished.
+    const firstDone = bot.discord.messageHistory(replies[0]!.id).at(-1)!.timestamp;
+    expect(bot.discord.messageHistory(replies[1]!.id)[0]!.timestamp).toBeGreaterThanOrEqual(firstDone);
+    // And the engine saw the second question after the first answer.
+    const sent = bot.llm.requests.at(-1)!.body.messages!;
+    expect(sent.at(-2)).toEqual({ role: 'assistant', content: 'Echo: one two three four' });
   });
 
   it('ends the reply with a short explanation when the engine fails, keeping the message', async () => {

@@ -1,0 +1,90 @@
+import { mkdir } from 'node:fs/promises';
+import { deployCommands } from '../src/bot/deploy-commands.js';
+import { startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
+import { startProcess, startServiceProcess } from './processes.js';
+import { megabytes, percentile, round } from './stats.js';
+
+const threads = Number(process.env.BENCH_THREADS ?? 100);
+const tokensPerReply = 80;
+const tokensPerSecond = 40;
+
+/**
+ * Issue 3's benchmark: 100 conversation threads at once through the real bot (the service
+ * as `npm start` runs it, with DISCORD_TOKEN) against the fake Discord's rate limits, the
+ * fake engine streaming 40 tokens/s per reply.
+ */
+export async function benchmarkDiscordStreams(dataDir: string) {
+  await mkdir(dataDir, { recursive: true });
+  const discord = await startFakeDiscord({ recordRequests: false });
+  const engine = await startProcess('engine-process.ts', { BENCH_SCRIPT: `stream:${tokensPerReply}:${tokensPerSecond}`, BENCH_RECORD: '1' });
+  await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: discord.guild.id });
+  // Discord lets a channel take 10 new threads per 10 s, so the threads are spread over 10 channels.
+  const channels = Array.from({ length: 10 }, (_, index) => discord.createTextChannel(discord.guild.id, `lobby-${index}`).id);
+  const service = await startServiceProcess({
+    PORT: '0',
+    DATA_DIR: dataDir,
+    LLM_BASE_URL: engine.url,
+    LLM_MODEL: 'fake-model',
+    DISCORD_TOKEN: discord.token,
+    DISCORD_API_BASE: discord.apiBase,
+    DISCORD_MESSAGES_PER_MINUTE: '1000',
+    DISCORD_COMMANDS_PER_MINUTE: '1000',
+    LOG_LEVEL: 'info',
+  });
+  try {
+    const users = Array.from({ length: threads }, (_, index) => discord.createUser({ username: `bench${index}` }));
+    const threadIds: string[] = [];
+    await Promise.all(
+      users.map(async (user, index) => {
+        const channelId = channels[index % channels.length]!;
+        discord.sendSlashCommand({ user, channelId, name: 'chat', options: { character: user.username } });
+        const thread = await discord.waitFor((fake) => fake.threads.find((candidate) => candidate.name === `${user.username} · ${user.username}`), 60_000);
+        threadIds[index] = thread.id;
+      }),
+    );
+    // Let thread-creation traffic settle so it does not count against the streams.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const hitsBefore = discord.rateLimitHits.total;
+    const usageBefore = await service.usage();
+    const started = Date.now();
+    users.forEach((user, index) => discord.sendMessage({ channelId: threadIds[index]!, author: user, content: `stream ${index}` }));
+    const expected = (index: number) => Array.from({ length: tokensPerReply }, (_, token) => `stream-${index}:${token}`).join(' ');
+    const finalMessage = (index: number) =>
+      discord.messages(threadIds[index]!).find((message) => message.author.id === discord.botUser.id && message.content === expected(index));
+    await discord.waitFor(() => users.every((_, index) => finalMessage(index)), 120_000);
+    const seconds = (Date.now() - started) / 1000;
+    const usageAfter = await service.usage();
+    const { writtenAt } = await engine.ask<{ writtenAt: Array<[string, number]> }>('written');
+    const lastTokenAt = new Map(writtenAt.filter(([token]) => token.endsWith(`:${tokensPerReply - 1} `)).map(([token, at]) => [token.split(':')[0], at]));
+    const delays: number[] = [];
+    const editRates: number[] = [];
+    users.forEach((_, index) => {
+      const history = discord.messageHistory(finalMessage(index)!.id);
+      const finalAt = history.at(-1)!.timestamp;
+      delays.push(finalAt - lastTokenAt.get(`stream-${index}`)!);
+      const span = (finalAt - history[0]!.timestamp) / 1000;
+      editRates.push((history.length - 1) / Math.max(span, 0.001));
+    });
+    const result = {
+      threads,
+      tokensPerReply,
+      tokensPerSecond,
+      wallSeconds: round(seconds, 2),
+      finalTextCorrect: users.filter((_, index) => finalMessage(index)).length,
+      rateLimit429s: discord.rateLimitHits.total - hitsBefore,
+      editsPerMessagePerSecondMean: round(editRates.reduce((sum, rate) => sum + rate, 0) / editRates.length, 2),
+      editsPerMessagePerSecondMax: round(Math.max(...editRates), 2),
+      lastTokenToFinalEditP50Ms: round(percentile(delays, 0.5), 0),
+      lastTokenToFinalEditP99Ms: round(percentile(delays, 0.99), 0),
+      serviceCpuSeconds: round((usageAfter.cpuMicros - usageBefore.cpuMicros) / 1e6, 2),
+      servicePeakRssMB: megabytes(usageAfter.maxRssBytes),
+      target: '0 429s, p99 last token to final edit < 2 s',
+    };
+    console.error('discord streams', result);
+    return result;
+  } finally {
+    await service.stop();
+    await engine.stop();
+    await discord.close();
+  }
+}
