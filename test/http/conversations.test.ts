@@ -15,12 +15,21 @@ describe('conversations API', () => {
     return created.body.id;
   }
 
-  function stream(conversationId: string, body: unknown, key = user.key): Promise<Response> {
+  function stream(conversationId: string, body: unknown, key = user.key, signal?: AbortSignal): Promise<Response> {
     return fetch(`${api.url}/api/v0/conversations/${conversationId}/chat/stream`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
     });
+  }
+
+  /** Starts a streamed chat, reads its first piece, and hangs up. */
+  async function startAndLeave(conversationId: string, data: string): Promise<void> {
+    const controller = new AbortController();
+    const response = await stream(conversationId, { data }, user.key, controller.signal);
+    await response.body!.getReader().read();
+    controller.abort();
   }
 
   beforeAll(async () => {
@@ -269,16 +278,7 @@ describe('conversations API', () => {
   it('completes and stores a streamed reply even when the client leaves', async () => {
     api.llm.setScript({ tokens: ['slowly ', 'but ', 'surely ', 'done.'], tokensPerSecond: 20 });
     const id = await conversation();
-    const controller = new AbortController();
-    const response = await fetch(`${api.url}/api/v0/conversations/${id}/chat/stream`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ data: 'go' }),
-      signal: controller.signal,
-    });
-    const reader = response.body!.getReader();
-    await reader.read();
-    controller.abort();
+    await startAndLeave(id, 'go');
     await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.messages.length, { timeout: 3000 }).toBe(2);
     const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
     expect(read.body.messages[1].content).toBe('slowly but surely done.');
@@ -287,15 +287,7 @@ describe('conversations API', () => {
   it('finishes and stores replies still being written when the service stops', async () => {
     api.llm.setScript({ tokens: ['written ', 'during ', 'shutdown.'], tokensPerSecond: 10 });
     const id = await conversation();
-    const controller = new AbortController();
-    const response = await fetch(`${api.url}/api/v0/conversations/${id}/chat/stream`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ data: 'keep going' }),
-      signal: controller.signal,
-    });
-    await response.body!.getReader().read();
-    controller.abort();
+    await startAndLeave(id, 'keep going');
     await api.restart();
     const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
     expect(read.body.messages.map((message: { content: string }) => message.content)).toEqual(['keep going', 'written during shutdown.']);
