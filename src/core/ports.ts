@@ -124,3 +124,50 @@ export interface Logger {
   warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Speech
+
+/** Mono 16-bit PCM: what every speech engine is turned into, before mp3 or Opus. */
+export interface PcmAudio {
+  sampleRate: number;
+  samples: Int16Array;
+}
+
+/** A voice an engine offers, or one made for a character. */
+export interface SpeechVoice {
+  /** What goes into a character's `tts_voice_id`. */
+  id: string;
+  name: string;
+  /** BCP 47 language tag when the engine says, e.g. `en-US`. */
+  language?: string;
+  description?: string;
+}
+
+/** A voice sample uploaded for cloning. */
+export interface VoiceSample {
+  filename: string;
+  mimeType: string;
+  data: Uint8Array;
+}
+
+/**
+ * A text-to-speech engine. Failures are thrown as `EngineError` (the engine's status and
+ * reason kept); an unknown voice id is a `VALIDATION_FAILED` naming it.
+ */
+export interface SpeechEngine {
+  readonly provider: string;
+  /** The voices a character can be given without cloning (espeak presets, OpenAI voices, …). */
+  listVoices(options?: CallOptions): Promise<SpeechVoice[]>;
+  /** Speaks `text` in `voiceId`. */
+  synthesize(request: { text: string; voiceId: string }, options?: CallOptions): Promise<PcmAudio>;
+  /**
+   * Speaks `text` piece by piece as it is made, for live playback; engines that cannot stream
+   * yield one piece.
+   */
+  stream(request: { text: string; voiceId: string }, options?: CallOptions): AsyncIterable<PcmAudio>;
+  /** Makes a new voice from samples; only engines that clone (ElevenLabs) have it. */
+  cloneVoice?(request: { name: string; samples: readonly VoiceSample[] }, options?: CallOptions): Promise<SpeechVoice>;
+  /** The longest text one call accepts, in characters. */
+  readonly maxTextLength: number;
+}
