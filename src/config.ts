@@ -33,6 +33,11 @@ export interface Config {
   /** Chat and image requests allowed per account per minute over the API. */
   apiRateLimitPerMinute: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  speech: {
+    engine: 'espeak' | 'elevenlabs' | 'openai';
+    elevenLabs: { apiKey: string | undefined; baseUrl: string; model: string };
+    openai: { baseUrl: string | undefined; apiKey: string | undefined; model: string };
+  };
   discord: {
     /** The bot runs only when a token is set. */
     token: string | undefined;
@@ -117,6 +122,15 @@ const environmentSchema = z.object({
   EMBEDDINGS_MODEL: optionalText,
   STARTING_BALANCE: integer(100, 0, 1_000_000_000),
   API_RATE_LIMIT_PER_MINUTE: integer(120, 1, 1_000_000),
+  TTS_ENGINE: optionalText.refine((value) => value === undefined || ['espeak', 'elevenlabs', 'openai'].includes(value), {
+    message: 'must be espeak, elevenlabs or openai',
+  }),
+  ELEVENLABS_API_KEY: optionalText,
+  ELEVENLABS_BASE_URL: httpUrl('https://api.elevenlabs.io'),
+  ELEVENLABS_MODEL: optionalText,
+  TTS_BASE_URL: httpUrl(undefined),
+  TTS_API_KEY: optionalText,
+  TTS_MODEL: optionalText,
   DISCORD_TOKEN: optionalText,
   DISCORD_API_BASE: httpUrl(undefined),
   DISCORD_GUILD_ID: optionalText.refine((value) => value === undefined || snowflake.test(value), { message: 'must be a Discord id (digits)' }),
@@ -149,6 +163,12 @@ export function parseConfig(environment: Environment, workingDirectory = process
     throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`));
   }
   const values = result.data;
+  const speechEngine = (values.TTS_ENGINE ?? 'espeak') as Config['speech']['engine'];
+  const speechProblems = [
+    ...(speechEngine === 'elevenlabs' && !values.ELEVENLABS_API_KEY ? ['ELEVENLABS_API_KEY is required when TTS_ENGINE=elevenlabs'] : []),
+    ...(speechEngine === 'openai' && !values.TTS_BASE_URL ? ['TTS_BASE_URL is required when TTS_ENGINE=openai (e.g. https://api.openai.com/v1)'] : []),
+  ];
+  if (speechProblems.length > 0) throw new ConfigError(speechProblems);
   if (values.LLM_MAX_REPLY_TOKENS >= values.LLM_CONTEXT_TOKENS) {
     throw new ConfigError([
       `LLM_MAX_REPLY_TOKENS (${values.LLM_MAX_REPLY_TOKENS}) must be smaller than LLM_CONTEXT_TOKENS (${values.LLM_CONTEXT_TOKENS})`,
@@ -178,6 +198,15 @@ export function parseConfig(environment: Environment, workingDirectory = process
     startingBalance: values.STARTING_BALANCE,
     apiRateLimitPerMinute: values.API_RATE_LIMIT_PER_MINUTE,
     logLevel: (values.LOG_LEVEL ?? 'info') as Config['logLevel'],
+    speech: {
+      engine: speechEngine,
+      elevenLabs: {
+        apiKey: values.ELEVENLABS_API_KEY,
+        baseUrl: values.ELEVENLABS_BASE_URL ?? 'https://api.elevenlabs.io',
+        model: values.ELEVENLABS_MODEL ?? 'eleven_multilingual_v2',
+      },
+      openai: { baseUrl: values.TTS_BASE_URL, apiKey: values.TTS_API_KEY, model: values.TTS_MODEL ?? 'tts-1' },
+    },
     discord: {
       token: values.DISCORD_TOKEN,
       apiBase: values.DISCORD_API_BASE,

@@ -105,6 +105,11 @@ export class Characters {
     }));
   }
 
+  /** Sets the voice the speech engine speaks the character with (`tts_voice_id`). */
+  setVoice(actor: Actor, characterId: string, ttsVoiceId: string): Promise<CharacterRecord> {
+    return this.#modify(actor, characterId, (character) => ({ ...character, ttsVoiceId }));
+  }
+
   /** The character's LoRA face models, oldest first. */
   async faceModels(actor: Actor, characterId: string): Promise<FaceModelRecord[]> {
     await this.get(actor, characterId);

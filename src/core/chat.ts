@@ -13,7 +13,7 @@ import { ThinkFilter } from './think-filter.js';
 export interface ChatInput {
   data: string;
   mimeType?: string | undefined;
-  /** MIME types the caller accepts for the reply. */
+  /** MIME types the caller accepts for the reply (see `Answers`). */
   allow?: readonly string[] | undefined;
 }
 
@@ -220,10 +220,6 @@ export class Chat {
   }
 
   async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
-    const allow = input.allow;
-    if (allow !== undefined && !allow.includes('text/plain') && !allow.includes('text/*') && !allow.includes('*/*')) {
-      throw ValidationError.field('allow', 'must include text/plain: replies are text');
-    }
     const mimeType = input.mimeType ?? 'text/plain';
     if (mimeType === 'text/plain') {
       const text = input.data.trim();

@@ -1,10 +1,12 @@
 import { Accounts } from './accounts.js';
+import { Answers } from './answers.js';
 import { Characters } from './characters.js';
 import { Chat, type ChatOptions, defaultChatOptions } from './chat.js';
 import { Conversations } from './conversations.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { ChatModel, Clock, Embedder, FileStore, IdGenerator, Logger, Store } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FileStore, IdGenerator, Logger, SpeechEngine, Store } from './ports.js';
+import { Speech } from './speech.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
 export interface CoreDependencies {
@@ -12,6 +14,8 @@ export interface CoreDependencies {
   files: FileStore;
   chatModel: ChatModel;
   embedder?: Embedder | undefined;
+  /** Text to speech; without it characters cannot be given voices. */
+  speech?: { engine: SpeechEngine; encoder: AudioEncoder } | undefined;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
@@ -29,6 +33,8 @@ export interface Core {
   memories: Memories;
   conversations: Conversations;
   chat: Chat;
+  answers: Answers;
+  speech: Speech | undefined;
   ledger: Ledger;
   files: FileStore;
   chatModel: ChatModel;
@@ -45,5 +51,7 @@ export function createCore(dependencies: CoreDependencies): Core {
     ...defaultChatOptions,
     ...options.chat,
   });
-  return { accounts, characters, memories, conversations, chat, ledger, files, chatModel: dependencies.chatModel };
+  const speech = dependencies.speech ? new Speech(store, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
+  const answers = new Answers(store, files, conversations, chat, speech);
+  return { accounts, characters, memories, conversations, chat, answers, speech, ledger, files, chatModel: dependencies.chatModel };
 }

@@ -23,4 +23,6 @@ export const keys = {
   ledger: (accountId: string) => `ledger:${accountId}`,
   transaction: (transactionId: string) => `transaction:${transactionId}`,
   refundOf: (debitId: string) => `refund-of:${debitId}`,
+  /** The stored mp3 of one text in one voice, so the same request is not synthesised twice. */
+  speech: (hash: string) => `speech:${hash}`,
 } as const;

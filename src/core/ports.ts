@@ -171,3 +171,9 @@ export interface SpeechEngine {
   /** The longest text one call accepts, in characters. */
   readonly maxTextLength: number;
 }
+
+/** Audio encodings the core asks for; pure functions, passed in so the core has no codec. */
+export interface AudioEncoder {
+  /** MP3 of mono PCM. */
+  mp3(pcm: PcmAudio): Uint8Array;
+}

@@ -8,6 +8,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { characterRoutes } from './routes/characters.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
+import { voiceRoutes } from './routes/voices.js';
 import { Serializers } from './serializers.js';
 
 /** Largest request body: a chat message may carry a 10 MB image as base64. */
@@ -53,6 +54,7 @@ export function createApp(dependencies: HttpDependencies) {
   api.route('/conversations', conversationRoutes(routes));
   api.route('/accounts', accountRoutes(routes));
   api.route('/characters', characterRoutes(routes));
+  api.route('/voices', voiceRoutes(routes));
   app.route('/api/v0', api);
   return app;
 }

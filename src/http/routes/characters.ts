@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { characterLimits } from '../../core/characters.js';
-import { ValidationError } from '../../core/errors.js';
+import { AppError, ValidationError } from '../../core/errors.js';
 import { memoryLimits } from '../../core/memories.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { readJson, uuidParam } from '../validation.js';
@@ -17,8 +17,11 @@ const changeBody = z
 
 const memoryBody = z.object({ text: z.string().trim().min(1).max(memoryLimits.text) });
 
+const speakBody = z.object({ text: z.string() });
+const presetBody = z.object({ voiceId: z.string().trim().min(1).max(200) }).strict();
+
 /** The spec's section 4.3 (speech comes with the speech engines), plus edits, avatar and memories. */
-export function characterRoutes({ core, serializers }: RouteDependencies) {
+export function characterRoutes({ core, serializers, signer }: RouteDependencies) {
   const app = new Hono<HttpEnv>();
 
   app.get('/:characterId', async (context) => {
@@ -56,6 +59,33 @@ export function characterRoutes({ core, serializers }: RouteDependencies) {
     return context.json(serializers.character(character));
   });
 
+  app.post('/:characterId/speak', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    const body = await readJson(context, speakBody);
+    const file = await requireSpeech(core).speak(context.get('actor'), characterId, body.text);
+    return context.json({ success: true, url: signer.sign(file.key) });
+  });
+
+  // A preset as JSON `{"voiceId"}`, or samples to clone as multipart parts `samples` (and `name`).
+  app.post('/:characterId/voice', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    const speech = requireSpeech(core);
+    const contentType = context.req.header('content-type') ?? '';
+    let character;
+    if (contentType.startsWith('multipart/form-data')) {
+      const form = await context.req.parseBody({ all: true });
+      const parts = [form.samples ?? form['samples[]'] ?? []].flat().filter((part): part is File => part instanceof File);
+      const samples = await Promise.all(
+        parts.map(async (part) => ({ filename: part.name, mimeType: part.type || 'application/octet-stream', data: new Uint8Array(await part.arrayBuffer()) })),
+      );
+      const name = typeof form.name === 'string' ? form.name : undefined;
+      character = await speech.train(context.get('actor'), characterId, { samples, ...(name ? { name } : {}) });
+    } else {
+      character = await speech.train(context.get('actor'), characterId, await readJson(context, presetBody));
+    }
+    return context.json(serializers.character(character));
+  });
+
   app.get('/:characterId/images/models', async (context) => {
     const models = await core.characters.faceModels(context.get('actor'), uuidParam(context, 'characterId'));
     return context.json({ success: true, models: models.map((model) => serializers.faceModel(model)) });
@@ -80,4 +110,9 @@ export function characterRoutes({ core, serializers }: RouteDependencies) {
   });
 
   return app;
+}
+
+function requireSpeech(core: RouteDependencies['core']) {
+  if (!core.speech) throw new AppError('NOT_CONFIGURED', 'No speech engine is configured; set TTS_ENGINE.');
+  return core.speech;
 }

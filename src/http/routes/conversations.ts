@@ -62,15 +62,13 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/chat', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const reply = await core.chat.send(context.get('actor'), conversationId, body, { stream: false });
-    const stored = await reply.done;
-    return context.json({ data: stored.content, mimeType: stored.mimeType });
+    return context.json(await core.answers.answer(context.get('actor'), conversationId, body));
   });
 
   app.post('/:conversationId/chat/stream', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const reply = await core.chat.send(context.get('actor'), conversationId, body, { stream: true });
+    const reply = await core.answers.stream(context.get('actor'), conversationId, body);
     return streamReply(context, reply, dependencies.logger);
   });
 

@@ -1,0 +1,71 @@
+import type { Actor } from './actor.js';
+import type { Chat, ChatInput, Reply } from './chat.js';
+import { ValidationError, notFound } from './errors.js';
+import { keys } from './keys.js';
+import type { FileStore, Store } from './ports.js';
+import type { Conversations } from './conversations.js';
+import type { CharacterRecord } from './records.js';
+import type { Speech } from './speech.js';
+
+export type ReplyFormat = 'text' | 'audio';
+
+const textTypes = ['text/plain', 'text/*', '*/*'];
+const audioTypes = ['audio/mp3', 'audio/mpeg', 'audio/*'];
+
+/**
+ * The spec's chat answers: the reply as text, or, when the caller allows only audio, the
+ * reply spoken in the character's voice as mp3 (base64 in `data`, `mimeType: audio/mp3`).
+ * The stored message keeps the text either way.
+ */
+export class Answers {
+  constructor(
+    private readonly store: Store,
+    private readonly files: FileStore,
+    private readonly conversations: Conversations,
+    private readonly chat: Chat,
+    private readonly speech: Speech | undefined,
+  ) {}
+
+  /** Which form the reply takes for `allow`; text when both are allowed. */
+  format(allow: readonly string[] | undefined, streaming: boolean): ReplyFormat {
+    if (allow === undefined || allow.some((type) => textTypes.includes(type))) return 'text';
+    if (allow.some((type) => audioTypes.includes(type))) {
+      if (streaming) throw ValidationError.field('allow', 'streamed replies are text; ask the synchronous chat for audio/mp3');
+      if (!this.speech) throw ValidationError.field('allow', 'no speech engine is configured, so replies are text/plain only');
+      return 'audio';
+    }
+    throw ValidationError.field('allow', 'must include text/plain or audio/mp3');
+  }
+
+  /** Sends the message and waits for the whole reply, in the form `allow` asks for. */
+  async answer(actor: Actor, conversationId: string, input: ChatInput): Promise<{ data: string; mimeType: string }> {
+    const format = this.format(input.allow, false);
+    if (format === 'audio') await this.#speakingCharacter(actor, conversationId);
+    const reply = await this.chat.send(actor, conversationId, input, { stream: false });
+    const stored = await reply.done;
+    if (format === 'text' || !this.speech) return { data: stored.content, mimeType: 'text/plain' };
+    const character = await this.#character(stored.participantId);
+    const file = await this.speech.speakAs(character, stored.content);
+    const bytes = await this.files.read(file.key);
+    if (!bytes) throw notFound('Audio', file.key);
+    return { data: bytes.toString('base64'), mimeType: 'audio/mp3' };
+  }
+
+  /** Starts a streamed (text) reply, after checking what the caller allows. */
+  async stream(actor: Actor, conversationId: string, input: ChatInput): Promise<Reply> {
+    this.format(input.allow, true);
+    return this.chat.send(actor, conversationId, input, { stream: true });
+  }
+
+  // An audio answer needs a voice: say so before the message is sent, not after the reply.
+  async #speakingCharacter(actor: Actor, conversationId: string): Promise<void> {
+    const conversation = await this.conversations.get(actor, conversationId);
+    this.speech!.requireVoice(await this.#character(conversation.characterId));
+  }
+
+  async #character(characterId: string): Promise<CharacterRecord> {
+    const character = await this.store.get<CharacterRecord>(keys.character(characterId));
+    if (!character) throw notFound('Character', characterId);
+    return character;
+  }
+}

@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto';
+import type { Actor } from './actor.js';
+import type { Characters } from './characters.js';
+import { AppError, ValidationError } from './errors.js';
+import { keys } from './keys.js';
+import type { AudioEncoder, CallOptions, FileStore, SpeechEngine, SpeechVoice, Store, StoredFile, VoiceSample } from './ports.js';
+import type { CharacterRecord } from './records.js';
+
+export const voiceSampleLimits = { count: { minimum: 1, maximum: 25 }, bytes: 10 * 1024 * 1024, totalBytes: 50 * 1024 * 1024 } as const;
+
+const audioTypes = ['audio/mpeg', 'audio/mp3', 'audio/wav', 'audio/x-wav', 'audio/wave', 'audio/ogg', 'audio/webm', 'audio/flac', 'audio/mp4', 'audio/x-m4a', 'audio/aac'];
+
+export type VoiceTraining = { voiceId: string } | { name?: string; samples: readonly VoiceSample[] };
+
+/**
+ * Characters' voices: choosing a preset or cloning one from samples, and speaking text as
+ * mp3. The same voice and text reuse the stored audio instead of synthesising again.
+ */
+export class Speech {
+  constructor(
+    private readonly store: Store,
+    private readonly files: FileStore,
+    private readonly characters: Characters,
+    private readonly engine: SpeechEngine,
+    private readonly encoder: AudioEncoder,
+  ) {}
+
+  get provider(): string {
+    return this.engine.provider;
+  }
+
+  get maxTextLength(): number {
+    return this.engine.maxTextLength;
+  }
+
+  voices(options?: CallOptions): Promise<SpeechVoice[]> {
+    return this.engine.listVoices(options);
+  }
+
+  /** Gives the owner's character a voice: one the engine offers, or one cloned from samples. */
+  async train(actor: Actor, characterId: string, training: VoiceTraining): Promise<CharacterRecord> {
+    const character = await this.characters.getOwned(actor, characterId);
+    let voiceId: string;
+    if ('voiceId' in training) {
+      voiceId = training.voiceId.trim();
+      if (!voiceId) throw ValidationError.field('voiceId', 'must not be empty');
+      const offered = await this.engine.listVoices();
+      // A voice outside the list (an espeak preset with its own pitch and rate) is tried once.
+      if (!offered.some((voice) => voice.id === voiceId)) await this.engine.synthesize({ text: 'Hello.', voiceId });
+    } else {
+      checkSamples(training.samples);
+      if (!this.engine.cloneVoice) {
+        throw ValidationError.field('samples', `the ${this.engine.provider} speech engine cannot clone voices; choose one of GET /api/v0/voices as voiceId`);
+      }
+      voiceId = (await this.engine.cloneVoice({ name: training.name?.trim() || character.name, samples: training.samples })).id;
+    }
+    return this.characters.setVoice(actor, characterId, voiceId);
+  }
+
+  /** The character's speech of `text` as a stored mp3; 409 VOICE_NOT_TRAINED before it has a voice. */
+  async speak(actor: Actor, characterId: string, text: string): Promise<StoredFile> {
+    const character = await this.characters.get(actor, characterId);
+    return this.speakAs(character, text);
+  }
+
+  /** The character's voice id, or 409 VOICE_NOT_TRAINED saying how to give it one. */
+  requireVoice(character: CharacterRecord): string {
+    if (character.ttsVoiceId) return character.ttsVoiceId;
+    throw new AppError(
+      'VOICE_NOT_TRAINED',
+      `${character.name} has no voice yet; its owner can give it one (POST /api/v0/characters/${character.id}/voice, or /character voice on Discord).`,
+    );
+  }
+
+  /** Speaks for a character already loaded (e.g. its reply in a conversation). */
+  async speakAs(character: CharacterRecord, text: string): Promise<StoredFile> {
+    const voiceId = this.requireVoice(character);
+    const spoken = text.trim();
+    if (spoken.length === 0) throw ValidationError.field('text', 'must not be empty');
+    if (spoken.length > this.engine.maxTextLength) throw ValidationError.field('text', `must be at most ${this.engine.maxTextLength} characters`);
+    const hash = createHash('sha256').update(`${this.engine.provider}\n${voiceId}\n${spoken}`).digest('hex');
+    return this.store.withLock(keys.speech(hash), async () => {
+      const known = await this.store.get<StoredFile>(keys.speech(hash));
+      if (known) return known;
+      const pcm = await this.engine.synthesize({ text: spoken, voiceId });
+      const file = await this.files.put(this.encoder.mp3(pcm), 'audio/mpeg');
+      await this.store.set(keys.speech(hash), file);
+      return file;
+    });
+  }
+}
+
+function checkSamples(samples: readonly VoiceSample[]): void {
+  const { count, bytes, totalBytes } = voiceSampleLimits;
+  if (samples.length < count.minimum || samples.length > count.maximum) {
+    throw ValidationError.field('samples', `send ${count.minimum} to ${count.maximum} audio samples, not ${samples.length}`);
+  }
+  let total = 0;
+  for (const [index, sample] of samples.entries()) {
+    if (!audioTypes.includes(sample.mimeType.split(';')[0]!.trim().toLowerCase())) {
+      throw ValidationError.field(`samples.${index}`, `${sample.filename} must be audio (mp3, wav, ogg, webm, flac or m4a), not ${sample.mimeType}`);
+    }
+    if (sample.data.byteLength > bytes) throw new AppError('PAYLOAD_TOO_LARGE', `${sample.filename} is larger than 10 MB.`);
+    total += sample.data.byteLength;
+  }
+  if (total > totalBytes) throw new AppError('PAYLOAD_TOO_LARGE', 'The samples together are larger than 50 MB.');
+}
