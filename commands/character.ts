@@ -47,6 +47,17 @@ const data = {
     { type: subcommand, name: 'memories', description: "List your character's memories" },
     {
       type: subcommand,
+      name: 'voice',
+      description: 'Give your character a voice: a preset, or samples to clone (engines that clone)',
+      options: [
+        { type: text, name: 'preset', description: 'A voice the speech engine offers', autocomplete: true },
+        { type: attachment, name: 'sample', description: 'A recording of the voice (mp3, wav, ogg…)' },
+        { type: attachment, name: 'sample2', description: 'Another recording' },
+        { type: attachment, name: 'sample3', description: 'Another recording' },
+      ],
+    },
+    {
+      type: subcommand,
       name: 'forget',
       description: 'Make your character forget a memory',
       options: [{ type: text, name: 'memory', description: 'Which one', required: true, autocomplete: true }],
@@ -58,6 +69,17 @@ export default {
   data,
   ephemeral: true,
   async autocomplete(interaction, context) {
+    if (interaction.options.getSubcommand() === 'voice') {
+      const query = String(interaction.options.getFocused()).toLowerCase();
+      const voices = (await context.core.speech?.voices()) ?? [];
+      await interaction.respond(
+        voices
+          .filter((voice) => `${voice.name} ${voice.id}`.toLowerCase().includes(query))
+          .slice(0, 25)
+          .map((voice) => ({ name: voice.name.slice(0, 100), value: voice.id.slice(0, 100) })),
+      );
+      return;
+    }
     if (interaction.options.getSubcommand() !== 'forget') {
       await suggestCharacters(interaction, context);
       return;
@@ -80,7 +102,30 @@ export default {
 
 type Run = (interaction: ChatInputCommandInteraction, context: BotContext) => Promise<void>;
 
-const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget', Run> = {
+const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice', Run> = {
+  async voice(interaction, context) {
+    const speech = context.core.speech;
+    if (!speech) throw new AppError('NOT_CONFIGURED', 'Speech is not set up on this bot (TTS_ENGINE).');
+    const { actor, account } = await context.accountOf(interaction.user);
+    const preset = interaction.options.getString('preset');
+    const attachments = ['sample', 'sample2', 'sample3'].map((name) => interaction.options.getAttachment(name)).filter((item) => item !== null);
+    if (!preset && attachments.length === 0) throw new AppError('VALIDATION_FAILED', 'Choose a preset, or attach recordings of the voice to clone.');
+    await interaction.deferReply({ flags: 'Ephemeral' });
+    let character;
+    if (preset) {
+      character = await speech.train(actor, account.characterId, { voiceId: preset });
+    } else {
+      const samples = await Promise.all(
+        attachments.map(async (item) => {
+          const response = await fetch(item.url, { signal: AbortSignal.timeout(30_000) });
+          if (!response.ok) throw new AppError('INTERNAL', `Could not download ${item.name} from Discord (${response.status}).`);
+          return { filename: item.name, mimeType: item.contentType ?? 'application/octet-stream', data: new Uint8Array(await response.arrayBuffer()) };
+        }),
+      );
+      character = await speech.train(actor, account.characterId, { samples });
+    }
+    await answer(interaction, `🗣️ **${character.name}** now speaks with the voice \`${character.ttsVoiceId}\`. Try \`/speak\`.`);
+  },
   async show(interaction, context) {
     const { actor, account } = await context.accountOf(interaction.user);
     const option = interaction.options.getString('character');

@@ -7,6 +7,8 @@ import chat from './chat.js';
 import clear from './clear.js';
 import conversations from './conversations.js';
 import help from './help.js';
+import speak from './speak.js';
+import voice from './voice.js';
 
 /** Every slash command, checked to be one. */
-export const commands: readonly Command[] = [chat, clear, conversations, character, account, balance, help, admin].filter(isCommand);
+export const commands: readonly Command[] = [chat, clear, conversations, character, speak, voice, account, balance, help, admin].filter(isCommand);

@@ -7,6 +7,7 @@ import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
 import { DiscordAccounts } from './discord-accounts.js';
+import { VoicePlayback } from './voice-playback.js';
 import { createInteractionHandler } from './interactions.js';
 import { createMessageHandler } from './messages.js';
 
@@ -18,6 +19,8 @@ export interface BotOptions {
   editIntervalMs: number;
   messagesPerMinute: number;
   commandsPerMinute: number;
+  /** Leave a voice channel after this long with nothing to say. */
+  voiceIdleMs?: number;
 }
 
 export interface RunningBot {
@@ -30,7 +33,14 @@ const channelRoute = /^\/channels\/(\d+)\/messages/;
 /** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
 export async function startBot(core: Core, store: Store, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
   const client = new Client({
-    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.MessageContent,
+      GatewayIntentBits.DirectMessages,
+      // Who is in which voice channel: /speak joins the caller's, and the bot leaves an empty one.
+      GatewayIntentBits.GuildVoiceStates,
+    ],
     // DM channels are not cached until used; without this their first message is dropped.
     partials: [Partials.Channel],
     rest: options.apiBase ? { api: options.apiBase } : {},
@@ -51,10 +61,12 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
   });
 
   const discordAccounts = new DiscordAccounts(store, core.accounts);
+  const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000 });
   const context: BotContext = {
     core,
     links: new ConversationLinks(store),
     runner: new ConversationRunner(core, pacer, logger),
+    voice,
     logger,
     ownerIds: new Set(options.ownerIds),
     async accountOf(user) {
@@ -71,6 +83,7 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
   client.on(Events.MessageCreate, (message) => {
     onMessage(message).catch((error: unknown) => logger.error({ err: error }, 'message handler failed'));
   });
+  client.on(Events.VoiceStateUpdate, (oldState) => voice.leaveIfAlone(oldState.guild));
   client.on(Events.Error, (error) => logger.error({ err: error }, 'Discord client error'));
   client.on(Events.ShardDisconnect, (event, shardId) => logger.warn({ code: event.code, shardId }, 'gateway disconnected; reconnecting'));
   client.on(Events.ShardResume, (shardId) => logger.info({ shardId }, 'gateway resumed'));
@@ -82,6 +95,7 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
   return {
     client,
     async stop() {
+      voice.leaveAll();
       await client.destroy();
     },
   };

@@ -14,12 +14,15 @@ import type { Logger } from '../core/ports.js';
 import type { AccountRecord } from '../core/records.js';
 import type { ConversationLinks } from './conversation-links.js';
 import type { ConversationRunner } from './conversation-runner.js';
+import type { VoicePlayback } from './voice-playback.js';
 
 /** What commands get to do their work: no globals. */
 export interface BotContext {
   core: Core;
   links: ConversationLinks;
   runner: ConversationRunner;
+  /** Speech in voice channels, one queue per guild. */
+  voice: VoicePlayback;
   logger: Logger;
   /** Discord user ids allowed to use /admin. */
   ownerIds: ReadonlySet<string>;

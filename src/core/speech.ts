@@ -3,7 +3,7 @@ import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError } from './errors.js';
 import { keys } from './keys.js';
-import type { AudioEncoder, CallOptions, FileStore, SpeechEngine, SpeechVoice, Store, StoredFile, VoiceSample } from './ports.js';
+import type { AudioEncoder, CallOptions, FileStore, PcmAudio, SpeechEngine, SpeechVoice, Store, StoredFile, VoiceSample } from './ports.js';
 import type { CharacterRecord } from './records.js';
 
 export const voiceSampleLimits = { count: { minimum: 1, maximum: 25 }, bytes: 10 * 1024 * 1024, totalBytes: 50 * 1024 * 1024 } as const;
@@ -70,6 +70,15 @@ export class Speech {
       'VOICE_NOT_TRAINED',
       `${character.name} has no voice yet; its owner can give it one (POST /api/v0/characters/${character.id}/voice, or /character voice on Discord).`,
     );
+  }
+
+  /** The character's speech as PCM pieces, for live playback (speech starts before it is all made). */
+  streamAs(character: CharacterRecord, text: string): AsyncIterable<PcmAudio> {
+    const voiceId = this.requireVoice(character);
+    const spoken = text.trim();
+    if (spoken.length === 0) throw ValidationError.field('text', 'must not be empty');
+    if (spoken.length > this.engine.maxTextLength) throw ValidationError.field('text', `must be at most ${this.engine.maxTextLength} characters`);
+    return this.engine.stream({ text: spoken, voiceId });
   }
 
   /** Speaks for a character already loaded (e.g. its reply in a conversation). */

@@ -1,0 +1,208 @@
+import { Readable } from 'node:stream';
+import {
+  type AudioPlayer,
+  AudioPlayerStatus,
+  type AudioResource,
+  NoSubscriberBehavior,
+  StreamType,
+  type VoiceConnection,
+  VoiceConnectionStatus,
+  createAudioPlayer,
+  createAudioResource,
+  entersState,
+  joinVoiceChannel,
+} from '@discordjs/voice';
+import type { Guild } from 'discord.js';
+import { AppError } from '../core/errors.js';
+import type { Logger, PcmAudio } from '../core/ports.js';
+import { DiscordFramer } from '../audio/discord-frames.js';
+
+export interface VoicePlaybackOptions {
+  /** Leave a voice channel after this long with nothing to play. */
+  idleMs: number;
+  /** End a resource that has played nothing new for this long. */
+  stallMs: number;
+  /** How long joining (or rejoining) a voice channel may take. */
+  joinTimeoutMs: number;
+}
+
+interface QueuedSpeech {
+  channelId: string;
+  audio: () => AsyncIterable<PcmAudio>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+interface GuildVoice {
+  guild: Guild;
+  connection: VoiceConnection | undefined;
+  channelId: string | undefined;
+  player: AudioPlayer;
+  queue: QueuedSpeech[];
+  playing: boolean;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Speech in voice channels, one queue per guild: requests play in order, the bot joins (or
+ * moves to) the requester's channel for each, and leaves when idle or alone. A dropped
+ * connection fails what was queued and is forgotten, so the next request joins afresh; a
+ * resource that stops making progress is ended rather than left hanging.
+ */
+export class VoicePlayback {
+  readonly #guilds = new Map<string, GuildVoice>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly options: VoicePlaybackOptions,
+  ) {}
+
+  /** Queues speech for `channelId`; resolves once it has been played to the end. */
+  play(guild: Guild, channelId: string, audio: () => AsyncIterable<PcmAudio>): Promise<void> {
+    const state = this.#state(guild);
+    clearTimeout(state.idleTimer);
+    return new Promise<void>((resolve, reject) => {
+      state.queue.push({ channelId, audio, resolve, reject });
+      if (!state.playing) void this.#drain(state);
+    });
+  }
+
+  /** How many requests are waiting in a guild, the one playing included. */
+  pending(guildId: string): number {
+    const state = this.#guilds.get(guildId);
+    return state ? state.queue.length + (state.playing ? 1 : 0) : 0;
+  }
+
+  /** Stops what plays and drops what waits; returns whether anything was stopped. */
+  stop(guildId: string): boolean {
+    const state = this.#guilds.get(guildId);
+    if (!state || (!state.playing && state.queue.length === 0)) return false;
+    for (const item of state.queue.splice(0)) item.reject(new AppError('CONFLICT', 'Stopped with /voice stop.'));
+    state.player.stop(true);
+    return true;
+  }
+
+  /** Leaves the guild's voice channel; returns whether the bot was in one. */
+  leave(guildId: string, reason = 'Left the voice channel.'): boolean {
+    const state = this.#guilds.get(guildId);
+    if (!state) return false;
+    this.#guilds.delete(guildId);
+    clearTimeout(state.idleTimer);
+    for (const item of state.queue.splice(0)) item.reject(new AppError('CONFLICT', reason));
+    state.player.stop(true);
+    const wasConnected = state.connection !== undefined;
+    state.connection?.destroy();
+    return wasConnected;
+  }
+
+  /** Called when someone's voice state changes: leaves a channel the bot is alone in. */
+  leaveIfAlone(guild: Guild): void {
+    const state = this.#guilds.get(guild.id);
+    if (!state?.channelId) return;
+    const channel = guild.channels.cache.get(state.channelId);
+    const humans = channel?.isVoiceBased() ? channel.members.filter((member) => !member.user.bot).size : 0;
+    if (humans === 0) this.leave(guild.id, 'Everyone left the voice channel.');
+  }
+
+  /** Leaves every channel (shutdown). */
+  leaveAll(): void {
+    for (const guildId of [...this.#guilds.keys()]) this.leave(guildId);
+  }
+
+  #state(guild: Guild): GuildVoice {
+    let state = this.#guilds.get(guild.id);
+    if (!state) {
+      const player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause } });
+      player.on('error', (error) => this.logger.warn({ err: error, guildId: guild.id }, 'audio player error'));
+      state = { guild, connection: undefined, channelId: undefined, player, queue: [], playing: false, idleTimer: undefined };
+      this.#guilds.set(guild.id, state);
+    }
+    return state;
+  }
+
+  async #drain(state: GuildVoice): Promise<void> {
+    state.playing = true;
+    for (let item = state.queue.shift(); item; item = state.queue.shift()) {
+      try {
+        await this.#connect(state, item.channelId);
+        await this.#playOne(state, item.audio);
+        item.resolve();
+      } catch (error) {
+        item.reject(error);
+      }
+    }
+    state.playing = false;
+    if (this.#guilds.get(state.guild.id) === state) {
+      state.idleTimer = setTimeout(() => this.leave(state.guild.id, 'Left after being idle.'), this.options.idleMs);
+      state.idleTimer.unref();
+    }
+  }
+
+  async #connect(state: GuildVoice, channelId: string): Promise<void> {
+    if (state.connection && state.channelId === channelId && state.connection.state.status !== VoiceConnectionStatus.Destroyed) {
+      return;
+    }
+    const connection = joinVoiceChannel({
+      channelId,
+      guildId: state.guild.id,
+      adapterCreator: state.guild.voiceAdapterCreator,
+      selfDeaf: true,
+    });
+    state.connection = connection;
+    state.channelId = channelId;
+    connection.subscribe(state.player);
+    connection.on(VoiceConnectionStatus.Disconnected, () => {
+      // A move between channels looks like a disconnect that recovers; anything else is the end.
+      void Promise.race([
+        entersState(connection, VoiceConnectionStatus.Signalling, 5_000),
+        entersState(connection, VoiceConnectionStatus.Connecting, 5_000),
+      ]).catch(() => {
+        if (state.connection === connection) this.leave(state.guild.id, 'The voice connection dropped.');
+      });
+    });
+    try {
+      await entersState(connection, VoiceConnectionStatus.Ready, this.options.joinTimeoutMs);
+    } catch (error) {
+      this.leave(state.guild.id, 'Could not join the voice channel.');
+      throw new AppError('ENGINE_UNAVAILABLE', `I could not join <#${channelId}> within ${this.options.joinTimeoutMs / 1000} s; check that I may Connect and Speak there.`, { cause: error });
+    }
+  }
+
+  async #playOne(state: GuildVoice, audio: () => AsyncIterable<PcmAudio>): Promise<void> {
+    const resource = createAudioResource(Readable.from(discordFrames(audio())), { inputType: StreamType.Raw });
+    state.player.play(resource);
+    await new Promise<void>((resolve, reject) => {
+      let lastProgress = -1;
+      let stalledSince = Date.now();
+      const watchdog = setInterval(() => {
+        if (resource.playbackDuration !== lastProgress) {
+          lastProgress = resource.playbackDuration;
+          stalledSince = Date.now();
+        } else if (Date.now() - stalledSince > this.options.stallMs) {
+          finish(new AppError('ENGINE_TIMEOUT', 'The speech stopped making progress, so I ended it.'));
+          state.player.stop(true);
+        }
+      }, 250);
+      const finish = (error?: unknown) => {
+        clearInterval(watchdog);
+        state.player.off('stateChange', onChange);
+        state.player.off('error', onError);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onChange = (_old: unknown, next: { status: AudioPlayerStatus; resource?: AudioResource }) => {
+        if (next.status === AudioPlayerStatus.Idle) finish();
+      };
+      const onError = (error: Error) => finish(new AppError('ENGINE_FAILED', `Playback failed: ${error.message}`, { cause: error }));
+      state.player.on('stateChange', onChange);
+      state.player.on('error', onError);
+    });
+  }
+}
+
+/** Speech pieces as Discord's raw input: 48 kHz stereo s16le, 20 ms at a time, as they are made. */
+async function* discordFrames(pieces: AsyncIterable<PcmAudio>): AsyncGenerator<Buffer> {
+  const framer = new DiscordFramer();
+  for await (const piece of pieces) yield* framer.push(piece);
+  yield* framer.end();
+}
