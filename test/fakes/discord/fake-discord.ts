@@ -12,7 +12,7 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIChannel, APIUser } from 'discord-api-types/v10';
+import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIBaseVoiceState, APIChannel, APIUser } from 'discord-api-types/v10';
 import type { FakeContext, InteractionTimeLimits } from './context.js';
 import { DiscordDriver, type ButtonPress, type FakeMessage, type ModalSubmission, type SentInteraction, type UserMessage } from './driver.js';
 import { FakeGateway, type GatewayStats } from './gateway.js';
@@ -47,6 +47,15 @@ export interface StartFakeDiscordOptions {
   /** Keep every REST request in `requests` (default true); benchmarks may turn it off. */
   recordRequests?: boolean;
   botUsername?: string;
+}
+
+/**
+ * Voice, plugged in from `test/fakes/discord-voice`: the gateway hands it op 4 and GUILD_CREATE asks
+ * it for `voice_states`, so this fake stays ignorant of voice servers, RTP and Opus.
+ */
+export interface VoiceExtension {
+  voiceStateUpdate(data: Record<string, unknown>, gatewaySessionId: string): void;
+  guildVoiceStates(guildId: string): APIBaseVoiceState[];
 }
 
 /** The running fake. */
@@ -96,6 +105,8 @@ export interface FakeDiscord {
   /** Backdates (or postdates) a message's creation time, e.g. to test the one-hour webhook edit limit. */
   setMessageTimestamp(messageId: string, epochMilliseconds: number): void;
   forceRateLimit(rule: ForcedRateLimit): void;
+  /** Plugs voice in (see `startFakeVoice`): `build` gets the fake's internals; returns what it built. One at a time. */
+  installVoice<Extension extends VoiceExtension>(build: (context: FakeContext) => Extension): Extension;
 
   // Observing.
   /** Messages of a channel, oldest first, including ephemeral ones (flag 64), with `guild_id`. */
@@ -138,6 +149,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
   const specs = typeof options.guilds === 'number' ? Array.from({ length: options.guilds }, (): GuildSpec => ({})) : (options.guilds ?? [{}]);
   const guilds = specs.map((spec, index) => makeGuild(state, spec, index, bot.id, owner.id));
   const limits: InteractionTimeLimits = { callbackWindowMs: 3000, tokenLifetimeMs: 15 * 60_000, webhookEditWindowMs: 60 * 60_000, ...options.interactionTimeLimits };
+  let voice: VoiceExtension | null = null;
   const urls = { origin: () => origin, cdn: () => `${origin}/cdn`, gateway: () => `${origin.replace('http', 'ws')}/gateway` };
 
   const gateway = new FakeGateway({
@@ -159,8 +171,10 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
       session_type: 'normal',
       auth: {},
     }),
-    guildCreates: () => [...state.guilds.values()].map((guild) => guildCreateObject(state, guild, bot.id)),
+    guildCreates: () =>
+      [...state.guilds.values()].map((guild) => ({ ...guildCreateObject(state, guild, bot.id), voice_states: voice?.guildVoiceStates(guild.id) ?? [] })),
     onChange: () => state.changed(),
+    onVoiceStateUpdate: (data, sessionId) => voice?.voiceStateUpdate(data, sessionId),
   });
   const context: FakeContext = {
     state,
@@ -198,7 +212,8 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
 
   const firstGuild = guilds[0];
   if (firstGuild === undefined) throw new Error('fake Discord: at least one guild is needed');
-  return new RunningFakeDiscord({ context, server, gateway, limiter, requests, guilds, firstGuild, origin, ownerId: owner.id, moveClock: (milliseconds) => (offset += milliseconds) });
+  const setVoice = (extension: VoiceExtension): void => void (voice = extension);
+  return new RunningFakeDiscord({ context, server, gateway, limiter, requests, guilds, firstGuild, origin, ownerId: owner.id, moveClock: (milliseconds) => (offset += milliseconds), setVoice });
 }
 
 interface Parts {
@@ -212,6 +227,7 @@ interface Parts {
   origin: string;
   ownerId: string;
   moveClock(milliseconds: number): void;
+  setVoice(extension: VoiceExtension): void;
 }
 
 class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
@@ -302,6 +318,12 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
 
   forceRateLimit(rule: ForcedRateLimit): void {
     this.#parts.limiter.force(rule);
+  }
+
+  installVoice<Extension extends VoiceExtension>(build: (context: FakeContext) => Extension): Extension {
+    const extension = build(this.context);
+    this.#parts.setVoice(extension);
+    return extension;
   }
 
   messages(channelId: string): FakeMessage[] {

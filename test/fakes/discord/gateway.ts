@@ -33,6 +33,11 @@ export interface GatewayOptions {
   /** One GUILD_CREATE `d` per guild, sent after READY. */
   guildCreates: () => unknown[];
   onChange: () => void;
+  /**
+   * Op 4 Voice State Update from an identified session, with that session's id (Discord's voice
+   * `session_id`). Optional: voice lives in test/fakes/discord-voice; without it op 4 is ignored.
+   */
+  onVoiceStateUpdate?: (data: Record<string, unknown>, sessionId: string) => void;
 }
 
 /** Counts a test can assert reconnection paths with. */
@@ -171,8 +176,11 @@ export class FakeGateway implements Dispatcher {
           if (!this.#tokenMatches(data['token'])) return socket.close(4004, 'Authentication failed.');
           session = this.#resume(socket, String(data['session_id']), Number(data['seq']));
           return;
-        case GatewayOpcodes.PresenceUpdate:
         case GatewayOpcodes.VoiceStateUpdate:
+          if (session === null) return socket.close(4003, 'Not authenticated.');
+          this.#options.onVoiceStateUpdate?.(data, session.id);
+          return;
+        case GatewayOpcodes.PresenceUpdate:
         case GatewayOpcodes.RequestGuildMembers:
           if (session === null) socket.close(4003, 'Not authenticated.');
           return;

@@ -1,0 +1,162 @@
+/**
+ * The fake voice server: a WSS endpoint (https + ws, since @discordjs/voice only speaks `wss://`)
+ * and one UDP socket for every session, told apart by SSRC as Discord's media servers do. It
+ * answers IP discovery, then checks, decrypts and decodes the RTP each session sends.
+ */
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { VoiceCloseCodes, VoiceEncryptionMode, VoiceOpcodes } from 'discord-api-types/voice/v8';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { LoopbackCertificate } from './certificate.js';
+import { ConnectionRecording, type VoiceConnectionRecord } from './recording.js';
+import { discoveryRequestSsrc, discoveryResponse, isKeepalive, parseRtpHeader } from './rtp.js';
+import type { VoiceGrant } from './voice-states.js';
+import { serveVoiceSocket, type VoiceSessionHost } from './voice-socket.js';
+import { VoiceSession } from './voice-session.js';
+
+export interface VoiceServerOptions {
+  certificate: LoopbackCertificate;
+  heartbeatIntervalMs: number;
+  /** The grant of a guild's latest VOICE_SERVER_UPDATE. */
+  grant(guildId: string): VoiceGrant | undefined;
+  /** Users in a voice channel. */
+  occupants(guildId: string, channelId: string): string[];
+  changed(): void;
+}
+
+export class FakeVoiceServer implements VoiceSessionHost {
+  readonly heartbeatIntervalMs: number;
+  /** Only the mode a fake can decrypt with node:crypto; @discordjs/voice prefers it anyway. */
+  readonly modes: readonly string[] = [VoiceEncryptionMode.AeadAes256GcmRtpSize];
+  /** Datagrams no session could claim (e.g. the keepalive sent before IP discovery). */
+  strayDatagrams = 0;
+  readonly #options: VoiceServerOptions;
+  readonly #https: Server;
+  readonly #webSockets: WebSocketServer;
+  readonly #udp: Socket;
+  readonly #sessions: VoiceSession[] = [];
+  readonly #bySsrc = new Map<number, VoiceSession>();
+  readonly #byRemote = new Map<string, VoiceSession>();
+  #nextSsrc = 1000;
+
+  private constructor(options: VoiceServerOptions) {
+    this.#options = options;
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs;
+    this.#https = createServer({ key: options.certificate.key, cert: options.certificate.cert });
+    this.#webSockets = new WebSocketServer({ server: this.#https, perMessageDeflate: false });
+    this.#webSockets.on('connection', (socket) => serveVoiceSocket(socket, this));
+    this.#udp = createSocket('udp4');
+    this.#udp.on('message', (packet, remote) => this.#datagram(packet, remote));
+  }
+
+  /** Listens on ephemeral 127.0.0.1 ports, TCP and UDP. */
+  static async start(options: VoiceServerOptions): Promise<FakeVoiceServer> {
+    const server = new FakeVoiceServer(options);
+    await new Promise<void>((resolve, reject) => {
+      server.#https.once('error', reject);
+      server.#https.listen(0, '127.0.0.1', () => resolve());
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.#udp.once('error', reject);
+      server.#udp.bind(0, '127.0.0.1', () => resolve());
+    });
+    return server;
+  }
+
+  /** `127.0.0.1:PORT`, VOICE_SERVER_UPDATE's `endpoint`. */
+  get endpoint(): string {
+    return `127.0.0.1:${(this.#https.address() as AddressInfo).port}`;
+  }
+
+  get udpPort(): number {
+    return this.#udp.address().port;
+  }
+
+  get connections(): VoiceConnectionRecord[] {
+    return this.#sessions.map((session) => session.record);
+  }
+
+  identify(data: Record<string, unknown>, socket: WebSocket): VoiceSession | number {
+    const guildId = String(data['server_id']);
+    const grant = this.#options.grant(guildId);
+    if (grant === undefined || grant.userId !== data['user_id'] || grant.sessionId !== data['session_id'] || grant.token !== data['token']) {
+      return VoiceCloseCodes.AuthenticationFailed;
+    }
+    // A new identify replaces whatever session this user had in the guild.
+    for (const old of this.#sessions) if (old.record.guildId === guildId && old.record.userId === grant.userId) old.ended = true;
+    const dave = typeof data['max_dave_protocol_version'] === 'number' ? data['max_dave_protocol_version'] : null;
+    const record = new ConnectionRecording(this.#sessions.length + 1, guildId, grant.userId, grant.channelId, grant.sessionId, this.#nextSsrc++, dave);
+    const session = new VoiceSession(record, grant.token, socket);
+    this.#sessions.push(session);
+    this.#bySsrc.set(record.ssrc, session);
+    return session;
+  }
+
+  resumable(data: Record<string, unknown>): VoiceSession | undefined {
+    return this.#sessions.findLast(
+      (session) => !session.ended && session.record.guildId === data['server_id'] && session.record.sessionId === data['session_id'] && session.token === data['token'],
+    );
+  }
+
+  occupants(session: VoiceSession): string[] {
+    return this.#options.occupants(session.record.guildId, session.record.channelId).filter((userId) => userId !== session.record.userId);
+  }
+
+  changed(): void {
+    this.#options.changed();
+  }
+
+  /** Someone changed channel: ops 11/13 to the sessions sharing it; the bot leaving ends its sessions with 4014. */
+  moved(guildId: string, userId: string, from: string | null, to: string | null): void {
+    for (const session of this.#sessions) {
+      const record = session.record;
+      if (session.ended || record.guildId !== guildId) continue;
+      if (record.userId === userId) {
+        if (to === null) session.drop(VoiceCloseCodes.Disconnected, false);
+        continue;
+      }
+      if (record.status !== 'ready') continue;
+      if (record.channelId === to) session.sendSequenced(VoiceOpcodes.ClientsConnect, { user_ids: [userId] });
+      else if (record.channelId === from) session.sendSequenced(VoiceOpcodes.ClientDisconnect, { user_id: userId });
+    }
+  }
+
+  /** Closes the open voice sockets of a guild with `code`, or without a close frame; returns how many. */
+  drop(guildId: string, code: number, abrupt: boolean): number {
+    let dropped = 0;
+    for (const session of this.#sessions) if (session.record.guildId === guildId && !session.ended && session.drop(code, abrupt)) dropped += 1;
+    return dropped;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.#webSockets.clients) socket.terminate();
+    this.#webSockets.close();
+    this.#https.closeAllConnections();
+    await new Promise<void>((resolve) => this.#https.close(() => resolve()));
+    await new Promise<void>((resolve) => this.#udp.close(() => resolve()));
+    for (const session of this.#sessions) session.record.close();
+  }
+
+  #datagram(packet: Buffer, remote: RemoteInfo): void {
+    const discoverySsrc = discoveryRequestSsrc(packet);
+    if (discoverySsrc !== null) {
+      const session = this.#bySsrc.get(discoverySsrc);
+      if (session === undefined || session.ended) return void (this.strayDatagrams += 1);
+      this.#byRemote.set(`${remote.address}:${remote.port}`, session);
+      this.#udp.send(discoveryResponse(discoverySsrc, remote.address, remote.port), remote.port, remote.address);
+      return;
+    }
+    if (isKeepalive(packet)) {
+      const session = this.#byRemote.get(`${remote.address}:${remote.port}`);
+      if (session === undefined) this.strayDatagrams += 1;
+      else session.record.keepalives += 1;
+      return;
+    }
+    const header = parseRtpHeader(packet);
+    const session = typeof header === 'string' ? undefined : this.#bySsrc.get(header.ssrc);
+    if (session === undefined || typeof header === 'string') return void (this.strayDatagrams += 1);
+    session.record.receive(packet, header, { address: remote.address, port: remote.port }, performance.now());
+    this.#options.changed();
+  }
+}

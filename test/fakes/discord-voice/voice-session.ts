@@ -1,0 +1,64 @@
+/**
+ * One voice session on the server side: its record, the WebSocket it currently uses, and the
+ * sequenced messages it was sent. Voice gateway v8 numbers server messages (`seq`) so that a
+ * client resuming after a dropped socket gets, by its `seq_ack`, exactly what it missed.
+ */
+import { WebSocket } from 'ws';
+import type { ConnectionRecording } from './recording.js';
+
+/** Discord keeps a bounded backlog; a client that falls further behind must identify again. */
+const BACKLOG_LIMIT = 100;
+
+export class VoiceSession {
+  readonly record: ConnectionRecording;
+  /** The voice token it identified with; resume must present the same one. */
+  readonly token: string;
+  socket: WebSocket | null;
+  /** Set when the session can no longer be resumed: left, replaced, or closed with a final code. */
+  ended = false;
+  #sequence = 0;
+  #backlog: Array<{ sequence: number; json: string }> = [];
+
+  constructor(record: ConnectionRecording, token: string, socket: WebSocket) {
+    this.record = record;
+    this.token = token;
+    this.socket = socket;
+  }
+
+  get open(): boolean {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  /** Sends a message that carries `seq` and is kept for replay on resume. */
+  sendSequenced(op: number, data: unknown): void {
+    this.#sequence += 1;
+    const json = JSON.stringify({ op, d: data, seq: this.#sequence });
+    this.#backlog.push({ sequence: this.#sequence, json });
+    if (this.#backlog.length > BACKLOG_LIMIT) this.#backlog.shift();
+    if (this.open) this.socket?.send(json);
+  }
+
+  /** Forgets what the client has acknowledged (heartbeat `seq_ack`). */
+  acknowledge(sequence: number): void {
+    this.#backlog = this.#backlog.filter((entry) => entry.sequence > sequence);
+  }
+
+  /** Moves the session to a new socket and replays what came after `sequence`; false when that is gone. */
+  resume(socket: WebSocket, sequence: number): boolean {
+    const oldest = this.#backlog[0]?.sequence ?? this.#sequence + 1;
+    if (sequence > this.#sequence || sequence + 1 < oldest) return false;
+    if (this.open && this.socket !== socket) this.socket?.close(4006, 'Session resumed elsewhere');
+    this.socket = socket;
+    for (const entry of this.#backlog) if (entry.sequence > sequence) socket.send(entry.json);
+    return true;
+  }
+
+  /** Closes the current socket; codes other than 4015 and < 4000 also end the session, as the client will not resume. */
+  drop(code: number, abrupt: boolean): boolean {
+    if (!(code === 4015 || code < 4000)) this.ended = true;
+    if (!this.open) return false;
+    if (abrupt) this.socket?.terminate();
+    else this.socket?.close(code, 'Dropped by the test');
+    return true;
+  }
+}
