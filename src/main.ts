@@ -6,6 +6,11 @@ import { createRandomIds, createSystemClock } from './core/clock.js';
 import { createCore } from './core/core.js';
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
+import { createAudioEncoder } from './audio/mp3.js';
+import type { SpeechEngine } from './core/ports.js';
+import { createElevenLabsSpeechEngine } from './engines/speech/elevenlabs.js';
+import { createEspeakSpeechEngine } from './engines/speech/espeak.js';
+import { createOpenAISpeechEngine } from './engines/speech/openai-speech.js';
 import { commands } from '../commands/index.js';
 import { type RunningBot, startBot } from './bot/bot.js';
 import { createApp } from './http/app.js';
@@ -45,11 +50,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         ...engineTimeouts,
       })
     : undefined;
+  const speechEngine = createSpeechEngine(config);
   const core = createCore({
     store,
     files,
     chatModel,
     embedder,
+    speech: { engine: speechEngine, encoder: createAudioEncoder() },
     clock: createSystemClock(),
     ids: createRandomIds(),
     logger: logger.child({ module: 'core' }),
@@ -93,10 +100,33 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await server.close();
       // Replies still being written for clients that left are finished and stored first.
       await core.chat.idle(30_000);
-      await Promise.allSettled([chatModel.close(), embedder?.close()]);
+      await Promise.allSettled([chatModel.close(), embedder?.close(), speechEngine.close()]);
       await store.close();
     },
   };
+}
+
+/** The speech engine TTS_ENGINE names; espeak by default, embedded and offline. */
+function createSpeechEngine(config: Config): SpeechEngine & { close(): Promise<void> } {
+  const timeouts = { connectTimeoutMs: config.llm.connectTimeoutMs, headersTimeoutMs: config.llm.headersTimeoutMs, bodyTimeoutMs: config.llm.idleTimeoutMs };
+  switch (config.speech.engine) {
+    case 'elevenlabs':
+      return createElevenLabsSpeechEngine({
+        baseURL: config.speech.elevenLabs.baseUrl,
+        apiKey: config.speech.elevenLabs.apiKey ?? '',
+        model: config.speech.elevenLabs.model,
+        ...timeouts,
+      });
+    case 'openai':
+      return createOpenAISpeechEngine({
+        baseURL: config.speech.openai.baseUrl ?? '',
+        ...(config.speech.openai.apiKey ? { apiKey: config.speech.openai.apiKey } : {}),
+        model: config.speech.openai.model,
+        ...timeouts,
+      });
+    default:
+      return createEspeakSpeechEngine();
+  }
 }
 
 async function main(): Promise<void> {

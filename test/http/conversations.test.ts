@@ -317,9 +317,12 @@ describe('conversations API', () => {
     expect(wrongType.body.error.details.fields[0].field).toBe('data');
     const empty = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: '   ' } });
     expect(empty.status).toBe(400);
-    const audioOnly = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'hi', allow: ['audio/mp3'] } });
-    expect(audioOnly.status).toBe(400);
-    expect(audioOnly.body.error.details.fields[0].field).toBe('allow');
+    const unanswerable = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'hi', allow: ['image/png'] } });
+    expect(unanswerable.status).toBe(400);
+    expect(unanswerable.body.error.details.fields[0].field).toBe('allow');
+    const audioStream = await api.call('POST', `/api/v0/conversations/${id}/chat/stream`, { key: user.key, body: { data: 'hi', allow: ['audio/mp3'] } });
+    expect(audioStream.status).toBe(400);
+    expect(audioStream.body.error.message).toContain('streamed replies are text');
     const unknownType = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'hi', mimeType: 'video/mp4' } });
     expect(unknownType.status).toBe(400);
     const huge = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'x'.repeat(16 * 1024 * 1024) } });
