@@ -28,6 +28,7 @@ export interface VoicePlaybackOptions {
 
 interface QueuedSpeech {
   channelId: string;
+  queuedAt: number;
   audio: () => AsyncIterable<PcmAudio>;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -51,6 +52,8 @@ interface GuildVoice {
  */
 export class VoicePlayback {
   readonly #guilds = new Map<string, GuildVoice>();
+  /** Connections whose drops are already being watched. */
+  readonly #watched = new WeakSet<VoiceConnection>();
 
   constructor(
     private readonly logger: Logger,
@@ -62,7 +65,7 @@ export class VoicePlayback {
     const state = this.#state(guild);
     clearTimeout(state.idleTimer);
     return new Promise<void>((resolve, reject) => {
-      state.queue.push({ channelId, audio, resolve, reject });
+      state.queue.push({ channelId, queuedAt: Date.now(), audio, resolve, reject });
       if (!state.playing) void this.#drain(state);
     });
   }
@@ -139,9 +142,9 @@ export class VoicePlayback {
   }
 
   async #connect(state: GuildVoice, channelId: string): Promise<void> {
-    if (state.connection && state.channelId === channelId && state.connection.state.status !== VoiceConnectionStatus.Destroyed) {
-      return;
-    }
+    const current = state.connection;
+    if (current && state.channelId === channelId && current.state.status === VoiceConnectionStatus.Ready) return;
+    // Joining again also revives a connection Discord dropped (joinVoiceChannel rejoins it).
     const connection = joinVoiceChannel({
       channelId,
       guildId: state.guild.id,
@@ -151,21 +154,42 @@ export class VoicePlayback {
     state.connection = connection;
     state.channelId = channelId;
     connection.subscribe(state.player);
-    connection.on(VoiceConnectionStatus.Disconnected, () => {
-      // A move between channels looks like a disconnect that recovers; anything else is the end.
-      void Promise.race([
-        entersState(connection, VoiceConnectionStatus.Signalling, 5_000),
-        entersState(connection, VoiceConnectionStatus.Connecting, 5_000),
-      ]).catch(() => {
-        if (state.connection === connection) this.leave(state.guild.id, 'The voice connection dropped.');
+    if (!this.#watched.has(connection)) {
+      this.#watched.add(connection);
+      connection.on(VoiceConnectionStatus.Disconnected, () => {
+        const droppedAt = Date.now();
+        // A move or a resumable drop recovers on its own; otherwise the connection is given up,
+        // what waited fails, and the next request joins afresh.
+        void Promise.race([
+          entersState(connection, VoiceConnectionStatus.Signalling, 5_000),
+          entersState(connection, VoiceConnectionStatus.Connecting, 5_000),
+        ]).catch(() => {
+          if (state.connection === connection && connection.state.status === VoiceConnectionStatus.Disconnected) {
+            this.#dropped(state, connection, droppedAt);
+          }
+        });
       });
-    });
+    }
     try {
       await entersState(connection, VoiceConnectionStatus.Ready, this.options.joinTimeoutMs);
     } catch (error) {
       this.leave(state.guild.id, 'Could not join the voice channel.');
       throw new AppError('ENGINE_UNAVAILABLE', `I could not join <#${channelId}> within ${this.options.joinTimeoutMs / 1000} s; check that I may Connect and Speak there.`, { cause: error });
     }
+  }
+
+  /**
+   * Gives up a dropped connection: what played and what was asked before the drop fail with
+   * that reason; requests made since stay queued and join afresh.
+   */
+  #dropped(state: GuildVoice, connection: VoiceConnection, droppedAt: number): void {
+    const reason = new AppError('ENGINE_UNAVAILABLE', 'The voice connection dropped.');
+    for (const item of state.queue.filter((entry) => entry.queuedAt <= droppedAt)) item.reject(reason);
+    state.queue = state.queue.filter((entry) => entry.queuedAt > droppedAt);
+    state.connection = undefined;
+    state.channelId = undefined;
+    connection.destroy();
+    state.player.stop(true);
   }
 
   async #playOne(state: GuildVoice, audio: () => AsyncIterable<PcmAudio>): Promise<void> {

@@ -6,12 +6,15 @@ import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
 import { type FakeDiscord, type StartFakeDiscordOptions, startFakeDiscord } from '../fakes/discord/fake-discord.js';
+import { type FakeVoice, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
 import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
 import type { APIUser } from 'discord-api-types/v10';
 import { freePort } from '../http/harness.js';
 
 export interface BotHarness {
   discord: FakeDiscord;
+  /** The fake voice server, when started with `voice: true`. */
+  voice: FakeVoice | undefined;
   /** Users made before the service started (see `owners`), by username. */
   users: Record<string, APIUser>;
   llm: FakeOpenAI;
@@ -36,9 +39,12 @@ export async function startBotHarness(
     discord?: StartFakeDiscordOptions;
     /** Usernames of users made first and listed in BOT_OWNER_IDS. */
     owners?: string[];
+    /** Also start the fake voice server (its certificate trusted in this process). */
+    voice?: boolean;
   } = {},
 ): Promise<BotHarness> {
   const discord = await startFakeDiscord(options.discord);
+  const voice = options.voice ? await startFakeVoice(discord) : undefined;
   const users = Object.fromEntries((options.owners ?? []).map((username) => [username, discord.createUser({ username })]));
   const llm = await startFakeOpenAI({ script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-bot-'));
@@ -62,6 +68,7 @@ export async function startBotHarness(
   let service: RunningService = await startService(config, logger);
   return {
     discord,
+    voice,
     users,
     llm,
     url: () => service.url,
@@ -78,6 +85,7 @@ export async function startBotHarness(
     async close() {
       await service.stop();
       await llm.close();
+      await voice?.close();
       await discord.close();
       await rm(dataDir, { recursive: true, force: true });
     },

@@ -92,6 +92,15 @@ describe('ElevenLabs speech engine', () => {
     }
   });
 
+  it('has a fake that refuses a clone upload whose files lack a filename or content type', async () => {
+    const form = new FormData();
+    form.append('name', 'Nameless');
+    form.append('files', 'just text, not a file');
+    const answer = await fetch(`${fake.baseURL}/v1/voices/add`, { method: 'POST', headers: { 'xi-api-key': 'test-key' }, body: form });
+    expect(answer.status).toBe(422);
+    expect(JSON.stringify(await answer.json())).toContain('every files part must be a file with a filename');
+  });
+
   it('keeps the message of a refused key, not retryable', async () => {
     const wrong = createElevenLabsSpeechEngine({ baseURL: fake.baseURL, apiKey: 'wrong' });
     try {

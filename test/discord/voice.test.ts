@@ -1,0 +1,107 @@
+import type { APIUser } from 'discord-api-types/v10';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeMp3 } from '../../src/audio/mp3.js';
+import { durationMs } from '../../src/audio/pcm.js';
+import { createEspeakSpeechEngine } from '../../src/engines/speech/espeak.js';
+import { type BotHarness, startBotHarness } from './harness.js';
+
+const voiceId = 'en-us+f3';
+
+/** How long espeak says `text` in the test voice: what a listener should hear. */
+async function spokenMs(text: string): Promise<number> {
+  const engine = createEspeakSpeechEngine();
+  try {
+    let total = 0;
+    for await (const piece of engine.stream({ text, voiceId })) total += durationMs(piece);
+    return total;
+  } finally {
+    await engine.close();
+  }
+}
+
+describe('/speak in voice channels, heard through the fake voice server', () => {
+  let bot: BotHarness;
+  let singer: APIUser;
+  let guildId: string;
+  let voiceChannelId: string;
+
+  async function speak(user: APIUser, text: string, channelId = bot.discord.guild.textChannelId) {
+    const sent = bot.discord.sendSlashCommand({ user, channelId, name: 'speak', options: { text } });
+    await sent.response;
+    return sent.interactionId;
+  }
+
+  beforeAll(async () => {
+    bot = await startBotHarness({ voice: true });
+    guildId = bot.discord.guild.id;
+    voiceChannelId = bot.discord.guild.voiceChannelId!;
+    singer = bot.discord.createUser({ username: 'singer' });
+    const trained = bot.discord.sendSlashCommand({ user: singer, channelId: bot.discord.guild.textChannelId, name: 'character', subcommand: 'voice', options: { preset: voiceId } });
+    await trained.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(trained.interactionId)).includes('now speaks'), 10_000);
+  });
+  afterAll(async () => {
+    await bot.close();
+  });
+
+  it('tells a user whose character has no voice how to give it one', async () => {
+    const mute = bot.discord.createUser({ username: 'mute' });
+    const id = await speak(mute, 'Hello');
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(id)).includes('has no voice yet'));
+  });
+
+  it('joins the caller’s voice channel and plays the speech: its length, not silence, then silence frames', async () => {
+    const text = 'The lighthouse keeper counted every ship that passed.';
+    const expected = await spokenMs(text);
+    bot.voice!.joinVoice(singer, voiceChannelId);
+    const since = performance.now();
+    await speak(singer, text);
+    const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.silenceFrames >= 4 && audio.durationMs > 0, { since, timeoutMs: 20_000 });
+    expect(Math.abs(heard.durationMs - expected) / expected).toBeLessThan(0.05);
+    expect(heard.rms).toBeGreaterThan(0.02);
+    expect(heard.segments).toHaveLength(1);
+  });
+
+  it('plays two requests in order', async () => {
+    const first = 'First, the bell.';
+    const second = 'Then, a much longer sentence about the tide coming in over the rocks.';
+    const [firstMs, secondMs] = [await spokenMs(first), await spokenMs(second)];
+    const since = performance.now();
+    await speak(singer, first);
+    await speak(singer, second);
+    const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.segments.length >= 2 && audio.silenceFrames >= 8, { since, timeoutMs: 30_000 });
+    expect(Math.abs(heard.segments[0]!.durationMs - firstMs) / firstMs).toBeLessThan(0.05);
+    expect(Math.abs(heard.segments[1]!.durationMs - secondMs) / secondMs).toBeLessThan(0.05);
+  });
+
+  it('survives a dropped voice connection and plays again on the next /speak', async () => {
+    bot.voice!.joinVoice(singer, voiceChannelId);
+    const warmUp = performance.now();
+    await speak(singer, 'Testing.');
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.silenceFrames >= 4 && audio.durationMs > 0, { since: warmUp, timeoutMs: 15_000 });
+    bot.voice!.kickBot(guildId);
+    await bot.voice!.waitFor((voice) => voice.connections.at(-1)?.closeCodes.includes(4014), 5_000);
+    const text = 'Back again, after the storm.';
+    const expected = await spokenMs(text);
+    const since = performance.now();
+    await speak(singer, text);
+    // The bot waits 5 s for a dropped connection to recover (it may be a move), then joins afresh.
+    const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.silenceFrames >= 4 && audio.durationMs > 0, { since, timeoutMs: 15_000 });
+    expect(bot.voice!.connections.length).toBeGreaterThanOrEqual(2);
+    expect(Math.abs(heard.durationMs - expected) / expected).toBeLessThan(0.05);
+  });
+
+  it('sends an mp3 to a user who is not in a voice channel', async () => {
+    bot.voice!.leaveVoice(singer, guildId);
+    const text = 'A message in a bottle.';
+    const id = await speak(singer, text);
+    const attachment = await bot.discord.waitFor(() => {
+      const record = bot.discord.interactionResponses(id).find((entry) => entry.messageId && bot.discord.message(entry.messageId)?.attachments.length);
+      return record && bot.discord.message(record.messageId!)!.attachments[0];
+    }, 15_000);
+    expect(attachment.filename).toMatch(/\.mp3$/);
+    const pcm = await decodeMp3(new Uint8Array(await (await fetch(attachment.url)).arrayBuffer()));
+    const expected = await spokenMs(text);
+    expect(Math.abs(durationMs(pcm) - expected) / expected).toBeLessThan(0.1);
+  });
+});
