@@ -1,5 +1,6 @@
 import { ApplicationCommandOptionType, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type Command, answer } from '../src/bot/command.js';
+import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 
 const data = {
@@ -8,6 +9,12 @@ const data = {
   options: [
     { type: ApplicationCommandOptionType.Subcommand, name: 'stop', description: 'Stop speaking and forget what was queued' },
     { type: ApplicationCommandOptionType.Subcommand, name: 'leave', description: 'Leave the voice channel' },
+    {
+      type: ApplicationCommandOptionType.Subcommand,
+      name: 'follow',
+      description: "In a conversation thread: also speak the character's replies in your voice channel",
+      options: [{ type: ApplicationCommandOptionType.Boolean, name: 'on', description: 'On or off (switches by default)' }],
+    },
   ],
 } as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
 
@@ -16,6 +23,25 @@ export default {
   ephemeral: false,
   async execute(interaction, context) {
     if (!interaction.inGuild()) throw new AppError('VALIDATION_FAILED', 'Voice works in servers, not in DMs.');
+    if (interaction.options.getSubcommand() === 'follow') {
+      const link = await context.links.forChannel(interaction.channelId);
+      if (!link) throw new AppError('VALIDATION_FAILED', 'Use /voice follow inside a conversation thread (start one with /chat).');
+      const following = (await context.links.followers(interaction.channelId)).includes(interaction.user.id);
+      const on = await context.links.setFollowing(interaction.channelId, interaction.user.id, interaction.options.getBoolean('on') ?? !following);
+      if (!on) {
+        await answer(interaction, 'Replies in this thread are no longer spoken for you.');
+        return;
+      }
+      const conversation = await context.core.conversations.get(adminActor, link.conversationId);
+      const character = await context.core.characters.get(adminActor, conversation.characterId);
+      const inVoice = interaction.inCachedGuild() ? interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId : undefined;
+      const notes = [
+        !character.ttsVoiceId ? `${character.name} has no voice yet; its owner can give it one with /character voice.` : '',
+        !inVoice ? 'Join a voice channel to hear the replies.' : '',
+      ].filter(Boolean);
+      await answer(interaction, [`🔊 ${character.name}'s replies in this thread will also be spoken in your voice channel.`, ...notes].join(' '));
+      return;
+    }
     if (interaction.options.getSubcommand() === 'stop') {
       const stopped = context.voice.stop(interaction.guildId);
       await answer(interaction, stopped ? '⏹️ Stopped.' : 'Nothing is playing.', !stopped);

@@ -10,6 +10,7 @@ export interface ChannelLink {
 
 const channelKey = (channelId: string) => `discord-channel:${channelId}`;
 const conversationKey = (conversationId: string) => `discord-conversation:${conversationId}`;
+const followersKey = (channelId: string) => `discord-voice-followers:${channelId}`;
 const dmCharacterKey = (discordUserId: string) => `discord-dm-character:${discordUserId}`;
 const dmConversationKey = (discordUserId: string, characterId: string) => `discord-dm-conversation:${discordUserId}:${characterId}`;
 
@@ -31,6 +32,21 @@ export class ConversationLinks {
   async link(link: ChannelLink): Promise<void> {
     await this.store.set(channelKey(link.channelId), link);
     await this.store.set(conversationKey(link.conversationId), link);
+  }
+
+  /** Users who hear the character's replies in this thread spoken in their voice channel. */
+  async followers(channelId: string): Promise<string[]> {
+    return (await this.store.get<string[]>(followersKey(channelId))) ?? [];
+  }
+
+  /** Turns following on or off for a user in a thread; returns whether it is now on. */
+  setFollowing(channelId: string, discordUserId: string, on: boolean): Promise<boolean> {
+    return this.store.withLock(followersKey(channelId), async () => {
+      const current = await this.followers(channelId);
+      const next = on ? [...new Set([...current, discordUserId])] : current.filter((id) => id !== discordUserId);
+      await this.store.set(followersKey(channelId), next);
+      return on;
+    });
   }
 
   dmCharacter(discordUserId: string): Promise<string | undefined> {

@@ -5,6 +5,7 @@ import type { Logger } from '../core/ports.js';
 import { KeyedLock } from '../store/keyed-lock.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import { explainError } from './explain-error.js';
+import { SentenceCollector } from './sentence-collector.js';
 import { type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
 
 /**
@@ -25,14 +26,21 @@ export class ConversationRunner {
    * Stores `inputs` as messages of `actor` (images first, text last), then, in turn, streams
    * the character's reply to the last one into `channel`.
    */
-  async answer(actor: Actor, conversationId: string, inputs: ChatInput[], channel: ReplyChannel): Promise<void> {
+  async answer(
+    actor: Actor,
+    conversationId: string,
+    inputs: ChatInput[],
+    channel: ReplyChannel,
+    /** Called with each finished sentence of the reply as it streams (to speak it). */
+    onSentence?: (sentence: string) => void,
+  ): Promise<void> {
     if (inputs.length === 0) return;
     const stored = [];
     for (const input of inputs) stored.push(await this.core.chat.post(actor, conversationId, input));
     const last = stored.at(-1)!;
     await this.#turns.run(conversationId, async () => {
       const reply = await this.core.chat.respond(actor, conversationId, last.id, { stream: true });
-      const written = await writeStreamingReply(channel, reply.pieces, {
+      const written = await writeStreamingReply(channel, onSentence ? teeSentences(reply.pieces, onSentence) : reply.pieces, {
         pacer: this.pacer,
         logger: this.logger,
         explain: (error) => `⚠️ ${explainError(error)}`,
@@ -41,4 +49,14 @@ export class ConversationRunner {
       if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
     });
   }
+}
+
+/** Passes pieces through unchanged, handing each finished sentence to `onSentence` on the way. */
+async function* teeSentences(pieces: AsyncIterable<string>, onSentence: (sentence: string) => void): AsyncGenerator<string> {
+  const sentences = new SentenceCollector();
+  for await (const piece of pieces) {
+    yield piece;
+    for (const sentence of sentences.push(piece)) onSentence(sentence);
+  }
+  for (const sentence of sentences.end()) onSentence(sentence);
 }

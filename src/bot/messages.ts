@@ -47,11 +47,32 @@ export function createMessageHandler(context: BotContext, messagesPerMinute: num
       }
       const inputs = [...(await imagesOf(message)), ...(message.content.trim() ? [{ data: message.content }] : [])];
       if (inputs.length === 0) return;
-      await context.runner.answer(actor, conversationId, inputs, replyChannelOf(message.channel));
+      const speakSentence = link ? await followSpeaker(context, message, conversationId) : undefined;
+      await context.runner.answer(actor, conversationId, inputs, replyChannelOf(message.channel), speakSentence);
     } catch (error) {
       context.logger[error instanceof AppError ? 'info' : 'error']({ ...log, err: error }, 'message not answered');
       await message.reply({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } }).catch(() => undefined);
     }
+  };
+}
+
+/**
+ * When someone follows this thread (/voice follow) and is in a voice channel, the reply is
+ * also spoken there, sentence by sentence as it streams.
+ */
+async function followSpeaker(context: BotContext, message: Message, conversationId: string): Promise<((sentence: string) => void) | undefined> {
+  const speech = context.core.speech;
+  if (!speech || !message.inGuild()) return undefined;
+  const followers = await context.links.followers(message.channelId);
+  const voiceChannelId = followers.map((userId) => message.guild.voiceStates.cache.get(userId)?.channelId).find((id) => id);
+  if (!voiceChannelId) return undefined;
+  const conversation = await context.core.conversations.get(adminActor, conversationId);
+  const character = await context.core.characters.get(adminActor, conversation.characterId);
+  if (!character.ttsVoiceId) return undefined;
+  return (sentence) => {
+    context.voice.play(message.guild, voiceChannelId, () => speech.streamAs(character, sentence)).catch((error: unknown) => {
+      context.logger.warn({ err: error, channelId: message.channelId }, 'could not speak a reply sentence');
+    });
   };
 }
 

@@ -74,6 +74,18 @@ describe('/speak in voice channels, heard through the fake voice server', () => 
     expect(Math.abs(heard.segments[1]!.durationMs - secondMs) / secondMs).toBeLessThan(0.05);
   });
 
+  it('keeps playing through a voice connection that drops and resumes mid-speech', async () => {
+    bot.voice!.joinVoice(singer, voiceChannelId);
+    const text = 'A long sentence that keeps going while the connection to the voice server is cut and comes back again.';
+    const expected = await spokenMs(text);
+    const since = performance.now();
+    await speak(singer, text);
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 1000, { since, timeoutMs: 15_000 });
+    expect(bot.voice!.dropVoiceConnection(guildId, { code: 4015 })).toBeGreaterThan(0);
+    const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= expected * 0.95 && audio.silenceFrames >= 4, { since, timeoutMs: 20_000 });
+    expect(Math.abs(heard.durationMs - expected) / expected).toBeLessThan(0.05);
+  });
+
   it('survives a dropped voice connection and plays again on the next /speak', async () => {
     bot.voice!.joinVoice(singer, voiceChannelId);
     const warmUp = performance.now();
@@ -89,6 +101,31 @@ describe('/speak in voice channels, heard through the fake voice server', () => 
     const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.silenceFrames >= 4 && audio.durationMs > 0, { since, timeoutMs: 15_000 });
     expect(bot.voice!.connections.length).toBeGreaterThanOrEqual(2);
     expect(Math.abs(heard.durationMs - expected) / expected).toBeLessThan(0.05);
+  });
+
+  it('speaks the replies of a followed thread sentence by sentence, starting before the reply is written', async () => {
+    bot.voice!.joinVoice(singer, voiceChannelId);
+    const sentences = ['The harbour was quiet that night.', 'Only the gulls were awake.', 'Then the bell began to ring.'];
+    bot.llm.setScript({ tokens: sentences.join(' ').match(/\S+\s*/g)!, tokensPerSecond: 6 });
+    const opened = bot.discord.sendSlashCommand({ user: singer, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: 'singer' } });
+    await opened.response;
+    const thread = await bot.discord.waitFor(() => bot.discord.threads.find((candidate) => candidate.name?.startsWith('singer')));
+    // The conversation is linked to the thread once /chat has answered.
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(opened.interactionId)).includes(`<#${thread.id}>`));
+    const follow = bot.discord.sendSlashCommand({ user: singer, channelId: thread.id, name: 'voice', subcommand: 'follow' });
+    await follow.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(follow.interactionId)).includes('will also be spoken'));
+    const since = performance.now();
+    bot.discord.sendMessage({ channelId: thread.id, author: singer, content: 'Tell me about the harbour' });
+    const full = sentences.join(' ');
+    await bot.discord.waitFor(() => bot.botTexts(thread.id).includes(full), 20_000);
+    const reply = bot.discord.messages(thread.id).find((message) => message.content === full)!;
+    const finishedAt = bot.discord.messageHistory(reply.id).at(-1)!.timestamp;
+    let expected = 0;
+    for (const sentence of sentences) expected += await spokenMs(sentence);
+    const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= expected * 0.9 && audio.silenceFrames >= 4, { since, timeoutMs: 30_000 });
+    expect(performance.timeOrigin + heard.firstPacketAt!).toBeLessThan(finishedAt);
+    expect(Math.abs(heard.durationMs - expected) / expected).toBeLessThan(0.1);
   });
 
   it('sends an mp3 to a user who is not in a voice channel', async () => {
