@@ -11,6 +11,7 @@ import { benchmarkAppends } from './append-throughput.js';
 import { benchmarkConversationRead } from './conversation-read.js';
 import { benchmarkDiscordStreams } from './discord-streams.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
+import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
 
 const only = process.argv.slice(2);
 const selected = (name: string) => only.length === 0 || only.includes(name);
@@ -22,6 +23,8 @@ try {
   if (selected('streams')) results.manyStreams = await benchmarkManyStreams(path.join(scratch, 'streams'));
   if (selected('append')) results.appends = await benchmarkAppends(path.join(scratch, 'append'));
   if (selected('discord')) results.discordStreams = await benchmarkDiscordStreams(path.join(scratch, 'discord'));
+  if (selected('speech')) results.speechSynthesis = await benchmarkSpeechSynthesis();
+  if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

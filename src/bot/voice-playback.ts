@@ -115,7 +115,9 @@ export class VoicePlayback {
   #state(guild: Guild): GuildVoice {
     let state = this.#guilds.get(guild.id);
     if (!state) {
-      const player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause } });
+      // A busy moment (another guild's sentence being resampled) may leave a frame unready; up to
+      // a second of misses is a short gap to the listener rather than the end of the speech.
+      const player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: 50 } });
       player.on('error', (error) => this.logger.warn({ err: error, guildId: guild.id }, 'audio player error'));
       state = { guild, connection: undefined, channelId: undefined, player, queue: [], playing: false, idleTimer: undefined };
       this.#guilds.set(guild.id, state);
@@ -224,9 +226,20 @@ export class VoicePlayback {
   }
 }
 
-/** Speech pieces as Discord's raw input: 48 kHz stereo s16le, 20 ms at a time, as they are made. */
+/** Samples converted at a time: a whole sentence at once would hold the event loop for tens of ms. */
+const conversionSamples = 4096;
+
+/**
+ * Speech pieces as Discord's raw input: 48 kHz stereo s16le, 20 ms at a time, as they are made.
+ * Each piece is converted in small slices as the player asks for audio, so the work spreads
+ * between the 20 ms frames of every guild instead of stalling them.
+ */
 async function* discordFrames(pieces: AsyncIterable<PcmAudio>): AsyncGenerator<Buffer> {
   const framer = new DiscordFramer();
-  for await (const piece of pieces) yield* framer.push(piece);
+  for await (const piece of pieces) {
+    for (let start = 0; start < piece.samples.length; start += conversionSamples) {
+      yield* framer.push({ sampleRate: piece.sampleRate, samples: piece.samples.subarray(start, start + conversionSamples) });
+    }
+  }
   yield* framer.end();
 }
