@@ -51,6 +51,8 @@ export interface Config {
     editIntervalMs: number;
     messagesPerMinute: number;
     commandsPerMinute: number;
+    /** Leave a voice channel after this long with nothing to say. */
+    voiceIdleMs: number;
   };
 }
 
@@ -140,6 +142,7 @@ const environmentSchema = z.object({
   DISCORD_EDIT_INTERVAL_MS: integer(1000, 100, 60_000),
   DISCORD_MESSAGES_PER_MINUTE: integer(20, 1, 10_000),
   DISCORD_COMMANDS_PER_MINUTE: integer(30, 1, 10_000),
+  DISCORD_VOICE_IDLE_SECONDS: integer(300, 1, 86_400),
   LOG_LEVEL: optionalText.refine(
     (value) => value === undefined || ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(value),
     { message: 'must be one of fatal, error, warn, info, debug, trace, silent' },
@@ -215,6 +218,7 @@ export function parseConfig(environment: Environment, workingDirectory = process
       editIntervalMs: values.DISCORD_EDIT_INTERVAL_MS,
       messagesPerMinute: values.DISCORD_MESSAGES_PER_MINUTE,
       commandsPerMinute: values.DISCORD_COMMANDS_PER_MINUTE,
+      voiceIdleMs: values.DISCORD_VOICE_IDLE_SECONDS * 1000,
     },
   };
 }

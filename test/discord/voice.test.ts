@@ -142,3 +142,77 @@ describe('/speak in voice channels, heard through the fake voice server', () => 
     expect(Math.abs(durationMs(pcm) - expected) / expected).toBeLessThan(0.1);
   });
 });
+
+describe('leaving and stopping voice', () => {
+  let bot: BotHarness;
+  let guildId: string;
+  let voiceChannelId: string;
+  const long = 'The keeper told the story of the great storm, of the ships that came home and of those that did not, late into the night.';
+
+  async function command(user: APIUser, name: string, options: Record<string, string> = {}, subcommand?: string): Promise<string> {
+    const sent = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name, options, ...(subcommand ? { subcommand } : {}) });
+    await sent.response;
+    await bot.discord.waitFor(() => bot.discord.interactionResponses(sent.interactionId).some((record) => record.kind === 'original-edit' || record.callbackType === 4), 10_000);
+    return JSON.stringify(bot.discord.interactionResponses(sent.interactionId));
+  }
+
+  async function speaker(username: string): Promise<APIUser> {
+    const user = bot.discord.createUser({ username });
+    expect(await command(user, 'character', { preset: voiceId }, 'voice')).toContain('now speaks');
+    bot.voice!.joinVoice(user, voiceChannelId);
+    return user;
+  }
+
+  const left = () => bot.voice!.voiceStateRequests.at(-1)?.channelId === null;
+
+  beforeAll(async () => {
+    bot = await startBotHarness({ voice: true, environment: { DISCORD_VOICE_IDLE_SECONDS: '2' } });
+    guildId = bot.discord.guild.id;
+    voiceChannelId = bot.discord.guild.voiceChannelId!;
+  });
+  afterAll(async () => {
+    await bot.close();
+  });
+
+  it('/voice stop cuts the speech short; /voice leave leaves the channel', async () => {
+    const user = await speaker('stopper');
+    const expected = await spokenMs(long);
+    const since = performance.now();
+    await command(user, 'speak', { text: long });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 1000, { since, timeoutMs: 15_000 });
+    expect(await command(user, 'voice', {}, 'stop')).toContain('Stopped');
+    // A forced stop sends no silence frames: the audio simply stops growing.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const atStop = bot.voice!.heard(guildId, { since }).durationMs;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(bot.voice!.heard(guildId, { since }).durationMs).toBe(atStop);
+    expect(atStop).toBeLessThan(expected * 0.8);
+    expect(await command(user, 'voice', {}, 'stop')).toContain('Nothing is playing');
+    const again = performance.now();
+    await command(user, 'speak', { text: long });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 500, { since: again, timeoutMs: 15_000 });
+    expect(await command(user, 'voice', {}, 'leave')).toContain('Left the voice channel');
+    await bot.voice!.waitFor(left, 5_000);
+    expect(await command(user, 'voice', {}, 'leave')).toContain('not in a voice channel');
+  });
+
+  it('leaves when everyone else has left', async () => {
+    const user = await speaker('lonely');
+    const since = performance.now();
+    await command(user, 'speak', { text: 'Is anyone there?' });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 0 && audio.silenceFrames >= 4, { since, timeoutMs: 15_000 });
+    expect(left()).toBe(false);
+    bot.voice!.leaveVoice(user, guildId);
+    await bot.voice!.waitFor(left, 5_000);
+  });
+
+  it('leaves after being idle', async () => {
+    const user = await speaker('idler');
+    const since = performance.now();
+    await command(user, 'speak', { text: 'Just one thing.' });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 0 && audio.silenceFrames >= 4, { since, timeoutMs: 15_000 });
+    expect(left()).toBe(false);
+    // DISCORD_VOICE_IDLE_SECONDS is 2 here.
+    await bot.voice!.waitFor(left, 6_000);
+  });
+});
