@@ -114,8 +114,8 @@ export interface OpenAICompatibleOptions extends EngineTimeouts {
   dispatcher?: Dispatcher;
 }
 
-/** The HTTP client every OpenAI-compatible adapter uses; `label` names it in error messages. */
-export function createOpenAICompatibleClient(label: string, options: OpenAICompatibleOptions): EngineClient {
+/** The HTTP client every OpenAI-compatible adapter (chat, embeddings, speech) uses; `label` names it in error messages. */
+export function createOpenAICompatibleClient(label: string, options: Omit<OpenAICompatibleOptions, 'model'>): EngineClient {
   return createEngineClient({
     provider: OPENAI_COMPATIBLE_PROVIDER,
     label,

@@ -11,12 +11,13 @@ import type { CallOptions, PcmAudio, SpeechEngine, SpeechVoice } from '../../cor
 import { decodeMp3 } from '../../audio/mp3.js';
 import { pcmFromBytes } from '../../audio/pcm.js';
 import { decodeWav } from '../../audio/wav.js';
-import { createEngineClient, type EngineClient, type EngineResponse, type EngineTimeouts } from '../http.js';
+import { OPENAI_COMPATIBLE_PROVIDER, createOpenAICompatibleClient } from '../chat/openai-wire.js';
+import type { EngineClient, EngineResponse, EngineTimeouts } from '../http.js';
 import { pcmPieces, readAudio, unknownVoiceAsValidation } from './audio-response.js';
 import { OPENAI_VOICES, VoiceList, voiceFromId, voicesOf } from './openai-speech-voices.js';
 import { checkSpeechText, splitSentences } from './speech-text.js';
 
-export const OPENAI_SPEECH_PROVIDER = 'openai-compatible';
+export const OPENAI_SPEECH_PROVIDER = OPENAI_COMPATIBLE_PROVIDER;
 export { OPENAI_VOICES };
 
 export type OpenAISpeechFormat = 'pcm' | 'mp3' | 'wav';
@@ -57,16 +58,7 @@ const LABEL = 'Speech engine';
 const DISCOVERY_TIMEOUT_MS = 5_000;
 
 export function createOpenAISpeechEngine(options: OpenAISpeechOptions): OpenAISpeechEngine {
-  const client = createEngineClient({
-    provider: OPENAI_SPEECH_PROVIDER,
-    label: LABEL,
-    baseURL: options.baseURL,
-    headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
-    dispatcher: options.dispatcher,
-    connectTimeoutMs: options.connectTimeoutMs,
-    headersTimeoutMs: options.headersTimeoutMs,
-    bodyTimeoutMs: options.bodyTimeoutMs,
-  });
+  const client = createOpenAICompatibleClient(LABEL, options);
   const format = options.responseFormat ?? 'pcm';
   const pcmSampleRate = options.pcmSampleRate ?? 24_000;
   const maxTextLength = options.maxTextLength ?? 4096;
