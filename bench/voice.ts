@@ -97,9 +97,16 @@ export async function benchmarkVoice(dataDir: string) {
     const before = await service.usage();
     const since = performance.now();
     await Promise.all(discord.guilds.map((_, index) => run(index, 'speak', { text: passage.repeat(3) })));
-    // Checked once a second: rebuilding what was heard on every packet would load this process
-    // (which also receives the UDP) enough to drop packets.
-    const done = () => discord.guilds.map((guild) => voice.heard(guild.id, { since })).filter((audio) => audio.silenceFrames >= 4 && audio.durationMs > 20_000).length;
+    // Checked once a second from the packet records alone: rebuilding the heard PCM (megabytes
+    // per guild) would block this process, which also receives the UDP, and skew the very
+    // arrival times being measured.
+    const finished = (guildId: string) => {
+      const packets = voice.connections.filter((connection) => connection.guildId === guildId).flatMap((connection) => connection.packets.filter((packet) => packet.arrivedAt >= since));
+      const speech = packets.filter((packet) => !packet.silence).length;
+      const trailingSilence = packets.slice(-4).every((packet) => packet.silence);
+      return speech * 20 > 20_000 && trailingSilence && packets.length >= 4;
+    };
+    const done = () => discord.guilds.filter((guild) => finished(guild.id)).length;
     for (let waited = 0; done() < guildCount; waited += 1000) {
       if (waited > 120_000) throw new Error(`only ${done()} of ${guildCount} guilds finished speaking`);
       await new Promise((resolve) => setTimeout(resolve, 1000));
