@@ -41,6 +41,8 @@ interface GuildVoice {
   player: AudioPlayer;
   queue: QueuedSpeech[];
   playing: boolean;
+  /** Set when the bot itself stops the player, so the stop is not taken for a stall. */
+  stopping: boolean;
   idleTimer: NodeJS.Timeout | undefined;
 }
 
@@ -81,6 +83,7 @@ export class VoicePlayback {
     const state = this.#guilds.get(guildId);
     if (!state || (!state.playing && state.queue.length === 0)) return false;
     for (const item of state.queue.splice(0)) item.reject(new AppError('CONFLICT', 'Stopped with /voice stop.'));
+    state.stopping = true;
     state.player.stop(true);
     return true;
   }
@@ -92,6 +95,7 @@ export class VoicePlayback {
     this.#guilds.delete(guildId);
     clearTimeout(state.idleTimer);
     for (const item of state.queue.splice(0)) item.reject(new AppError('CONFLICT', reason));
+    state.stopping = true;
     state.player.stop(true);
     const wasConnected = state.connection !== undefined;
     state.connection?.destroy();
@@ -119,7 +123,7 @@ export class VoicePlayback {
       // a second of misses is a short gap to the listener rather than the end of the speech.
       const player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: 50 } });
       player.on('error', (error) => this.logger.warn({ err: error, guildId: guild.id }, 'audio player error'));
-      state = { guild, connection: undefined, channelId: undefined, player, queue: [], playing: false, idleTimer: undefined };
+      state = { guild, connection: undefined, channelId: undefined, player, queue: [], playing: false, stopping: false, idleTimer: undefined };
       this.#guilds.set(guild.id, state);
     }
     return state;
@@ -191,12 +195,15 @@ export class VoicePlayback {
     state.connection = undefined;
     state.channelId = undefined;
     connection.destroy();
+    state.stopping = true;
     state.player.stop(true);
   }
 
   async #playOne(state: GuildVoice, audio: () => AsyncIterable<PcmAudio>): Promise<void> {
     const resource = createAudioResource(Readable.from(discordFrames(audio())), { inputType: StreamType.Raw });
+    state.stopping = false;
     state.player.play(resource);
+    const stalled = new AppError('ENGINE_TIMEOUT', 'The speech stopped coming from the speech engine, so I ended it.');
     await new Promise<void>((resolve, reject) => {
       let lastProgress = -1;
       let stalledSince = Date.now();
@@ -205,7 +212,7 @@ export class VoicePlayback {
           lastProgress = resource.playbackDuration;
           stalledSince = Date.now();
         } else if (Date.now() - stalledSince > this.options.stallMs) {
-          finish(new AppError('ENGINE_TIMEOUT', 'The speech stopped making progress, so I ended it.'));
+          finish(stalled);
           state.player.stop(true);
         }
       }, 250);
@@ -217,7 +224,12 @@ export class VoicePlayback {
         else resolve();
       };
       const onChange = (_old: unknown, next: { status: AudioPlayerStatus; resource?: AudioResource }) => {
-        if (next.status === AudioPlayerStatus.Idle) finish();
+        if (next.status !== AudioPlayerStatus.Idle) return;
+        // The player also goes idle when audio stops arriving (missed frames): that is a stall,
+        // unless the stream really ended or the bot stopped it on purpose.
+        if (resource.ended || state.stopping) finish();
+        else finish(stalled);
+        if (!resource.ended) resource.playStream.destroy();
       };
       const onError = (error: Error) => finish(new AppError('ENGINE_FAILED', `Playback failed: ${error.message}`, { cause: error }));
       state.player.on('stateChange', onChange);

@@ -216,3 +216,4 @@ describe('leaving and stopping voice', () => {
     await bot.voice!.waitFor(left, 6_000);
   });
 });
+
