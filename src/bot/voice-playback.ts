@@ -200,7 +200,8 @@ export class VoicePlayback {
   }
 
   async #playOne(state: GuildVoice, audio: () => AsyncIterable<PcmAudio>): Promise<void> {
-    const resource = createAudioResource(Readable.from(discordFrames(audio())), { inputType: StreamType.Raw });
+    const progress = { complete: false };
+    const resource = createAudioResource(Readable.from(discordFrames(audio(), progress)), { inputType: StreamType.Raw });
     state.stopping = false;
     state.player.play(resource);
     const stalled = new AppError('ENGINE_TIMEOUT', 'The speech stopped coming from the speech engine, so I ended it.');
@@ -225,11 +226,11 @@ export class VoicePlayback {
       };
       const onChange = (_old: unknown, next: { status: AudioPlayerStatus; resource?: AudioResource }) => {
         if (next.status !== AudioPlayerStatus.Idle) return;
-        // The player also goes idle when audio stops arriving (missed frames): that is a stall,
-        // unless the stream really ended or the bot stopped it on purpose.
-        if (resource.ended || state.stopping) finish();
+        // The player also goes idle when audio stops arriving (missed frames), and then calls
+        // the resource ended too: only our own stream knows whether all the speech was made.
+        if (progress.complete || state.stopping) finish();
         else finish(stalled);
-        if (!resource.ended) resource.playStream.destroy();
+        if (!progress.complete) resource.playStream.destroy();
       };
       const onError = (error: Error) => finish(new AppError('ENGINE_FAILED', `Playback failed: ${error.message}`, { cause: error }));
       state.player.on('stateChange', onChange);
@@ -246,7 +247,7 @@ const conversionSamples = 4096;
  * Each piece is converted in small slices as the player asks for audio, so the work spreads
  * between the 20 ms frames of every guild instead of stalling them.
  */
-async function* discordFrames(pieces: AsyncIterable<PcmAudio>): AsyncGenerator<Buffer> {
+async function* discordFrames(pieces: AsyncIterable<PcmAudio>, progress: { complete: boolean }): AsyncGenerator<Buffer> {
   const framer = new DiscordFramer();
   for await (const piece of pieces) {
     for (let start = 0; start < piece.samples.length; start += conversionSamples) {
@@ -254,4 +255,5 @@ async function* discordFrames(pieces: AsyncIterable<PcmAudio>): AsyncGenerator<B
     }
   }
   yield* framer.end();
+  progress.complete = true;
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeMp3 } from '../../src/audio/mp3.js';
 import { durationMs } from '../../src/audio/pcm.js';
 import { createEspeakSpeechEngine } from '../../src/engines/speech/espeak.js';
+import { type FakeOpenAISpeech, startFakeOpenAISpeech } from '../fakes/speech/fake-openai-speech.js';
 import { type BotHarness, startBotHarness } from './harness.js';
 
 const voiceId = 'en-us+f3';
@@ -217,3 +218,39 @@ describe('leaving and stopping voice', () => {
   });
 });
 
+
+describe('speech that stops coming', () => {
+  let bot: BotHarness;
+  let speechServer: FakeOpenAISpeech;
+
+  beforeAll(async () => {
+    speechServer = await startFakeOpenAISpeech();
+    bot = await startBotHarness({ voice: true, environment: { TTS_ENGINE: 'openai', TTS_BASE_URL: speechServer.apiURL } });
+  });
+  afterAll(async () => {
+    await bot.close();
+    await speechServer.close();
+  });
+
+  it('ends a /speak whose engine stalls with a message, and plays the next one', { timeout: 45_000 }, async () => {
+    const user = bot.discord.createUser({ username: 'stalled' });
+    const voiced = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'character', subcommand: 'voice', options: { preset: 'alloy' } });
+    await voiced.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(voiced.interactionId)).includes('now speaks'), 10_000);
+    bot.voice!.joinVoice(user, bot.discord.guild.voiceChannelId!);
+    // One second of audio, then nothing.
+    speechServer.script = { failure: { kind: 'stall', afterBytes: 48_000 } };
+    const stalled = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'speak', options: { text: 'This sentence will never be finished by the engine.' } });
+    await stalled.response;
+    const told = await bot.discord.waitFor(() => {
+      const text = JSON.stringify(bot.discord.interactionResponses(stalled.interactionId));
+      return text.includes('⚠️') && text;
+    }, 20_000);
+    expect(told).toContain('stopped coming');
+    speechServer.script = {};
+    const since = performance.now();
+    const next = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'speak', options: { text: 'And this one plays.' } });
+    await next.response;
+    await bot.voice!.waitForAudio(bot.discord.guild.id, (audio) => audio.durationMs > 300 && audio.silenceFrames >= 4, { since, timeoutMs: 15_000 });
+  });
+});
