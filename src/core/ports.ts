@@ -172,8 +172,8 @@ export interface SpeechEngine {
   readonly maxTextLength: number;
 }
 
-/** Audio encodings the core asks for; pure functions, passed in so the core has no codec. */
+/** Audio encodings the core asks for, passed in so the core has no codec. */
 export interface AudioEncoder {
-  /** MP3 of mono PCM. */
-  mp3(pcm: PcmAudio): Uint8Array;
+  /** MP3 of mono PCM; long audio is encoded without holding the event loop. */
+  mp3(pcm: PcmAudio): Promise<Uint8Array>;
 }

@@ -92,7 +92,7 @@ export class Speech {
       const known = await this.store.get<StoredFile>(keys.speech(hash));
       if (known) return known;
       const pcm = await this.engine.synthesize({ text: spoken, voiceId });
-      const file = await this.files.put(this.encoder.mp3(pcm), 'audio/mpeg');
+      const file = await this.files.put(await this.encoder.mp3(pcm), 'audio/mpeg');
       await this.store.set(keys.speech(hash), file);
       return file;
     });
