@@ -130,6 +130,21 @@ describe('voice cloning through ElevenLabs', () => {
     expect(durationMs(pcm)).toBeGreaterThan(300);
   });
 
+  it('answers 502 with the engine’s reason when speech fails', async () => {
+    const owner = await api.account('unlucky');
+    const trained = await api.call('POST', `/api/v0/characters/${owner.characterId}/voice`, { key: owner.key, body: { voiceId: '21m00Tcm4TlvDq8ikWAM' } });
+    expect(trained.status).toBe(200);
+    elevenLabs.script = { failure: { kind: 'http', status: 500, message: 'synthesis cluster overloaded' } };
+    try {
+      const answer = await api.call('POST', `/api/v0/characters/${owner.characterId}/speak`, { key: owner.key, body: { text: 'Will this work?' } });
+      expect(answer.status).toBe(502);
+      expect(answer.body.error.code).toBe('ENGINE_FAILED');
+      expect(answer.body.error.message).toContain('synthesis cluster overloaded');
+    } finally {
+      elevenLabs.script = {};
+    }
+  });
+
   it('says how many samples are needed', async () => {
     const owner = await api.account('too-many');
     const form = new FormData();
