@@ -30,13 +30,7 @@ export function encodeMp3(pcm: PcmAudio, bitrateKbps = DEFAULT_MP3_BITRATE_KBPS)
     parts.push(encoder.encodeBuffer(source.samples.subarray(start, start + BLOCK_SAMPLES)));
   }
   parts.push(encoder.flush());
-  const bytes = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.length;
-  }
-  return bytes;
+  return joinParts(parts);
 }
 
 /**
@@ -82,6 +76,15 @@ export async function encodeMp3Gradually(pcm: PcmAudio, bitrateKbps = DEFAULT_MP
   }
   if (resampler) encode(resampler.flush());
   parts.push(encoder.flush());
+  return joinParts(parts);
+}
+
+/** The core's `AudioEncoder`, over `encodeMp3Gradually`. */
+export function createAudioEncoder(bitrateKbps = DEFAULT_MP3_BITRATE_KBPS): AudioEncoder {
+  return { mp3: (pcm) => encodeMp3Gradually(pcm, bitrateKbps) };
+}
+
+function joinParts(parts: readonly Uint8Array[]): Uint8Array {
   const bytes = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
   let offset = 0;
   for (const part of parts) {
@@ -89,9 +92,4 @@ export async function encodeMp3Gradually(pcm: PcmAudio, bitrateKbps = DEFAULT_MP
     offset += part.length;
   }
   return bytes;
-}
-
-/** The core's `AudioEncoder`, over `encodeMp3Gradually`. */
-export function createAudioEncoder(bitrateKbps = DEFAULT_MP3_BITRATE_KBPS): AudioEncoder {
-  return { mp3: (pcm) => encodeMp3Gradually(pcm, bitrateKbps) };
 }
