@@ -83,11 +83,6 @@ export class Accounts {
     return account;
   }
 
-  async findByUsername(username: string): Promise<AccountRecord | undefined> {
-    const accountId = await this.store.get<string>(keys.accountByUsername(username));
-    return accountId ? this.store.get<AccountRecord>(keys.account(accountId)) : undefined;
-  }
-
   /** The admin sees every account, a page at a time; an account sees only itself. */
   async list(actor: Actor, page: { limit: number; cursor?: string | undefined }): Promise<Page<AccountRecord>> {
     if (actor.type === 'account') {

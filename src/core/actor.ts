@@ -10,10 +10,6 @@ export function accountActor(accountId: string): Actor {
   return { type: 'account', accountId };
 }
 
-export function isAdmin(actor: Actor): boolean {
-  return actor.type === 'admin';
-}
-
 /** True when the actor is the admin or the account `accountId` itself. */
 export function actsFor(actor: Actor, accountId: string): boolean {
   return actor.type === 'admin' || actor.accountId === accountId;

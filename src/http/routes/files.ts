@@ -1,16 +1,8 @@
 import { Hono } from 'hono';
 import type { Core } from '../../core/core.js';
 import { AppError } from '../../core/errors.js';
+import { mimeTypeOfKey } from '../../store/file-store.js';
 import type { UrlSigner } from '../signed-urls.js';
-
-const mimeTypeByExtension: Record<string, string> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  webp: 'image/webp',
-  mp3: 'audio/mpeg',
-  zip: 'application/zip',
-  tar: 'application/x-tar',
-};
 
 /** Stored files behind signed, expiring URLs (`GET /files/<key>?expires=…&signature=…`). */
 export function fileRoutes(core: Core, signer: UrlSigner) {
@@ -21,10 +13,9 @@ export function fileRoutes(core: Core, signer: UrlSigner) {
     if (refusal) throw new AppError('FORBIDDEN', refusal);
     const bytes = await core.files.read(key);
     if (!bytes) throw new AppError('NOT_FOUND', 'That file does not exist.');
-    const extension = key.slice(key.lastIndexOf('.') + 1);
     const expiresInSeconds = Math.max(0, Number(context.req.query('expires')) - Math.floor(Date.now() / 1000));
     return context.body(new Uint8Array(bytes), 200, {
-      'Content-Type': mimeTypeByExtension[extension] ?? 'application/octet-stream',
+      'Content-Type': mimeTypeOfKey(key) ?? 'application/octet-stream',
       'Cache-Control': `private, max-age=${expiresInSeconds}, immutable`,
       'X-Content-Type-Options': 'nosniff',
     });
