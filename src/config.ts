@@ -38,6 +38,29 @@ export interface Config {
     elevenLabs: { apiKey: string | undefined; baseUrl: string; model: string };
     openai: { baseUrl: string | undefined; apiKey: string | undefined; model: string };
   };
+  images: {
+    /** Which diffusion engine makes images; `none` answers image requests with a 503 saying what to set. */
+    engine: 'none' | 'a1111' | 'replicate' | 'cog';
+    a1111: { baseUrl: string | undefined; auth: string | undefined };
+    replicate: {
+      apiToken: string | undefined;
+      baseUrl: string;
+      imageModel: string | undefined;
+      /** `owner/name:version` of the face trainer; training is off without it. */
+      trainerVersion: string | undefined;
+      /** `owner/model` the trainer writes its weights to (Replicate requires one). */
+      trainingDestination: string | undefined;
+    };
+    cog: { baseUrl: string | undefined };
+    /** Overrides the engine's own number of runs at once. */
+    concurrency: number | undefined;
+    imageCreditCost: number;
+    trainingCreditCost: number;
+    imageTimeLimitMs: number;
+    trainingTimeLimitMs: number;
+    /** How long `synchronous: true` waits before answering with the job id instead. */
+    synchronousWaitMs: number;
+  };
   discord: {
     /** The bot runs only when a token is set. */
     token: string | undefined;
@@ -133,6 +156,29 @@ const environmentSchema = z.object({
   TTS_BASE_URL: httpUrl(undefined),
   TTS_API_KEY: optionalText,
   TTS_MODEL: optionalText,
+  IMAGE_ENGINE: optionalText.refine((value) => value === undefined || ['none', 'a1111', 'replicate', 'cog'].includes(value), {
+    message: 'must be none, a1111, replicate or cog',
+  }),
+  A1111_BASE_URL: httpUrl(undefined),
+  A1111_AUTH: optionalText.refine((value) => value === undefined || value.includes(':'), { message: 'must be user:password' }),
+  REPLICATE_API_TOKEN: optionalText,
+  REPLICATE_BASE_URL: httpUrl('https://api.replicate.com/v1'),
+  REPLICATE_IMAGE_MODEL: optionalText.refine((value) => value === undefined || /^[\w.-]+\/[\w.-]+(:[0-9a-f]{8,})?$/.test(value), {
+    message: 'must be owner/name or owner/name:version',
+  }),
+  REPLICATE_TRAINER_VERSION: optionalText.refine((value) => value === undefined || /^[\w.-]+\/[\w.-]+:[0-9a-f]{8,}$/.test(value), {
+    message: 'must be owner/name:version',
+  }),
+  REPLICATE_TRAINING_DESTINATION: optionalText.refine((value) => value === undefined || /^[\w.-]+\/[\w.-]+$/.test(value), {
+    message: 'must be owner/model',
+  }),
+  COG_BASE_URL: httpUrl(undefined),
+  IMAGE_CONCURRENCY: integer(0, 0, 64),
+  IMAGE_CREDIT_COST: integer(1, 1, 1_000_000),
+  TRAINING_CREDIT_COST: integer(20, 1, 1_000_000),
+  IMAGE_JOB_TIMEOUT_SECONDS: integer(600, 1, 86_400),
+  TRAINING_JOB_TIMEOUT_SECONDS: integer(3600, 1, 7 * 86_400),
+  IMAGE_SYNC_WAIT_SECONDS: integer(120, 1, 600),
   DISCORD_TOKEN: optionalText,
   DISCORD_API_BASE: httpUrl(undefined),
   DISCORD_GUILD_ID: optionalText.refine((value) => value === undefined || snowflake.test(value), { message: 'must be a Discord id (digits)' }),
@@ -171,7 +217,16 @@ export function parseConfig(environment: Environment, workingDirectory = process
     ...(speechEngine === 'elevenlabs' && !values.ELEVENLABS_API_KEY ? ['ELEVENLABS_API_KEY is required when TTS_ENGINE=elevenlabs'] : []),
     ...(speechEngine === 'openai' && !values.TTS_BASE_URL ? ['TTS_BASE_URL is required when TTS_ENGINE=openai (e.g. https://api.openai.com/v1)'] : []),
   ];
-  if (speechProblems.length > 0) throw new ConfigError(speechProblems);
+  const imageEngine = (values.IMAGE_ENGINE ?? 'none') as Config['images']['engine'];
+  const imageProblems = [
+    ...(imageEngine === 'a1111' && !values.A1111_BASE_URL ? ['A1111_BASE_URL is required when IMAGE_ENGINE=a1111 (e.g. http://127.0.0.1:7860)'] : []),
+    ...(imageEngine === 'cog' && !values.COG_BASE_URL ? ['COG_BASE_URL is required when IMAGE_ENGINE=cog (e.g. http://127.0.0.1:5000)'] : []),
+    ...(imageEngine === 'replicate' && !values.REPLICATE_API_TOKEN ? ['REPLICATE_API_TOKEN is required when IMAGE_ENGINE=replicate'] : []),
+    ...(imageEngine === 'replicate' && !values.REPLICATE_IMAGE_MODEL ? ['REPLICATE_IMAGE_MODEL is required when IMAGE_ENGINE=replicate (owner/name or owner/name:version)'] : []),
+    ...(values.REPLICATE_TRAINER_VERSION && !values.REPLICATE_API_TOKEN ? ['REPLICATE_API_TOKEN is required when REPLICATE_TRAINER_VERSION is set'] : []),
+    ...(values.REPLICATE_TRAINER_VERSION && !values.REPLICATE_TRAINING_DESTINATION ? ['REPLICATE_TRAINING_DESTINATION (owner/model) is required when REPLICATE_TRAINER_VERSION is set'] : []),
+  ];
+  if (speechProblems.length + imageProblems.length > 0) throw new ConfigError([...speechProblems, ...imageProblems]);
   if (values.LLM_MAX_REPLY_TOKENS >= values.LLM_CONTEXT_TOKENS) {
     throw new ConfigError([
       `LLM_MAX_REPLY_TOKENS (${values.LLM_MAX_REPLY_TOKENS}) must be smaller than LLM_CONTEXT_TOKENS (${values.LLM_CONTEXT_TOKENS})`,
@@ -209,6 +264,24 @@ export function parseConfig(environment: Environment, workingDirectory = process
         model: values.ELEVENLABS_MODEL ?? 'eleven_multilingual_v2',
       },
       openai: { baseUrl: values.TTS_BASE_URL, apiKey: values.TTS_API_KEY, model: values.TTS_MODEL ?? 'tts-1' },
+    },
+    images: {
+      engine: imageEngine,
+      a1111: { baseUrl: values.A1111_BASE_URL, auth: values.A1111_AUTH },
+      replicate: {
+        apiToken: values.REPLICATE_API_TOKEN,
+        baseUrl: values.REPLICATE_BASE_URL ?? 'https://api.replicate.com/v1',
+        imageModel: values.REPLICATE_IMAGE_MODEL,
+        trainerVersion: values.REPLICATE_TRAINER_VERSION,
+        trainingDestination: values.REPLICATE_TRAINING_DESTINATION,
+      },
+      cog: { baseUrl: values.COG_BASE_URL },
+      concurrency: values.IMAGE_CONCURRENCY === 0 ? undefined : values.IMAGE_CONCURRENCY,
+      imageCreditCost: values.IMAGE_CREDIT_COST,
+      trainingCreditCost: values.TRAINING_CREDIT_COST,
+      imageTimeLimitMs: values.IMAGE_JOB_TIMEOUT_SECONDS * 1000,
+      trainingTimeLimitMs: values.TRAINING_JOB_TIMEOUT_SECONDS * 1000,
+      synchronousWaitMs: values.IMAGE_SYNC_WAIT_SECONDS * 1000,
     },
     discord: {
       token: values.DISCORD_TOKEN,

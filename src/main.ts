@@ -7,7 +7,11 @@ import { createCore } from './core/core.js';
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
 import { createAudioEncoder } from './audio/mp3.js';
-import type { SpeechEngine } from './core/ports.js';
+import type { FaceTrainer, ImageEngine, SpeechEngine } from './core/ports.js';
+import { createA1111ImageEngine } from './engines/image/a1111.js';
+import { createCogImageEngine } from './engines/image/cog.js';
+import { createReplicateImageEngine } from './engines/image/replicate.js';
+import { createReplicateFaceTrainer } from './engines/image/replicate-trainer.js';
 import { createElevenLabsSpeechEngine } from './engines/speech/elevenlabs.js';
 import { createEspeakSpeechEngine } from './engines/speech/espeak.js';
 import { createOpenAISpeechEngine } from './engines/speech/openai-speech.js';
@@ -51,12 +55,21 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       })
     : undefined;
   const speechEngine = createSpeechEngine(config);
+  const imageEngine = createImageEngine(config);
+  const faceTrainer = createFaceTrainer(config);
+  const signer = new UrlSigner({
+    publicBaseUrl: config.publicBaseUrl,
+    secret: await loadSigningSecret(config.urlSigningSecret, config.dataDir),
+    ttlSeconds: config.signedUrlTtlSeconds,
+  });
   const core = createCore({
     store,
     files,
     chatModel,
     embedder,
     speech: { engine: speechEngine, encoder: createAudioEncoder() },
+    images: { engine: imageEngine, trainer: faceTrainer },
+    links: signer,
     clock: createSystemClock(),
     ids: createRandomIds(),
     logger: logger.child({ module: 'core' }),
@@ -64,18 +77,18 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       startingBalance: config.startingBalance,
       adminApiKey: config.adminApiKey,
       chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens },
+      images: config.images,
     },
   });
-  const signer = new UrlSigner({
-    publicBaseUrl: config.publicBaseUrl,
-    secret: await loadSigningSecret(config.urlSigningSecret, config.dataDir),
-    ttlSeconds: config.signedUrlTtlSeconds,
-  });
+  // Jobs the last process left are followed again (or settled) before new ones arrive.
+  const recovered = await core.images.runner.recover();
+  if (recovered.resumed + recovered.settled > 0) logger.info(recovered, 'image jobs recovered');
   const app = createApp({
     core,
     signer,
     logger: logger.child({ module: 'http' }),
     rateLimitPerMinute: config.apiRateLimitPerMinute,
+    synchronousImageWaitMs: config.images.synchronousWaitMs,
   });
   const server = await listen(app, { host: config.host, port: config.port });
   logger.info(
@@ -100,7 +113,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await server.close();
       // Replies still being written for clients that left are finished and stored first.
       await core.chat.idle(30_000);
-      await Promise.allSettled([chatModel.close(), embedder?.close(), speechEngine.close()]);
+      // Running image jobs stay at their engines and are followed again after the restart.
+      await core.images.runner.stop();
+      await Promise.allSettled([chatModel.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
       await store.close();
     },
   };
@@ -127,6 +142,42 @@ function createSpeechEngine(config: Config): SpeechEngine & { close(): Promise<v
     default:
       return createEspeakSpeechEngine();
   }
+}
+
+/** The diffusion engine IMAGE_ENGINE names, or none (image requests then say what to set). */
+function createImageEngine(config: Config): ImageEngine | undefined {
+  const { images } = config;
+  const concurrency = images.concurrency === undefined ? {} : { concurrency: images.concurrency };
+  const timeouts = { connectTimeoutMs: config.llm.connectTimeoutMs, headersTimeoutMs: images.imageTimeLimitMs, bodyTimeoutMs: images.imageTimeLimitMs };
+  switch (images.engine) {
+    case 'a1111':
+      return createA1111ImageEngine({ baseURL: images.a1111.baseUrl!, ...(images.a1111.auth ? { apiKey: images.a1111.auth } : {}), ...concurrency, ...timeouts });
+    case 'replicate':
+      return createReplicateImageEngine({
+        baseURL: images.replicate.baseUrl,
+        apiToken: images.replicate.apiToken!,
+        model: images.replicate.imageModel!,
+        ...concurrency,
+        connectTimeoutMs: config.llm.connectTimeoutMs,
+      });
+    case 'cog':
+      return createCogImageEngine({ baseURL: images.cog.baseUrl!, ...concurrency, ...timeouts });
+    default:
+      return undefined;
+  }
+}
+
+/** Face-model training through Replicate trainings, when its trainer is configured. */
+function createFaceTrainer(config: Config): FaceTrainer | undefined {
+  const { replicate } = config.images;
+  if (!replicate.trainerVersion || !replicate.apiToken || !replicate.trainingDestination) return undefined;
+  return createReplicateFaceTrainer({
+    baseURL: replicate.baseUrl,
+    apiToken: replicate.apiToken,
+    trainerVersion: replicate.trainerVersion,
+    destination: replicate.trainingDestination,
+    connectTimeoutMs: config.llm.connectTimeoutMs,
+  });
 }
 
 async function main(): Promise<void> {

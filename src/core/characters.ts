@@ -113,7 +113,9 @@ export class Characters {
   /** The character's LoRA face models, oldest first. */
   async faceModels(actor: Actor, characterId: string): Promise<FaceModelRecord[]> {
     await this.get(actor, characterId);
-    return this.store.range<FaceModelRecord>(keys.faceModels(characterId));
+    const ids = await this.store.range<string>(keys.faceModels(characterId));
+    const models = await this.store.getMany<FaceModelRecord>(ids.map((id) => keys.faceModel(id)));
+    return models.filter((model): model is FaceModelRecord => model !== undefined);
   }
 
   #modify(

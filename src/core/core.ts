@@ -3,9 +3,13 @@ import { Answers } from './answers.js';
 import { Characters } from './characters.js';
 import { Chat, type ChatOptions, defaultChatOptions } from './chat.js';
 import { Conversations } from './conversations.js';
+import { Images, type ImagesOptions } from './images/images.js';
+import { JobRunner, type JobRunnerOptions, type JobWorker, defaultJobRunnerOptions } from './images/job-runner.js';
+import { Jobs } from './images/jobs.js';
+import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FileStore, IdGenerator, Logger, SpeechEngine, Store } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageEngine, Logger, SpeechEngine, Store } from './ports.js';
 import { Speech } from './speech.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
@@ -16,10 +20,15 @@ export interface CoreDependencies {
   embedder?: Embedder | undefined;
   /** Text to speech; without it characters cannot be given voices. */
   speech?: { engine: SpeechEngine; encoder: AudioEncoder } | undefined;
+  /** Image generation and face training; either may be absent (then a clear 503 says what to set). */
+  images?: { engine?: ImageEngine | undefined; trainer?: FaceTrainer | undefined } | undefined;
+  /** Signed URLs of stored files, for engines that fetch them (face archives, training photos). */
+  links: FileLinks;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
   options: {
+    images?: Partial<ImagesOptions & JobRunnerOptions & { imageTimeLimitMs: number; trainingTimeLimitMs: number }>;
     startingBalance: number;
     adminApiKey: string | undefined;
     chat: Pick<ChatOptions, 'contextTokens' | 'maxReplyTokens'> & Partial<ChatOptions>;
@@ -36,9 +45,17 @@ export interface Core {
   answers: Answers;
   speech: Speech | undefined;
   ledger: Ledger;
+  images: Images;
   files: FileStore;
   chatModel: ChatModel;
 }
+
+export const defaultImageOptions = {
+  imageCreditCost: 1,
+  trainingCreditCost: 20,
+  imageTimeLimitMs: 10 * 60_000,
+  trainingTimeLimitMs: 60 * 60_000,
+} as const;
 
 export function createCore(dependencies: CoreDependencies): Core {
   const { store, files, clock, ids, logger, options } = dependencies;
@@ -53,5 +70,13 @@ export function createCore(dependencies: CoreDependencies): Core {
   });
   const speech = dependencies.speech ? new Speech(store, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(store, files, conversations, chat, speech);
-  return { accounts, characters, memories, conversations, chat, answers, speech, ledger, files, chatModel: dependencies.chatModel };
+  const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
+  const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};
+  const { engine, trainer } = dependencies.images ?? {};
+  if (engine) workers.IMAGE_INFERENCE = imageWorker(engine, store, dependencies.links, imageOptions.imageTimeLimitMs);
+  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, files, dependencies.links, imageOptions.trainingTimeLimitMs);
+  const jobs = new Jobs(store, ledger, clock, ids);
+  const runner = new JobRunner(jobs, store, files, ledger, clock, logger, workers, imageOptions);
+  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions);
+  return { accounts, characters, memories, conversations, chat, answers, speech, ledger, images, files, chatModel: dependencies.chatModel };
 }

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'BALANCE_INSUFFICIENT'
   | 'VOICE_NOT_TRAINED'
+  | 'FACE_MODEL_NOT_READY'
   | 'ENGINE_FAILED'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_UNAVAILABLE'
@@ -95,4 +96,15 @@ export function isRetryableStatus(status: number | undefined): boolean {
 
 export function notFound(what: string, id: string): AppError {
   return new AppError('NOT_FOUND', `${what} ${id} does not exist or is not visible to you.`);
+}
+
+/**
+ * The abort reason of an engine run when the service stops: the run is left as it is at the
+ * engine (not canceled) so the next start can follow it again.
+ */
+export class ServiceStopping extends Error {
+  override readonly name = 'ServiceStopping';
+  constructor() {
+    super('The service is stopping; the job continues after the restart.');
+  }
 }

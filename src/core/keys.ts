@@ -10,8 +10,16 @@ export const keys = {
   character: (characterId: string) => `character:${characterId}`,
   /** List of every character id, in creation order. */
   characters: () => 'characters',
-  /** List of a character's face models, oldest first. */
+  /** List of the ids of a character's face models, oldest first. */
   faceModels: (characterId: string) => `face-models:${characterId}`,
+  faceModel: (faceModelId: string) => `face-model:${faceModelId}`,
+  job: (jobId: string) => `job:${jobId}`,
+  /** List of an account's job ids, oldest first. */
+  accountJobs: (accountId: string) => `account-jobs:${accountId}`,
+  /** List of every job id in creation order: the work queue recovery reads after a restart. */
+  jobQueue: () => 'job-queue',
+  /** Index in the job queue before which every job is final and settled. */
+  jobQueueSettled: () => 'job-queue-settled',
   memories: (characterId: string) => `memories:${characterId}`,
   memoryEmbedding: (memoryId: string, model: string) => `memory-embedding:${model}:${memoryId}`,
   conversation: (conversationId: string) => `conversation:${conversationId}`,

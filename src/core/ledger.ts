@@ -35,8 +35,11 @@ export class Ledger {
     return this.store.withLock(keys.ledger(accountId), () => this.#append(accountId, 'credit', amount, reason, null));
   }
 
-  /** Takes `amount` from the balance, or throws `BALANCE_INSUFFICIENT` and takes nothing. */
-  debit(accountId: string, amount: number, reason: string): Promise<TransactionRecord> {
+  /**
+   * Takes `amount` from the balance, or throws `BALANCE_INSUFFICIENT` and takes nothing.
+   * `reference` names what was paid for (a job id), so a crash right after can be reconciled.
+   */
+  debit(accountId: string, amount: number, reason: string, reference: string | null = null): Promise<TransactionRecord> {
     return this.store.withLock(keys.ledger(accountId), async () => {
       const balance = await this.balance(accountId);
       if (balance < amount) {
@@ -46,8 +49,14 @@ export class Ledger {
           { details: { balance, required: amount } },
         );
       }
-      return this.#append(accountId, 'debit', amount, reason, null);
+      return this.#append(accountId, 'debit', amount, reason, null, reference);
     });
+  }
+
+  /** The debit that paid for `reference`, if one was made. */
+  async debitFor(accountId: string, reference: string): Promise<TransactionRecord | undefined> {
+    const transactions = await this.transactions(accountId);
+    return transactions.findLast((transaction) => transaction.type === 'debit' && transaction.reference === reference);
   }
 
   /** Gives a debit back, once: refunding the same debit again returns the first refund. */
@@ -78,13 +87,14 @@ export class Ledger {
     amount: number,
     reason: string,
     refundOf: string | null,
+    reference: string | null = null,
   ): Promise<TransactionRecord> {
     if (!Number.isFinite(amount) || amount <= 0) throw ValidationError.field('amount', 'must be a positive number');
     const balance = await this.balance(accountId);
     let index = -1;
     const transaction = await this.store.append<TransactionRecord>(keys.ledger(accountId), (position) => {
       index = position;
-      return { id: this.ids.uuid(), accountId, type, amount, reason, createdMillis: this.clock.nowMillis(), refundOf };
+      return { id: this.ids.uuid(), accountId, type, amount, reason, createdMillis: this.clock.nowMillis(), refundOf, ...(reference ? { reference } : {}) };
     });
     this.#balances.set(accountId, balance + signedAmount(transaction));
     await this.store.set(keys.transaction(transaction.id), { accountId, index });

@@ -48,6 +48,12 @@ export interface FileStore {
   read(key: string): Promise<Buffer | undefined>;
 }
 
+/** Links to stored files that someone outside (an engine, a client) can fetch for a while. */
+export interface FileLinks {
+  /** A time-limited signed URL of the stored file `key`. */
+  sign(key: string): string;
+}
+
 /** Time, so tests can control it. `nowMicros` is strictly increasing within a process. */
 export interface Clock {
   nowMillis(): number;
@@ -176,4 +182,103 @@ export interface SpeechEngine {
 export interface AudioEncoder {
   /** MP3 of mono PCM; long audio is encoded without holding the event loop. */
   mp3(pcm: PcmAudio): Promise<Uint8Array>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+/**
+ * The parameters of an image job under the spec's payload names. Replicate and Cog models take
+ * them as their `input` as they are (plus `lora_1`, the face-model archive URL, added when the
+ * job is sent, because a signed URL expires); other engines map them onto their own API.
+ */
+export interface ImagePayload {
+  prompt: string;
+  negative_prompt: string;
+  width: number;
+  height: number;
+  num_outputs: number;
+  /** Always set, so the same payload reproduces the same images. */
+  seed: number;
+  guidance_scale: number;
+  num_inference_steps: number;
+  prompt_strength: number;
+  enable_face_inpainting: boolean;
+  max_face_inpaint_size: number;
+  face_inpainting_prompt: string;
+  face_inpainting_negative_prompt: string;
+  /** How strongly the face model applies (the request's `loraScale`); only with a face model. */
+  lora_scale?: number;
+}
+
+/** A trained face model as an engine applies it. */
+export interface AppliedFaceModel {
+  id: string;
+  /** Signed URL of the trained archive (`trained_model.tar`), fetchable from the engine. */
+  archiveUrl: string;
+  /** The token the trainer bound the face to, e.g. `<s0><s1>`; the prompt already contains it. */
+  triggerToken: string;
+}
+
+export interface ImageRequest {
+  /** Our job id: engines that take a prediction id (Cog) use it, so sending again is idempotent. */
+  jobId: string;
+  payload: ImagePayload;
+  faceModel: AppliedFaceModel | null;
+}
+
+/** A file an engine made, already downloaded (engine URLs expire). */
+export interface EngineFile {
+  data: Uint8Array;
+  mimeType: string;
+}
+
+/** How the job runner follows and steers one engine run. */
+export interface EngineRun {
+  /**
+   * Aborts the run: cancellation or the job's time limit, and adapters cancel the remote work
+   * when they can. When the reason is `ServiceStopping` the remote work is left running.
+   */
+  signal: AbortSignal;
+  /**
+   * Set when the engine already holds this run (found in the job after a restart): follow it
+   * instead of starting another.
+   */
+  resumeId?: string | undefined;
+  /** Called once the engine has accepted the work under `externalId`, before waiting on it. */
+  submitted(externalId: string): Promise<void>;
+  /** Progress from 0 to 1 when the engine reports it. */
+  progress(fraction: number): void;
+}
+
+/**
+ * A diffusion image engine (AUTOMATIC1111, Replicate, Cog). Failures are thrown as
+ * `EngineError` with the engine's reason; an aborted run throws the signal's reason.
+ */
+export interface ImageEngine {
+  readonly provider: string;
+  /** How many runs the engine takes at once; further jobs wait, in order, in our queue. */
+  readonly concurrency: number;
+  generate(request: ImageRequest, run: EngineRun): Promise<EngineFile[]>;
+  close(): Promise<void>;
+}
+
+export interface FaceTrainingRequest {
+  jobId: string;
+  /** Signed URL of a zip of the face photos, fetchable from the trainer. */
+  imagesUrl: string;
+}
+
+export interface TrainedFace {
+  archive: EngineFile;
+  /** The token that brings the face into a prompt, e.g. `<s0><s1>`. */
+  triggerToken: string;
+}
+
+/** Trains a LoRA face model from photos (Replicate trainings). */
+export interface FaceTrainer {
+  readonly provider: string;
+  readonly concurrency: number;
+  train(request: FaceTrainingRequest, run: EngineRun): Promise<TrainedFace>;
+  close(): Promise<void>;
 }

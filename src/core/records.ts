@@ -1,3 +1,5 @@
+import type { ImagePayload } from './ports.js';
+
 /**
  * What the core keeps in the store. Field names are ours; the HTTP layer maps them onto
  * the spec's shapes. Timestamps: accounts and ledger in Unix milliseconds (as the spec's
@@ -78,6 +80,8 @@ export interface TransactionRecord {
   createdMillis: number;
   /** For a refund: the debit it gives back. */
   refundOf: string | null;
+  /** What the transaction paid for, e.g. a job id; absent on older records. */
+  reference?: string | null;
 }
 
 export interface ApiKeyRecord {
@@ -87,7 +91,7 @@ export interface ApiKeyRecord {
 
 export type FaceModelStatus = 'IN_PROGRESS' | 'SUCCESS' | 'FAILED';
 
-/** A trained LoRA face model of a character (training arrives with the image engines). */
+/** A trained LoRA face model of a character, made by a `FACE_MODEL_TRAINING` job. */
 export interface FaceModelRecord {
   id: string;
   characterId: string;
@@ -96,4 +100,76 @@ export interface FaceModelRecord {
   status: FaceModelStatus;
   /** The trained archive, once status is SUCCESS. */
   archive: FileReference | null;
+  /** The token that brings the face into a prompt (e.g. `<s0><s1>`), once status is SUCCESS. */
+  triggerToken: string | null;
+  /** Why training failed, when status is FAILED. */
+  failure: string | null;
+}
+
+export type JobType = 'IMAGE_INFERENCE' | 'FACE_MODEL_TRAINING';
+export type JobStatus = 'CREATED' | 'IN_PROGRESS' | 'SUCCESS' | 'FAILED' | 'CANCELED';
+
+export interface JobStatusEntry {
+  id: string;
+  status: JobStatus;
+  createdMillis: number;
+}
+
+export interface OutputFeedback {
+  like: boolean | null;
+  feedback: string | null;
+}
+
+export interface OutputFileRecord {
+  /** File name, unique within the job, e.g. `image-1.png`. */
+  name: string;
+  key: string;
+  mimeType: string;
+  size: number;
+  createdMillis: number;
+  feedback: OutputFeedback;
+}
+
+/** What a training job was given: the zip of face photos and the model it makes. */
+export interface TrainingPayload {
+  character_id: string;
+  face_model_id: string;
+  photo_count: number;
+}
+
+/**
+ * A unit of engine work: an image generation or a face-model training. A job is written
+ * before anything is charged and carries every fact needed to finish it after a restart.
+ */
+export interface JobRecord {
+  id: string;
+  accountId: string;
+  clientId: string | null;
+  createdMillis: number;
+  type: JobType;
+  /** Image jobs: the engine parameters, seed included. Trainings: what was trained. */
+  payload: ImagePayload | TrainingPayload;
+  /**
+   * Image jobs: the face model applied, with its archive (the payload's `lora_1`). Trainings:
+   * the model being trained (no archive yet).
+   */
+  faceModel: { id: string; characterId: string; archiveKey: string | null } | null;
+  /** Trainings: the zip of face photos the trainer fetches. */
+  photos: FileReference | null;
+  status: JobStatus;
+  /** History, newest first. */
+  statuses: JobStatusEntry[];
+  outputFiles: OutputFileRecord[];
+  /** The debit that paid for the job; null only in the instant before it is charged. */
+  transactionId: string | null;
+  /** The engine's id for the run, once submitted, so a restart follows it instead of starting again. */
+  externalId: string | null;
+  /** When the job started running; its time limit counts from here. */
+  startedMillis: number | null;
+  failure: { code: string; message: string } | null;
+  /**
+   * True once everything a final status implies is done (refund, face-model state). Recovery
+   * finishes what a crash interrupted for jobs that are final but not settled.
+   */
+  settled: boolean;
 }

@@ -8,11 +8,17 @@ import { accountRoutes } from './routes/accounts.js';
 import { characterRoutes } from './routes/characters.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
+import { imageRoutes } from './routes/images.js';
 import { voiceRoutes } from './routes/voices.js';
 import { Serializers } from './serializers.js';
 
 /** Largest request body: a chat message may carry a 10 MB image as base64. */
 export const maxBodyBytes = 15 * 1024 * 1024;
+
+/** Largest upload of face photos for a training (up to 30 photos). */
+export const maxTrainingBodyBytes = 110 * 1024 * 1024;
+
+const trainingPath = /\/characters\/[^/]+\/images\/models\/?$/;
 
 /** The HTTP front end: the spec's `/api/v0` JSON API, signed files and a health check. */
 export function createApp(dependencies: HttpDependencies) {
@@ -41,20 +47,27 @@ export function createApp(dependencies: HttpDependencies) {
   app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
 
   const api = new Hono<HttpEnv>();
-  const limitBody = bodyLimit({
-    maxSize: maxBodyBytes,
-    onError: () => {
-      throw new AppError('PAYLOAD_TOO_LARGE', `The request body is larger than ${maxBodyBytes / 1024 / 1024} MB.`);
-    },
-  });
+  const limitBody = (maxSize: number) =>
+    bodyLimit({
+      maxSize,
+      onError: () => {
+        throw new AppError('PAYLOAD_TOO_LARGE', `The request body is larger than ${maxSize / 1024 / 1024} MB.`);
+      },
+    });
+  const limitOrdinary = limitBody(maxBodyBytes);
+  const limitTraining = limitBody(maxTrainingBodyBytes);
   // Only requests that may carry a body: the limit wraps the body stream, and building that
   // stream for every GET costs more than the rest of a cached conversation read.
-  api.use((context, next) => (context.req.method === 'GET' || context.req.method === 'HEAD' ? next() : limitBody(context, next)));
+  api.use((context, next) => {
+    if (context.req.method === 'GET' || context.req.method === 'HEAD') return next();
+    return (trainingPath.test(context.req.path) ? limitTraining : limitOrdinary)(context, next);
+  });
   api.use(authenticate(dependencies.core));
   api.route('/conversations', conversationRoutes(routes));
   api.route('/accounts', accountRoutes(routes));
   api.route('/characters', characterRoutes(routes));
   api.route('/voices', voiceRoutes(routes));
+  api.route('/', imageRoutes(routes));
   app.route('/api/v0', api);
   return app;
 }

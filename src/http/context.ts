@@ -12,6 +12,8 @@ export interface HttpDependencies {
   logger: Logger;
   /** Chat requests allowed per account per minute. */
   rateLimitPerMinute: number;
+  /** How long `POST /images` with `synchronous: true` waits for the images. */
+  synchronousImageWaitMs: number;
   /** Whether the service finished starting (for /healthz). */
   isReady?: () => boolean;
 }

@@ -1,6 +1,7 @@
 import { isoMicros } from '../core/clock.js';
 import type { ConversationView } from '../core/conversations.js';
-import type { AccountRecord, CharacterRecord, FaceModelRecord, MemoryRecord, MessageRecord, TransactionRecord } from '../core/records.js';
+import type { ImagePayload } from '../core/ports.js';
+import type { AccountRecord, CharacterRecord, FaceModelRecord, JobRecord, MemoryRecord, MessageRecord, OutputFileRecord, TransactionRecord } from '../core/records.js';
 import type { UrlSigner } from './signed-urls.js';
 
 /** The spec's shapes (field names, types, formats) built from the core's records. */
@@ -86,7 +87,54 @@ export class Serializers {
       created: model.createdMillis,
       status: model.status,
       ...(model.status === 'SUCCESS' && model.archive ? { url: this.signer.sign(model.archive.key) } : {}),
+      ...(model.status === 'FAILED' ? { failure: model.failure } : {}),
     };
+  }
+
+  /**
+   * The spec's Job. Image payloads gain `lora_1`, a fresh signed URL of the face archive;
+   * added members: `failure` (code and message of a failed job), `progress` (0–1 while the
+   * engine reports it) and `queuePosition` (jobs ahead, while waiting).
+   */
+  job(job: JobRecord, progress: number | null, queuePosition?: number) {
+    return {
+      id: job.id,
+      accountId: job.accountId,
+      clientId: job.clientId,
+      created: job.createdMillis,
+      type: job.type,
+      payload: this.#payload(job),
+      outputFiles: job.outputFiles.map((file) => this.outputFile(file)),
+      status: job.status,
+      statuses: job.statuses.map((entry) => ({ id: entry.id, status: entry.status, created: entry.createdMillis })),
+      failure: job.failure,
+      progress,
+      ...(queuePosition === undefined ? {} : { queuePosition }),
+    };
+  }
+
+  outputFile(file: OutputFileRecord) {
+    return {
+      name: file.name,
+      path: file.key,
+      created: file.createdMillis,
+      size: file.size,
+      url: this.outputUrl(file),
+      feedback: { like: file.feedback.like, feedback: file.feedback.feedback },
+    };
+  }
+
+  outputUrl(file: OutputFileRecord): string {
+    return this.signer.sign(file.key);
+  }
+
+  #payload(job: JobRecord) {
+    if (job.type === 'FACE_MODEL_TRAINING') {
+      return { ...job.payload, ...(job.photos ? { input_images: this.signer.sign(job.photos.key) } : {}) };
+    }
+    const payload = job.payload as ImagePayload;
+    const archiveKey = job.faceModel?.archiveKey;
+    return archiveKey ? { ...payload, lora_1: this.signer.sign(archiveKey) } : payload;
   }
 
   /** `message()` as JSON text, memoised for messages without a file (whose URL changes with time). */

@@ -21,6 +21,8 @@ export const fileExtensions: Readonly<Record<string, string>> = {
   'audio/webm': 'weba',
   'video/mp4': 'mp4',
   'video/webm': 'webm',
+  'application/zip': 'zip',
+  'application/x-tar': 'tar',
 };
 
 /** The MIME type a key's extension stands for, e.g. to serve the file. */
@@ -38,6 +40,8 @@ const mimeTypes: Readonly<Record<string, string>> = {
   weba: 'audio/webm',
   mp4: 'video/mp4',
   webm: 'video/webm',
+  zip: 'application/zip',
+  tar: 'application/x-tar',
 };
 
 /** 64 hex digits of SHA-256, a dot and an extension: nothing that can name another path. */

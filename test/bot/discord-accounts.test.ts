@@ -28,6 +28,7 @@ describe('DiscordAccounts', () => {
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
       clock: createSystemClock(),
       ids: createRandomIds(),
+      links: { sign: (key) => `http://127.0.0.1:9/files/${key}` },
       logger: silent,
       options: { startingBalance: 10, adminApiKey: undefined, chat: { contextTokens: 4096, maxReplyTokens: 256 } },
     });

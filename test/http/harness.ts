@@ -41,6 +41,8 @@ export async function startHarness(
   const port = await freePort();
   const config = parseConfig({
     PORT: String(port),
+    // Engines on loopback fetch our signed URLs (face archives, training photos).
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: dataDir,
     ADMIN_API_KEY: adminKey,
     LLM_BASE_URL: llm.baseURL,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { characterLimits } from '../../core/characters.js';
 import { AppError, ValidationError } from '../../core/errors.js';
 import { memoryLimits } from '../../core/memories.js';
+import type { UploadedFile } from '../../core/images/face-photos.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { readJson, uuidParam } from '../validation.js';
 
@@ -84,6 +85,25 @@ export function characterRoutes({ core, serializers, signer }: RouteDependencies
       character = await speech.train(context.get('actor'), characterId, await readJson(context, presetBody));
     }
     return context.json(serializers.character(character));
+  });
+
+  // Face photos as multipart parts `photos` (repeated; each a PNG, JPEG, WebP or a zip of them),
+  // or one zip as the raw body (Content-Type application/zip).
+  app.post('/:characterId/images/models', async (context) => {
+    const characterId = uuidParam(context, 'characterId');
+    const contentType = context.req.header('content-type') ?? '';
+    let uploads: UploadedFile[];
+    if (contentType.startsWith('multipart/form-data')) {
+      const form = await context.req.parseBody({ all: true });
+      const parts = Object.values(form).flat().filter((part): part is File => part instanceof File);
+      uploads = await Promise.all(parts.map(async (part) => ({ filename: part.name || 'photo', data: new Uint8Array(await part.arrayBuffer()) })));
+    } else if (contentType.startsWith('application/zip')) {
+      uploads = [{ filename: 'photos.zip', data: new Uint8Array(await context.req.arrayBuffer()) }];
+    } else {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the face photos as multipart/form-data parts named "photos", or one zip as application/zip.');
+    }
+    const { model, job, transaction } = await core.images.trainFace(context.get('actor'), characterId, uploads);
+    return context.json({ success: true, model: serializers.faceModel(model), jobId: job.id, transactionId: transaction.id }, 201);
   });
 
   app.get('/:characterId/images/models', async (context) => {

@@ -1,0 +1,181 @@
+import type { Actor } from '../actor.js';
+import type { Characters } from '../characters.js';
+import { AppError, ValidationError } from '../errors.js';
+import { keys } from '../keys.js';
+import type { Clock, FileStore, IdGenerator, ImagePayload, Store } from '../ports.js';
+import type { FaceModelRecord, JobRecord, TransactionRecord } from '../records.js';
+import { type UploadedFile, packFacePhotos } from './face-photos.js';
+import { buildImagePayload, characterReferences, type ImageRequestInput, validateImageRequest } from './image-request.js';
+import type { JobRunner } from './job-runner.js';
+import { type JobPage, Jobs } from './jobs.js';
+
+export interface ImagesOptions {
+  /** Credits per image sample. */
+  imageCreditCost: number;
+  /** Credits per face-model training. */
+  trainingCreditCost: number;
+}
+
+export interface CreatedJob {
+  job: JobRecord;
+  transaction: TransactionRecord;
+}
+
+/** Image generation and face-model training as the front ends use them. */
+export class Images {
+  constructor(
+    private readonly store: Store,
+    private readonly files: FileStore,
+    private readonly characters: Characters,
+    readonly jobs: Jobs,
+    readonly runner: JobRunner,
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+    private readonly options: ImagesOptions,
+  ) {}
+
+  /** Validates, resolves the character referenced, charges `samples × cost` and queues the job. */
+  async create(actor: Actor, input: ImageRequestInput): Promise<CreatedJob> {
+    validateImageRequest(input);
+    const accountId = payingAccount(actor, 'create images');
+    if (!this.runner.handles('IMAGE_INFERENCE')) {
+      throw new AppError('NOT_CONFIGURED', 'No image engine is configured. Set IMAGE_ENGINE to a1111, replicate or cog, with its URL or token.');
+    }
+    const [characterId] = characterReferences(input.prompt);
+    const model = characterId ? await this.#usableFaceModel(actor, characterId) : undefined;
+    const payload = buildImagePayload(input, model ? { triggerToken: model.triggerToken! } : null);
+    const created = await this.jobs.create(
+      {
+        accountId,
+        clientId: input.clientId ?? null,
+        type: 'IMAGE_INFERENCE',
+        payload,
+        faceModel: model ? { id: model.id, characterId: model.characterId, archiveKey: model.archive!.key } : null,
+        photos: null,
+      },
+      this.options.imageCreditCost * payload.num_outputs,
+      `Image generation (${payload.num_outputs} × ${this.options.imageCreditCost})`,
+    );
+    this.runner.enqueue(created.job);
+    return created;
+  }
+
+  /** The same request again with a new seed (Discord's re-roll). */
+  reroll(actor: Actor, job: JobRecord): Promise<CreatedJob> {
+    if (job.type !== 'IMAGE_INFERENCE') throw new AppError('CONFLICT', 'Only image jobs can be made again.');
+    return this.#createFromPayload(actor, job, job.payload as ImagePayload, undefined);
+  }
+
+  /**
+   * Starts training a face model for a character the actor owns, from 5 to 30 photos (or
+   * zips of them). The model appears IN_PROGRESS at once; the owner's account is charged.
+   */
+  async trainFace(actor: Actor, characterId: string, uploads: readonly UploadedFile[]): Promise<CreatedJob & { model: FaceModelRecord }> {
+    const character = await this.characters.getOwned(actor, characterId);
+    if (!this.runner.handles('FACE_MODEL_TRAINING')) {
+      throw new AppError('NOT_CONFIGURED', 'Face-model training is not configured. Set REPLICATE_API_TOKEN, REPLICATE_TRAINER_VERSION and REPLICATE_TRAINING_DESTINATION.');
+    }
+    const { zip, count } = await packFacePhotos(uploads);
+    const photos = await this.files.put(zip, 'application/zip');
+    const modelId = this.ids.uuid();
+    const created = await this.jobs.create(
+      {
+        accountId: character.accountId,
+        clientId: null,
+        type: 'FACE_MODEL_TRAINING',
+        payload: { character_id: character.id, face_model_id: modelId, photo_count: count },
+        faceModel: { id: modelId, characterId: character.id, archiveKey: null },
+        photos: { key: photos.key, mimeType: photos.mimeType },
+      },
+      this.options.trainingCreditCost,
+      `Face-model training for ${character.name}`,
+    );
+    const model: FaceModelRecord = {
+      id: modelId,
+      characterId: character.id,
+      jobId: created.job.id,
+      createdMillis: this.clock.nowMillis(),
+      status: 'IN_PROGRESS',
+      archive: null,
+      triggerToken: null,
+      failure: null,
+    };
+    await this.store.set(keys.faceModel(modelId), model);
+    await this.store.append(keys.faceModels(character.id), () => modelId);
+    this.runner.enqueue(created.job);
+    return { ...created, model };
+  }
+
+  get(actor: Actor, jobId: string): Promise<JobRecord> {
+    return this.jobs.get(actor, jobId);
+  }
+
+  list(actor: Actor, limit: number, cursor?: string): Promise<JobPage> {
+    return this.jobs.list(payingAccount(actor, 'list jobs'), limit, cursor);
+  }
+
+  async cancel(actor: Actor, jobId: string): Promise<JobRecord> {
+    return this.runner.cancel(await this.jobs.get(actor, jobId));
+  }
+
+  feedback(actor: Actor, jobId: string, name: string, feedback: { like?: boolean | null; feedback?: string | null }): Promise<JobRecord> {
+    return this.jobs.feedback(actor, jobId, name, feedback);
+  }
+
+  /** Queue position of a waiting job (0: next), for progress messages. */
+  position(job: JobRecord): number | undefined {
+    return this.runner.position(job);
+  }
+
+  async #createFromPayload(actor: Actor, job: JobRecord, payload: ImagePayload, seed: number | undefined): Promise<CreatedJob> {
+    // The stored prompt carries the trigger token; put the character reference back.
+    const prompt = job.faceModel ? await this.#promptWithReference(job, payload.prompt) : payload.prompt;
+    return this.create(actor, {
+      prompt,
+      negativePrompt: payload.negative_prompt,
+      width: payload.width,
+      height: payload.height,
+      samples: payload.num_outputs,
+      seed,
+      guidanceScale: payload.guidance_scale,
+      loraScale: payload.lora_scale,
+    });
+  }
+
+  async #promptWithReference(job: JobRecord, prompt: string): Promise<string> {
+    const model = await this.store.get<FaceModelRecord>(keys.faceModel(job.faceModel!.id));
+    const token = model?.triggerToken;
+    return token ? prompt.split(token).join(`<${job.faceModel!.characterId}>`) : prompt;
+  }
+
+  /** The newest usable face model of a character the actor may see, or a 409 saying why not. */
+  async #usableFaceModel(actor: Actor, characterId: string): Promise<FaceModelRecord> {
+    let models: FaceModelRecord[];
+    let name: string;
+    try {
+      name = (await this.characters.get(actor, characterId)).name;
+      models = await this.characters.faceModels(actor, characterId);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'NOT_FOUND') {
+        throw ValidationError.field('prompt', `refers to character ${characterId}, which does not exist or is not visible to you`);
+      }
+      throw error;
+    }
+    const usable = models.findLast((model) => model.status === 'SUCCESS' && model.archive && model.triggerToken);
+    if (usable) return usable;
+    const latest = models.at(-1);
+    const state = latest
+      ? latest.status === 'IN_PROGRESS'
+        ? 'its face model is still training (IN_PROGRESS); try again when it is ready'
+        : `its latest face model ${latest.status === 'FAILED' ? `failed (${latest.failure ?? 'no reason given'})` : latest.status}; train a new one`
+      : 'it has no face model yet; train one first (POST /api/v0/characters/:id/images/models or /character train-face)';
+    throw new AppError('FACE_MODEL_NOT_READY', `Character "${name}" (${characterId}) cannot be drawn: ${state}.`, {
+      details: { characterId, modelStatus: latest?.status ?? null },
+    });
+  }
+}
+
+function payingAccount(actor: Actor, what: string): string {
+  if (actor.type === 'admin') throw new AppError('FORBIDDEN', `The admin key cannot ${what}: jobs belong to an account. Use that account's key.`);
+  return actor.accountId;
+}

@@ -1,0 +1,73 @@
+import { AppError } from '../errors.js';
+import { keys } from '../keys.js';
+import type { FaceTrainer, FileLinks, FileStore, ImageEngine, ImagePayload, Store } from '../ports.js';
+import type { FaceModelRecord, JobRecord } from '../records.js';
+import type { JobWorker } from './job-runner.js';
+
+/** Image jobs on a diffusion engine, with the job's face model applied by a fresh signed URL. */
+export function imageWorker(engine: ImageEngine, store: Store, links: FileLinks, timeLimitMs: number): JobWorker {
+  return {
+    provider: engine.provider,
+    concurrency: engine.concurrency,
+    timeLimitMs,
+    run: async (job, run) => {
+      let faceModel = null;
+      if (job.faceModel) {
+        const model = await store.get<FaceModelRecord>(keys.faceModel(job.faceModel.id));
+        if (!model || model.status !== 'SUCCESS' || !model.archive || !model.triggerToken) {
+          throw new AppError('FACE_MODEL_NOT_READY', `Face model ${job.faceModel.id} is no longer usable.`);
+        }
+        faceModel = { id: model.id, archiveUrl: links.sign(model.archive.key), triggerToken: model.triggerToken };
+      }
+      return engine.generate({ jobId: job.id, payload: job.payload as ImagePayload, faceModel }, run);
+    },
+  };
+}
+
+/**
+ * Face-model trainings: the trainer fetches the photo zip by signed URL; its archive is kept
+ * in our storage and the character's model becomes usable, or is marked failed.
+ */
+export function trainingWorker(trainer: FaceTrainer, store: Store, files: FileStore, links: FileLinks, timeLimitMs: number): JobWorker {
+  return {
+    provider: trainer.provider,
+    concurrency: trainer.concurrency,
+    timeLimitMs,
+    run: async (job, run) => {
+      const { modelId, photos } = trainingParts(job);
+      const trained = await trainer.train({ jobId: job.id, imagesUrl: links.sign(photos.key) }, run);
+      const archive = await files.put(trained.archive.data, trained.archive.mimeType);
+      await updateFaceModel(store, modelId, (model) =>
+        model.status === 'IN_PROGRESS'
+          ? { ...model, status: 'SUCCESS', archive: { key: archive.key, mimeType: archive.mimeType }, triggerToken: trained.triggerToken }
+          : model,
+      );
+      return [trained.archive];
+    },
+    settle: async (job) => {
+      if (job.status === 'SUCCESS') return;
+      const { modelId } = trainingParts(job);
+      const failure = job.status === 'CANCELED' ? 'Training was canceled.' : (job.failure?.message ?? 'Training failed.');
+      await updateFaceModel(store, modelId, (model) => (model.status === 'IN_PROGRESS' ? { ...model, status: 'FAILED', failure } : model));
+    },
+  };
+}
+
+function trainingParts(job: JobRecord) {
+  if (!job.faceModel || !job.photos) throw new AppError('INTERNAL', `Training job ${job.id} lacks its face model or photos.`);
+  return { modelId: job.faceModel.id, photos: job.photos };
+}
+
+export async function updateFaceModel(
+  store: Store,
+  modelId: string,
+  change: (model: FaceModelRecord) => FaceModelRecord,
+): Promise<FaceModelRecord | undefined> {
+  return store.withLock(keys.faceModel(modelId), async () => {
+    const model = await store.get<FaceModelRecord>(keys.faceModel(modelId));
+    if (!model) return undefined;
+    const updated = change(model);
+    if (updated !== model) await store.set(keys.faceModel(modelId), updated);
+    return updated;
+  });
+}

@@ -1,0 +1,86 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { AppError } from '../../core/errors.js';
+import { feedbackLimits } from '../../core/images/jobs.js';
+import { rateLimit } from '../auth.js';
+import type { HttpEnv, RouteDependencies } from '../context.js';
+import { pageQuery, readJson, readQuery, uuid, uuidParam } from '../validation.js';
+
+// Ranges are checked by the core, which names every violation at once; here only types.
+const imageBody = z
+  .object({
+    prompt: z.string({ error: 'is required: describe the image you want' }),
+    negativePrompt: z.string().optional(),
+    width: z.number().optional(),
+    height: z.number().optional(),
+    samples: z.number().optional(),
+    seed: z.number().optional(),
+    guidanceScale: z.number().optional(),
+    loraScale: z.number().optional(),
+    synchronous: z.boolean().optional(),
+    clientId: uuid.optional(),
+  })
+  .strict();
+
+const feedbackBody = z
+  .object({
+    like: z.boolean().nullable().optional(),
+    feedback: z.string().max(feedbackLimits.characters).nullable().optional(),
+  })
+  .strict()
+  .refine((body) => body.like !== undefined || body.feedback !== undefined, { message: 'send like (true, false or null) and/or feedback (text)' });
+
+/** The spec's section 4.4: image jobs, plus listing, cancelling and feedback on outputs. */
+export function imageRoutes(dependencies: RouteDependencies & { synchronousImageWaitMs: number }) {
+  const { core, serializers } = dependencies;
+  const app = new Hono<HttpEnv>();
+
+  app.post('/images', rateLimit(dependencies.rateLimitPerMinute), async (context) => {
+    const { synchronous, ...input } = await readJson(context, imageBody);
+    const { job, transaction } = await core.images.create(context.get('actor'), input);
+    const created = { success: true as const, jobId: job.id, transactionId: transaction.id };
+    if (!synchronous) return context.json(created, 201);
+    const final = await core.images.jobs.waitForFinal(job.id, dependencies.synchronousImageWaitMs);
+    if (!final) {
+      // Past the wait limit the job goes on; the client polls it like an asynchronous one.
+      context.header('Location', `/api/v0/jobs/${job.id}`);
+      return context.json({ ...created, status: (await core.images.get(context.get('actor'), job.id)).status, output: null }, 202);
+    }
+    if (final.status !== 'SUCCESS') {
+      const reason = (final.failure?.message ?? `The job was ${final.status.toLowerCase()}`).replace(/([^.!?])$/, '$1.');
+      throw new AppError(final.status === 'CANCELED' ? 'CONFLICT' : 'ENGINE_FAILED', `${reason} The credits were refunded.`, {
+        details: { jobId: job.id, transactionId: transaction.id, status: final.status },
+      });
+    }
+    return context.json({ ...created, output: final.outputFiles.map((file) => serializers.outputUrl(file)) });
+  });
+
+  app.get('/jobs', async (context) => {
+    const query = readQuery(context, pageQuery);
+    const page = await core.images.list(context.get('actor'), query.limit, query.cursor);
+    return context.json({
+      success: true,
+      jobs: page.jobs.map((job) => serializers.job(job, core.images.jobs.progressOf(job.id))),
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+    });
+  });
+
+  app.get('/jobs/:jobId', async (context) => {
+    const job = await core.images.get(context.get('actor'), uuidParam(context, 'jobId'));
+    return context.json({ success: true, job: serializers.job(job, core.images.jobs.progressOf(job.id), core.images.position(job)) });
+  });
+
+  app.post('/jobs/:jobId/cancel', async (context) => {
+    const job = await core.images.cancel(context.get('actor'), uuidParam(context, 'jobId'));
+    return context.json({ success: true, job: serializers.job(job, null) });
+  });
+
+  app.post('/jobs/:jobId/outputs/:name/feedback', async (context) => {
+    const jobId = uuidParam(context, 'jobId');
+    const body = await readJson(context, feedbackBody);
+    const job = await core.images.feedback(context.get('actor'), jobId, context.req.param('name'), body);
+    return context.json({ success: true, job: serializers.job(job, null) });
+  });
+
+  return app;
+}

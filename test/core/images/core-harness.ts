@@ -1,0 +1,79 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type Actor, accountActor } from '../../../src/core/actor.js';
+import { createRandomIds, createSystemClock } from '../../../src/core/clock.js';
+import { type Core, type CoreDependencies, createCore } from '../../../src/core/core.js';
+import { createOpenAICompatibleChatModel } from '../../../src/engines/chat/openai-compatible.js';
+import { openStore } from '../../../src/store/create-keyv.js';
+import { DiskFileStore } from '../../../src/store/file-store.js';
+import type { KeyvStore } from '../../../src/store/keyv-store.js';
+import { ScriptedImageEngine, ScriptedTrainer } from './scripted-engines.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+export interface CoreHarness {
+  core: Core;
+  store: KeyvStore;
+  engine: ScriptedImageEngine;
+  trainer: ScriptedTrainer;
+  /** A new account with `balance` credits, and the actor acting as it. */
+  account(balance: number): Promise<{ actor: Actor; accountId: string; characterId: string }>;
+  /** Stops the core as the service does on SIGTERM and builds a new one on the same store. */
+  restart(options?: { engine?: ScriptedImageEngine }): Promise<void>;
+  close(): Promise<void>;
+}
+
+type ImageOptions = NonNullable<CoreDependencies['options']['images']>;
+
+/** The core alone on a real SQLite store and file store, with scripted engines. */
+export async function startCoreHarness(images: ImageOptions = {}, engineConcurrency = 2): Promise<CoreHarness> {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-jobs-'));
+  const storeUrl = `sqlite://${path.join(directory, 'store.sqlite')}`;
+  const files = new DiskFileStore(path.join(directory, 'files'));
+  const build = (store: KeyvStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
+    createCore({
+      store,
+      files,
+      chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
+      images: { engine, trainer },
+      links: { sign: (key) => `http://127.0.0.1:9/files/${key}?signature=test` },
+      clock: createSystemClock(),
+      ids: createRandomIds(),
+      logger: silent,
+      options: {
+        startingBalance: 0,
+        adminApiKey: undefined,
+        chat: { contextTokens: 4096, maxReplyTokens: 256 },
+        images: { retryDelayMs: 10, ...images },
+      },
+    });
+  const harness: CoreHarness = {
+    store: await openStore(storeUrl),
+    engine: new ScriptedImageEngine(engineConcurrency),
+    trainer: new ScriptedTrainer(),
+    core: undefined as unknown as Core,
+    account: async (balance) => {
+      const { account } = await harness.core.accounts.create({ type: 'admin' }, { username: `user-${Math.random().toString(36).slice(2, 10)}` });
+      if (balance > 0) await harness.core.ledger.credit(account.id, balance, 'test');
+      return { actor: accountActor(account.id), accountId: account.id, characterId: account.characterId };
+    },
+    restart: async (options = {}) => {
+      await harness.core.images.runner.stop();
+      await harness.store.close();
+      harness.store = await openStore(storeUrl);
+      harness.engine = options.engine ?? new ScriptedImageEngine(engineConcurrency);
+      harness.trainer = new ScriptedTrainer();
+      harness.core = build(harness.store, harness.engine, harness.trainer);
+      await harness.core.images.runner.recover();
+    },
+    close: async () => {
+      await harness.core.images.runner.stop();
+      await harness.store.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+  harness.core = build(harness.store, harness.engine, harness.trainer);
+  await harness.core.images.runner.recover();
+  return harness;
+}
