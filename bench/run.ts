@@ -10,6 +10,7 @@ import path from 'node:path';
 import { benchmarkAppends } from './append-throughput.js';
 import { benchmarkConversationRead } from './conversation-read.js';
 import { benchmarkDiscordStreams } from './discord-streams.js';
+import { benchmarkImageJobs } from './images.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
 
@@ -25,6 +26,7 @@ try {
   if (selected('discord')) results.discordStreams = await benchmarkDiscordStreams(path.join(scratch, 'discord'));
   if (selected('speech')) results.speechSynthesis = await benchmarkSpeechSynthesis();
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
+  if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

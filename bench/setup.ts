@@ -15,7 +15,11 @@ export interface BenchService {
 }
 
 /** The service and the fake engine, each in a child process, over a fresh data directory. */
-export async function startBenchService(dataDir: string, engine: { script: string; record?: boolean }): Promise<BenchService> {
+export async function startBenchService(
+  dataDir: string,
+  engine: { script: string; record?: boolean },
+  environment: Record<string, string> = {},
+): Promise<BenchService> {
   await mkdir(dataDir, { recursive: true });
   const llm = await startProcess('engine-process.ts', { BENCH_SCRIPT: engine.script, ...(engine.record ? { BENCH_RECORD: '1' } : {}) });
   const service = await startServiceProcess({
@@ -26,6 +30,7 @@ export async function startBenchService(dataDir: string, engine: { script: strin
     LLM_MODEL: 'fake-model',
     API_RATE_LIMIT_PER_MINUTE: '1000000',
     LOG_LEVEL: 'info',
+    ...environment,
   });
   const admin = new ApiClient(service.url, adminKey);
   return {
