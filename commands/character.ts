@@ -3,13 +3,25 @@ import {
   type ChatInputCommandInteraction,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
-import { type BotContext, type Command, answer } from '../src/bot/command.js';
+import { downloadAttachment } from '../src/bot/attachments.js';
+import { type BotContext, type Command, answer, deferOnce } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { deliveryRecordFor } from '../src/bot/delivery-records.js';
 import { characterLimits } from '../src/core/characters.js';
 import { AppError } from '../src/core/errors.js';
+import { facePhotoLimits } from '../src/core/images/face-photos.js';
+import type { TrainingPayload } from '../src/core/records.js';
 import { memoryLimits } from '../src/core/memories.js';
 
 const { String: text, Boolean: boolean, Attachment: attachment, Subcommand: subcommand } = ApplicationCommandOptionType;
+
+/** More photos for train-face: Discord has no repeatable option, so nine more attachment slots. */
+const photoOptions = (['photo2', 'photo3', 'photo4', 'photo5', 'photo6', 'photo7', 'photo8', 'photo9', 'photo10'] as const).map(
+  (name) => ({ type: attachment, name, description: 'Another face photo, or a zip of them' }) as const,
+);
+
+/** Largest single attachment read: a zip may hold many photos, up to the core's total. */
+const maxAttachmentBytes = 25 * 1024 * 1024;
 
 const data = {
   name: 'character',
@@ -58,6 +70,16 @@ const data = {
     },
     {
       type: subcommand,
+      name: 'train-face',
+      description: `Train a face model of your character from ${facePhotoLimits.minPhotos} to ${facePhotoLimits.maxPhotos} photos, for /imagine`,
+      options: [
+        { type: attachment, name: 'photos', description: 'A face photo (PNG, JPEG or WebP), or a zip of them', required: true },
+        { type: text, name: 'character', description: 'Which of your characters (yours by default)', autocomplete: true },
+        ...photoOptions,
+      ],
+    },
+    {
+      type: subcommand,
       name: 'forget',
       description: 'Make your character forget a memory',
       options: [{ type: text, name: 'memory', description: 'Which one', required: true, autocomplete: true }],
@@ -102,7 +124,23 @@ export default {
 
 type Run = (interaction: ChatInputCommandInteraction, context: BotContext) => Promise<void>;
 
-const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice', Run> = {
+const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice' | 'train-face', Run> = {
+  async 'train-face'(interaction, context) {
+    const { actor, account } = await context.accountOf(interaction.user);
+    const option = interaction.options.getString('character');
+    const character = option ? await resolveCharacter(context.core, actor, option) : await context.core.characters.get(actor, account.characterId);
+    const attachments = ['photos', ...photoOptions.map((photo) => photo.name)].map((name) => interaction.options.getAttachment(name)).filter((item) => item !== null);
+    await deferOnce(interaction, true);
+    const uploads = await Promise.all(attachments.map(async (item) => ({ filename: item.name, data: await downloadAttachment(item, maxAttachmentBytes) })));
+    const { job, model, transaction } = await context.core.images.trainFace(actor, character.id, uploads);
+    await context.deliveries.add(deliveryRecordFor(interaction, job.id, 'training', character.name));
+    const photos = (job.payload as TrainingPayload).photo_count;
+    await answer(
+      interaction,
+      `🧑‍🎨 Training a face model of **${character.name}** from ${photos} photos (model \`${model.id}\` is ${model.status}; ${transaction.amount} credits). ` +
+        'It takes about 10 minutes; I will tell you in this channel when it is ready.',
+    );
+  },
   async voice(interaction, context) {
     const speech = context.core.speech;
     if (!speech) throw new AppError('NOT_CONFIGURED', 'Speech is not set up on this bot (TTS_ENGINE).');

@@ -11,7 +11,9 @@ const text = [
   '• `/chat character:<name> [message] [private]`: opens a thread for a conversation (in DMs, switches your DM character). Everyone who writes in the thread talks with the character.',
   '• `/clear`: forgets the messages of this thread or DM conversation.',
   '• `/conversations`: your conversations, with links.',
-  '• `/character show|edit|avatar|remember|memories|forget`: see and shape your character.',
+  '• `/character show|edit|avatar|remember|memories|forget|voice`: see and shape your character.',
+  '• `/imagine prompt [character] [negative] [width] [height] [samples] [seed] [guidance] [lora_scale]`: draws images; with a character, its trained face. Buttons re-roll with a new seed and rate each image.',
+  '• `/character train-face photos [character] [photo2…photo10]`: trains a face model of your character from 5 to 30 photos (or a zip of them); I tell you here when it is ready, in about 10 minutes.',
   '• `/account`, `/balance`: your account and credits.',
   'Images you attach are shown to the character.',
 ].join('\n');

@@ -7,8 +7,9 @@ import chat from './chat.js';
 import clear from './clear.js';
 import conversations from './conversations.js';
 import help from './help.js';
+import imagine from './imagine.js';
 import speak from './speak.js';
 import voice from './voice.js';
 
 /** Every slash command, checked to be one. */
-export const commands: readonly Command[] = [chat, clear, conversations, character, speak, voice, account, balance, help, admin].filter(isCommand);
+export const commands: readonly Command[] = [chat, clear, conversations, character, imagine, speak, voice, account, balance, help, admin].filter(isCommand);

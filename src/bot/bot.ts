@@ -6,7 +6,9 @@ import { ChannelPacer } from './channel-pacer.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
+import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
+import { JobDeliveries, webhookBucket } from './job-deliveries.js';
 import { VoicePlayback } from './voice-playback.js';
 import { createInteractionHandler } from './interactions.js';
 import { createMessageHandler } from './messages.js';
@@ -21,6 +23,8 @@ export interface BotOptions {
   commandsPerMinute: number;
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
+  /** Least time between two progress edits of one /imagine reply (default 1 s). */
+  jobEditIntervalMs?: number;
 }
 
 export interface RunningBot {
@@ -29,6 +33,8 @@ export interface RunningBot {
 }
 
 const channelRoute = /^\/channels\/(\d+)\/messages/;
+/** Interaction webhooks (`@original` edits, follow-ups): Discord limits each token on its own. */
+const webhookRoute = /^\/webhooks\/(\d+)\/([^/?]+)/;
 
 /** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
 export async function startBot(core: Core, store: Store, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
@@ -48,25 +54,37 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
   const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000 });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
-    const channelId = channelRoute.exec(request.path)?.[1];
+    const webhook = webhookRoute.exec(request.path);
+    const key = webhook ? webhookBucket(webhook[1]!, webhook[2]!) : channelRoute.exec(request.path)?.[1];
     const remaining = response.headers.get('x-ratelimit-remaining');
     const resetAfter = response.headers.get('x-ratelimit-reset-after');
-    if (channelId && remaining !== null && resetAfter !== null) {
-      pacer.observe(channelId, { remaining: Number(remaining), resetAfterMs: Number(resetAfter) * 1000 });
+    if (key && remaining !== null && resetAfter !== null) {
+      pacer.observe(key, { remaining: Number(remaining), resetAfterMs: Number(resetAfter) * 1000 });
     }
   });
   client.rest.on(RESTEvents.RateLimited, (info) => {
     logger.info({ route: info.route, retryAfterMs: info.retryAfter, scope: info.scope, global: info.global }, 'Discord rate limit');
     if (info.route.startsWith('/channels/')) pacer.rateLimited(info.majorParameter, info.retryAfter);
+    // For webhooks the major parameter is `application id/token`.
+    if (info.route.startsWith('/webhooks/')) {
+      const [applicationId, token] = info.majorParameter.split('/');
+      if (applicationId && token) pacer.rateLimited(webhookBucket(applicationId, token), info.retryAfter);
+    }
   });
 
   const discordAccounts = new DiscordAccounts(store, core.accounts);
   const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000 });
+  const deliveries = new JobDeliveries(core, new DeliveryRecords(store), pacer, logger, {
+    editIntervalMs: options.jobEditIntervalMs ?? 1_000,
+    // Uploading up to four images must finish before Discord stops taking the token.
+    tokenMarginMs: 60_000,
+  });
   const context: BotContext = {
     core,
     links: new ConversationLinks(store),
     runner: new ConversationRunner(core, pacer, logger),
     voice,
+    deliveries,
     logger,
     ownerIds: new Set(options.ownerIds),
     async accountOf(user) {
@@ -88,13 +106,16 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
   client.on(Events.ShardDisconnect, (event, shardId) => logger.warn({ code: event.code, shardId }, 'gateway disconnected; reconnecting'));
   client.on(Events.ShardResume, (shardId) => logger.info({ shardId }, 'gateway resumed'));
 
-  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+  const ready = new Promise<Client<true>>((resolve) => client.once(Events.ClientReady, resolve));
   await client.login(options.token);
-  await ready;
-  logger.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, 'Discord bot ready');
+  const readyClient = await ready;
+  logger.info({ user: readyClient.user.tag, guilds: readyClient.guilds.cache.size }, 'Discord bot ready');
+  // Results of jobs that finished while the bot was down go out now; running ones are followed.
+  await deliveries.start(readyClient);
   return {
     client,
     async stop() {
+      await deliveries.stop();
       voice.leaveAll();
       await client.destroy();
     },

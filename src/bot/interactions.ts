@@ -1,7 +1,7 @@
-import { type Interaction, MessageFlags } from 'discord.js';
+import type { Interaction } from 'discord.js';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { AppError } from '../core/errors.js';
-import { type BotContext, type Command, answer } from './command.js';
+import { AppError, EngineError } from '../core/errors.js';
+import { type BotContext, type Command, answer, deferOnce } from './command.js';
 import { explainError } from './explain-error.js';
 
 /** Discord drops an interaction not acknowledged within 3 s; slow commands are deferred before that. */
@@ -32,11 +32,9 @@ export function createInteractionHandler(commands: readonly Command[], context: 
     if (!command) return;
     const log = { command: name, userId: interaction.user.id, channelId: interaction.channelId };
     const timer = setTimeout(() => {
-      if (!interaction.deferred && !interaction.replied) {
-        interaction.deferReply(command.ephemeral ? { flags: MessageFlags.Ephemeral } : {}).catch((error: unknown) => {
-          context.logger.warn({ ...log, err: error }, 'could not defer');
-        });
-      }
+      deferOnce(interaction, command.ephemeral).catch((error: unknown) => {
+        context.logger.warn({ ...log, err: error }, 'could not defer');
+      });
     }, deferAfterMs);
     try {
       await consume(limiter, interaction.user.id, commandsPerMinute);
@@ -45,7 +43,9 @@ export function createInteractionHandler(commands: readonly Command[], context: 
     } catch (error) {
       const level = error instanceof AppError && error.code !== 'INTERNAL' ? 'info' : 'error';
       context.logger[level]({ ...log, err: error }, 'command failed');
-      await answer(interaction, explainError(error)).catch((replyError: unknown) => {
+      // Chat messages are stored before the engine runs; other requests are not kept.
+      const messageSaved = error instanceof EngineError && error.provider === context.core.chatModel.provider;
+      await answer(interaction, explainError(error, { messageSaved })).catch((replyError: unknown) => {
         context.logger.warn({ ...log, err: replyError }, 'could not tell the user about a failure');
       });
     } finally {

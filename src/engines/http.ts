@@ -80,12 +80,17 @@ const MAXIMUM_MESSAGE_CHARACTERS = 300;
 const CLOSED_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
-export function createEngineClient(options: EngineClientOptions): EngineClient {
-  const timeouts = {
+/** Every timeout set: the caller's, else our defaults (never undici's 300 s). */
+export function resolveEngineTimeouts(options: EngineTimeouts): Required<EngineTimeouts> {
+  return {
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.connectTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.bodyTimeoutMs,
   };
+}
+
+export function createEngineClient(options: EngineClientOptions): EngineClient {
+  const timeouts = resolveEngineTimeouts(options);
   const ownedAgent = options.dispatcher ? undefined : createEngineAgent(timeouts);
   const dispatcher: Dispatcher = options.dispatcher ?? (ownedAgent as Agent);
   const baseURL = options.baseURL.replace(/\/+$/, '');

@@ -38,4 +38,33 @@ describe('parseConfig', () => {
   it('refuses a reply budget as large as the context', () => {
     expect(() => parseConfig({ LLM_CONTEXT_TOKENS: '1024', LLM_MAX_REPLY_TOKENS: '1024' })).toThrow(/LLM_MAX_REPLY_TOKENS/);
   });
+
+  it('leaves images off by default and names what each image engine needs', () => {
+    const defaults = parseConfig({});
+    expect(defaults.images).toMatchObject({ engine: 'none', imageCreditCost: 1, trainingCreditCost: 20, synchronousWaitMs: 120_000, concurrency: undefined });
+    const problems = (environment: Record<string, string>) => {
+      try {
+        parseConfig(environment);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    expect(problems({ IMAGE_ENGINE: 'a1111' })).toEqual([expect.stringContaining('A1111_BASE_URL is required')]);
+    expect(problems({ IMAGE_ENGINE: 'cog' })).toEqual([expect.stringContaining('COG_BASE_URL is required')]);
+    expect(problems({ IMAGE_ENGINE: 'replicate' })).toEqual([
+      expect.stringContaining('REPLICATE_API_TOKEN is required'),
+      expect.stringContaining('REPLICATE_IMAGE_MODEL is required'),
+    ]);
+    expect(problems({ REPLICATE_TRAINER_VERSION: 'owner/trainer:0123abcd', REPLICATE_API_TOKEN: 't' })).toEqual([
+      expect.stringContaining('REPLICATE_TRAINING_DESTINATION'),
+    ]);
+    expect(problems({ IMAGE_ENGINE: 'dalle', REPLICATE_IMAGE_MODEL: 'no slash', IMAGE_CREDIT_COST: '0' })).toEqual([
+      expect.stringContaining('IMAGE_ENGINE must be none, a1111, replicate or cog'),
+      expect.stringContaining('REPLICATE_IMAGE_MODEL must be owner/name'),
+      expect.stringContaining('IMAGE_CREDIT_COST must be a whole number from 1'),
+    ]);
+    const replicate = parseConfig({ IMAGE_ENGINE: 'replicate', REPLICATE_API_TOKEN: 't', REPLICATE_IMAGE_MODEL: 'owner/sdxl:abcdef0123', IMAGE_CONCURRENCY: '6' });
+    expect(replicate.images).toMatchObject({ engine: 'replicate', concurrency: 6, replicate: { baseUrl: 'https://api.replicate.com/v1', imageModel: 'owner/sdxl:abcdef0123' } });
+  });
 });

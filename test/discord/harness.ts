@@ -48,8 +48,11 @@ export async function startBotHarness(
   const users = Object.fromEntries((options.owners ?? []).map((username) => [username, discord.createUser({ username })]));
   const llm = await startFakeOpenAI({ script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-bot-'));
+  const port = await freePort();
   const config = parseConfig({
-    PORT: String(await freePort()),
+    PORT: String(port),
+    // Engines that fetch our files (the face trainer, LoRA archives) reach the service here.
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: dataDir,
     LLM_BASE_URL: llm.baseURL,
     LLM_MODEL: 'fake-model',

@@ -192,19 +192,22 @@ export class Jobs {
     };
   }
 
-  /** The job once it is final, or undefined when `timeoutMs` passes first. */
+  /**
+   * The job once it is final and settled (a failure already refunded), or undefined when
+   * `timeoutMs` passes first.
+   */
   async waitForFinal(jobId: string, timeoutMs: number): Promise<JobRecord | undefined> {
     let unsubscribe: () => void = () => undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
       return await new Promise<JobRecord | undefined>((resolve, reject) => {
         unsubscribe = this.subscribe(({ job }) => {
-          if (job.id === jobId && isFinal(job)) resolve(job);
+          if (job.id === jobId && isFinal(job) && job.settled) resolve(job);
         });
         timer = setTimeout(() => resolve(undefined), timeoutMs);
         // Read after subscribing, so a job finishing in between is not missed.
         this.find(jobId).then((job) => {
-          if (job && isFinal(job)) resolve(job);
+          if (job && isFinal(job) && job.settled) resolve(job);
         }, reject);
       });
     } finally {

@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Dispatcher, request } from 'undici';
 import type { EngineError } from '../../core/errors.js';
-import { DEFAULT_ENGINE_TIMEOUTS, type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, truncate } from '../http.js';
+import { type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, resolveEngineTimeouts, truncate } from '../http.js';
 import { reasonOf } from './engine-reasons.js';
 
 /**
@@ -69,11 +69,7 @@ export function isSuccess(answer: ImageHttpAnswer): boolean {
 
 /** One engine's HTTP side; `close()` releases the agent it owns (not a caller-owned dispatcher). */
 export function createImageHttp(options: ImageHttpOptions): ImageHttp {
-  const timeouts = {
-    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.connectTimeoutMs,
-    headersTimeoutMs: options.headersTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.headersTimeoutMs,
-    bodyTimeoutMs: options.bodyTimeoutMs ?? DEFAULT_ENGINE_TIMEOUTS.bodyTimeoutMs,
-  };
+  const timeouts = resolveEngineTimeouts(options);
   const ownedAgent = options.dispatcher ? undefined : createEngineAgent(timeouts);
   const dispatcher: Dispatcher = options.dispatcher ?? (ownedAgent as Dispatcher);
   // The client holds the failure mapping; it shares our dispatcher and so owns no agent.

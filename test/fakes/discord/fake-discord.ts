@@ -102,6 +102,8 @@ export interface FakeDiscord {
   setBotPermissions(channelId: string, permissions: bigint): void;
   /** Moves the fake's clock forward (token expiry, message age). */
   advanceTime(milliseconds: number): void;
+  /** Ends an interaction token's life now: its webhook routes answer 401/50027 from here on, as after 15 minutes. */
+  expireInteractionToken(interactionId: string): void;
   /** Backdates (or postdates) a message's creation time, e.g. to test the one-hour webhook edit limit. */
   setMessageTimestamp(messageId: string, epochMilliseconds: number): void;
   forceRateLimit(rule: ForcedRateLimit): void;
@@ -307,6 +309,13 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
 
   advanceTime(milliseconds: number): void {
     this.#parts.moveClock(milliseconds);
+    this.context.state.changed();
+  }
+
+  expireInteractionToken(interactionId: string): void {
+    const interaction = this.context.interactions.byId(interactionId);
+    if (interaction === undefined) throw new Error(`fake Discord: unknown interaction ${interactionId}`);
+    interaction.tokenExpiresAt = this.context.state.clock() - 1;
     this.context.state.changed();
   }
 

@@ -13,6 +13,7 @@ import {
   type APIAttachment,
 } from 'discord-api-types/v10';
 import { storeAttachment } from './attachments.js';
+import { findComponent } from './components.js';
 import { botPermissions, requireChannel, type FakeContext } from './context.js';
 import type { InteractionRecord } from './interactions.js';
 import { ALL_PERMISSIONS, DEFAULT_MEMBER_PERMISSIONS } from './permissions.js';
@@ -183,6 +184,7 @@ function baseInteraction(context: FakeContext, channel: ChannelRecord, userId: s
     userId,
     commandName: '',
     createdAt: context.state.clock(),
+    tokenExpiresAt: context.state.clock() + context.limits.tokenLifetimeMs,
     callback: null,
     originalMessageId: null,
     sourceMessageId: null,
@@ -223,6 +225,10 @@ export function componentInteraction(
 ): { payload: JsonObject; record: InteractionRecord } {
   const message = context.state.messages.get(spec.messageId);
   if (message === undefined || message.deleted) throw new Error(`fake Discord: unknown message ${spec.messageId}`);
+  // A user can only press what the message shows, and not a disabled button.
+  const component = findComponent(message.components, spec.customId);
+  if (component === undefined) throw new Error(`fake Discord: message ${spec.messageId} has no component with custom id "${spec.customId}"`);
+  if (component['disabled'] === true) throw new Error(`fake Discord: the component "${spec.customId}" on message ${spec.messageId} is disabled`);
   const channel = requireChannel(context, message.channelId);
   const { payload, record } = baseInteraction(context, channel, userIdOf(spec.user), InteractionType.MessageComponent, spec.appPermissions);
   const componentType = spec.componentType ?? 2;

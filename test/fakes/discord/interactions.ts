@@ -37,6 +37,8 @@ export interface InteractionRecord {
   /** Command name, shown in the deprecated `message.interaction.name`. */
   commandName: string;
   createdAt: number;
+  /** Fake clock, epoch ms: after this the webhook routes answer 401/50027 (15 minutes unless a test expires it early). */
+  tokenExpiresAt: number;
   callback: InteractionCallbackRecord | null;
   /** What `@original` means: the reply, or for components the message the component is on. */
   originalMessageId: string | null;

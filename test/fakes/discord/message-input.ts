@@ -1,10 +1,12 @@
 /**
  * Reads and validates a message body (JSON, or multipart `payload_json` plus `files[N]`) the way
  * Discord does, so a bot that sends what production would reject is rejected here too: content
- * over 2,000 characters, embed limits, more than 10 attachments, files over 10 MiB, empty messages.
+ * over 2,000 characters, embed limits, more than 10 attachments, files over 10 MiB, empty messages,
+ * components Discord would refuse (see `components.ts`).
  */
 import type { APIEmbed } from 'discord-api-types/v10';
 import type { UploadedFile } from './attachments.js';
+import { componentProblems } from './components.js';
 import { emptyMessage, entityTooLarge, invalidFormBody, tooLong, type FieldProblem } from './errors.js';
 
 /** Discord's limits for bots in a guild without boosts. */
@@ -128,7 +130,10 @@ export function readMessageInput(body: unknown, files: UploadedFile[], mode: 'cr
     problems.push(...embedProblems(json['embeds']));
     input.embeds = json['embeds'].filter(isObject) as APIEmbed[];
   }
-  if (Array.isArray(json['components'])) input.components = json['components'];
+  if (Array.isArray(json['components'])) {
+    problems.push(...componentProblems(json['components']));
+    input.components = json['components'];
+  }
   if (typeof json['flags'] === 'number') input.flags = json['flags'];
   if (typeof json['tts'] === 'boolean') input.tts = json['tts'];
   if (typeof json['nonce'] === 'string' || typeof json['nonce'] === 'number') input.nonce = json['nonce'];

@@ -125,7 +125,7 @@ function callback(request: RouteRequest, context: FakeContext): RouteAnswer {
 function webhookInteraction(request: RouteRequest, context: FakeContext): InteractionRecord {
   const interaction = context.interactions.byToken(request.param('interaction.token'));
   if (interaction === undefined || interaction.applicationId !== request.param('application.id')) throw unknownWebhook();
-  if (context.state.clock() - interaction.createdAt > context.limits.tokenLifetimeMs) throw invalidWebhookToken();
+  if (context.state.clock() > interaction.tokenExpiresAt) throw invalidWebhookToken();
   return interaction;
 }
 
