@@ -11,6 +11,7 @@ import { benchmarkAppends } from './append-throughput.js';
 import { benchmarkConversationRead } from './conversation-read.js';
 import { benchmarkDiscordStreams } from './discord-streams.js';
 import { benchmarkImageJobs } from './images.js';
+import { benchmarkDiscordImages } from './discord-images.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
 
@@ -27,6 +28,7 @@ try {
   if (selected('speech')) results.speechSynthesis = await benchmarkSpeechSynthesis();
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
+  if (selected('discord-images')) results.discordImages = await benchmarkDiscordImages(path.join(scratch, 'discord-images'));
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

@@ -5,12 +5,12 @@ import {
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import { resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
-import { type BotContext, type Command, answer, deferOnce } from '../src/bot/command.js';
+import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { deliveryRecordFor } from '../src/bot/delivery-records.js';
 import { parseImageButton } from '../src/bot/image-buttons.js';
 import { failureFields } from '../src/bot/job-deliveries.js';
 import { describeImageJob, promptWithCharacter } from '../src/bot/image-prompts.js';
-import { resultButtons } from '../src/bot/image-views.js';
+import { resultButtons, waitingView } from '../src/bot/image-views.js';
 import { AppError } from '../src/core/errors.js';
 import { imageDefaults, imageLimits } from '../src/core/images/image-request.js';
 import type { JobRecord } from '../src/core/records.js';
@@ -101,9 +101,14 @@ export default {
 
 /** Makes the reply public and hands the job to the deliveries, which keep it up to date. */
 async function startDelivery(interaction: ChatInputCommandInteraction | ButtonInteraction, context: BotContext, job: JobRecord, title: string): Promise<void> {
-  await deferOnce(interaction, false).catch((error: unknown) => {
+  // The first answer already shows the queued state: one request fewer per job than a
+  // deferral and an edit, and requests are what many jobs at once run short of.
+  const view = waitingView(job, title, null, context.core.images.position(job));
+  let shown: typeof view | undefined = view;
+  await answer(interaction, { content: view.content, components: view.components }, false).catch((error: unknown) => {
+    shown = undefined;
     // The job is paid for and runs: without a reply to edit, its result is posted in the channel.
-    context.logger.warn({ ...failureFields(error), jobId: job.id }, 'could not defer the /imagine reply');
+    context.logger.warn({ ...failureFields(error), jobId: job.id }, 'could not answer /imagine');
   });
-  await context.deliveries.add(deliveryRecordFor(interaction, job.id, 'image', title));
+  await context.deliveries.add(deliveryRecordFor(interaction, job.id, 'image', title), shown);
 }

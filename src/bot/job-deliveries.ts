@@ -15,6 +15,12 @@ export interface JobDeliveriesOptions {
    * arrive before Discord stops taking the token.
    */
   tokenMarginMs: number;
+  /**
+   * A waiting state (queued, generating, progress) is shown once it has lasted this long: a
+   * job that finishes sooner goes straight to its result, saving Discord requests, which many
+   * jobs at once run short of (default 500 ms).
+   */
+  showAfterMs?: number;
   now?: () => number;
 }
 
@@ -32,6 +38,14 @@ interface Tracked {
   replyGone: boolean;
   finishing: boolean;
 }
+
+/** What a view shows, to skip edits that change nothing. */
+function viewKey(view: JobMessage): string {
+  return JSON.stringify({ content: view.content, components: view.components.map((row) => row.toJSON()) });
+}
+
+/** How many replies at the front of the queue follow its movement. */
+const refreshedQueuePositions = 5;
 
 /** The pacer's key for an interaction webhook: Discord limits each token on its own. */
 export function webhookBucket(applicationId: string, token: string): string {
@@ -100,10 +114,10 @@ export class JobDeliveries {
     if (pending.length > 0) this.logger.info({ deliveries: pending.length }, 'resumed image deliveries');
   }
 
-  /** Promises a job's result to Discord: stored first, then followed. */
-  async add(record: DeliveryRecord): Promise<void> {
+  /** Promises a job's result to Discord: stored first, then followed. `shown` is what the reply shows already. */
+  async add(record: DeliveryRecord, shown?: JobMessage): Promise<void> {
     await this.records.add(record);
-    await this.#follow(record);
+    await this.#follow(record, shown);
   }
 
   /** Stops following; what is not delivered yet stays stored for the next start. */
@@ -118,9 +132,9 @@ export class JobDeliveries {
     this.#tracked.clear();
   }
 
-  async #follow(record: DeliveryRecord): Promise<void> {
+  async #follow(record: DeliveryRecord, shown?: JobMessage): Promise<void> {
     if (this.#tracked.has(record.jobId)) return;
-    const tracked: Tracked = { record, job: undefined, progress: null, shown: undefined, inFlight: undefined, timer: undefined, nextEditAt: 0, replyGone: false, finishing: false };
+    const tracked: Tracked = { record, job: undefined, progress: null, shown: shown && viewKey(shown), inFlight: undefined, timer: undefined, nextEditAt: 0, replyGone: false, finishing: false };
     // Tracked before the read, so an event in between is kept; the later state wins.
     this.#tracked.set(record.jobId, tracked);
     const found = await this.core.images.jobs.find(record.jobId);
@@ -143,9 +157,15 @@ export class JobDeliveries {
       tracked.progress = progress;
       this.#changed(tracked);
     }
-    // A job starting or ending moves everyone behind it up the queue.
+    // A job starting or ending moves the queue up. Only the replies near its front are
+    // refreshed: further back the position shown when queued stays, since refreshing hundreds
+    // of replies on every start would spend the request budget that results need.
     if (progress === null && job.status !== 'CREATED') {
-      for (const other of this.#tracked.values()) if (other !== tracked && other.job?.status === 'CREATED') this.#changed(other);
+      for (const other of this.#tracked.values()) {
+        if (other === tracked || other.job?.status !== 'CREATED') continue;
+        const position = this.core.images.position(other.job);
+        if (position !== undefined && position < refreshedQueuePositions) this.#changed(other);
+      }
     }
   }
 
@@ -157,8 +177,11 @@ export class JobDeliveries {
       if (!tracked.job.settled) return;
       const finishing = this.#finish(tracked).finally(() => this.#finishing.delete(finishing));
       this.#finishing.add(finishing);
-    } else if (tracked.record.kind === 'image') {
-      this.#scheduleEdit(tracked);
+    } else if (tracked.record.kind === 'image' && !tracked.timer && !tracked.inFlight) {
+      tracked.timer = setTimeout(() => {
+        tracked.timer = undefined;
+        this.#scheduleEdit(tracked);
+      }, this.options.showAfterMs ?? 500);
     }
   }
 
@@ -167,7 +190,7 @@ export class JobDeliveries {
     const { job, record } = tracked;
     if (!job || tracked.finishing || tracked.inFlight || tracked.timer || !this.#replyUsable(tracked)) return;
     const view = waitingView(job, record.title, tracked.progress, this.core.images.position(job));
-    const shown = JSON.stringify({ content: view.content, components: view.components.map((row) => row.toJSON()) });
+    const shown = viewKey(view);
     if (shown === tracked.shown) return;
     const bucket = webhookBucket(record.applicationId, record.interactionToken);
     const ownWait = tracked.nextEditAt - this.#now();

@@ -201,8 +201,9 @@ export class JobRunner {
           const outputs = await worker.run(job, this.#engineRun(job, controller.signal));
           const outputFiles = await this.#storeOutputs(job, outputs);
           if (this.#stopping) return;
-          const done = await this.jobs.transition(jobId, 'SUCCESS', { outputFiles });
-          if (done) await this.#settle(done);
+          // A success with nothing more to do is settled in the same write.
+          const done = await this.jobs.transition(jobId, 'SUCCESS', { outputFiles, settled: worker.settle === undefined });
+          if (done && !done.settled) await this.#settle(done);
           this.logger.info({ ...log, outputs: outputFiles.length }, 'job succeeded');
           return;
         } catch (error) {
