@@ -8,7 +8,7 @@ export function createLogger(level: Config['logLevel'], destination?: Destinatio
       level,
       base: { service: 'likeness' },
       redact: {
-        paths: ['apiKey', '*.apiKey', 'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'secret'],
+        paths: ['apiKey', '*.apiKey', 'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'secret', 'err.url', 'err.requestBody'],
         censor: '[redacted]',
       },
       serializers: { err: pino.stdSerializers.err },
