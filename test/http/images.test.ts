@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { zipSync } from 'fflate';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeReplicate, startFakeReplicate } from '../fakes/images/fake-replicate.js';
@@ -183,6 +184,9 @@ describe('image jobs over HTTP on Replicate', () => {
     const second = await harness.call('GET', `/api/v0/jobs?limit=1&cursor=${first.body.nextCursor}`, { key: account.key });
     expect(second.body.jobs.map((entry: { id: string }) => entry.id)).toEqual([held.body.jobId]);
     expect(second.body.nextCursor).toBeUndefined();
+    const byAdmin = await harness.call('GET', `/api/v0/jobs?accountId=${account.id}&limit=5`);
+    expect(byAdmin.body.jobs).toHaveLength(2);
+    expect((await harness.call('GET', '/api/v0/jobs')).body.error.details.fields[0].field).toBe('query.accountId');
   });
 
   it('never overspends under concurrent requests', async () => {
@@ -235,6 +239,16 @@ describe('image jobs over HTTP on Replicate', () => {
     const few = new FormData();
     few.append('photos', photo(1), 'one.png');
     expect((await harness.call('POST', `/api/v0/characters/${account.characterId}/images/models`, { key: account.key, raw: few })).body.error.message).toContain('5 to 30');
+    const zip = zipSync({ 'a.png': new Uint8Array(await photo(1).arrayBuffer()), 'b.png': new Uint8Array(await photo(2).arrayBuffer()) });
+    const zipped = await harness.call('POST', `/api/v0/characters/${account.characterId}/images/models`, {
+      key: account.key,
+      raw: zip,
+      headers: { 'content-type': 'application/zip' },
+    });
+    expect(zipped.status).toBe(400);
+    expect(zipped.body.error.message).toContain('got 2');
+    const text = await harness.call('POST', `/api/v0/characters/${account.characterId}/images/models`, { key: account.key, body: { photos: [] } });
+    expect(text.status).toBe(415);
     expect(await balance(account)).toBe(30);
     const noModel = await harness.call('POST', '/api/v0/images', { key: account.key, body: { prompt: `<${account.characterId}> waving` } });
     expect(noModel.status).toBe(409);

@@ -1,4 +1,4 @@
-import type { Actor } from '../actor.js';
+import { type Actor, actsFor } from '../actor.js';
 import type { Characters } from '../characters.js';
 import { AppError, ValidationError } from '../errors.js';
 import { keys } from '../keys.js';
@@ -110,8 +110,10 @@ export class Images {
     return this.jobs.get(actor, jobId);
   }
 
-  list(actor: Actor, limit: number, cursor?: string): Promise<JobPage> {
-    return this.jobs.list(payingAccount(actor, 'list jobs'), limit, cursor);
+  /** An account's jobs, newest first: its own, or any account's for the admin. */
+  async list(actor: Actor, accountId: string, limit: number, cursor?: string): Promise<JobPage> {
+    if (!actsFor(actor, accountId)) throw new AppError('FORBIDDEN', 'You can list only your own jobs.');
+    return this.jobs.list(accountId, limit, cursor);
   }
 
   async cancel(actor: Actor, jobId: string): Promise<JobRecord> {

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { AppError } from '../../core/errors.js';
+import { AppError, ValidationError } from '../../core/errors.js';
 import { feedbackLimits } from '../../core/images/jobs.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
@@ -56,8 +56,12 @@ export function imageRoutes(dependencies: RouteDependencies & { synchronousImage
   });
 
   app.get('/jobs', async (context) => {
-    const query = readQuery(context, pageQuery);
-    const page = await core.images.list(context.get('actor'), query.limit, query.cursor);
+    const actor = context.get('actor');
+    const query = readQuery(context, pageQuery.extend({ accountId: uuid.optional() }));
+    // An account lists its own jobs; the admin names whose.
+    const accountId = actor.type === 'account' ? actor.accountId : query.accountId;
+    if (!accountId) throw ValidationError.field('query.accountId', 'is required with the admin key');
+    const page = await core.images.list(actor, accountId, query.limit, query.cursor);
     return context.json({
       success: true,
       jobs: page.jobs.map((job) => serializers.job(job, core.images.jobs.progressOf(job.id))),

@@ -67,7 +67,7 @@ describe('image jobs', () => {
       ['guidanceScale', 'height', 'loraScale', 'negativePrompt', 'prompt', 'samples', 'seed', 'width'],
     );
     expect(await harness.core.ledger.balance(accountId)).toBe(10);
-    expect((await harness.core.images.list(actor, 10)).jobs).toEqual([]);
+    expect((await harness.core.images.list(actor, accountId, 10)).jobs).toEqual([]);
   });
 
   it('refuses a short balance with 402 and leaves no job behind', async () => {
@@ -76,7 +76,7 @@ describe('image jobs', () => {
     const error = await rejection(harness.core.images.create(actor, { prompt: 'x', samples: 3 }));
     expect(error.code).toBe('BALANCE_INSUFFICIENT');
     expect(await harness.core.ledger.balance(accountId)).toBe(2);
-    expect((await harness.core.images.list(actor, 10)).jobs).toEqual([]);
+    expect((await harness.core.images.list(actor, accountId, 10)).jobs).toEqual([]);
   });
 
   it('never overspends under concurrent requests', async () => {
@@ -85,7 +85,7 @@ describe('image jobs', () => {
     const results = await Promise.allSettled(Array.from({ length: 12 }, () => harness.core.images.create(actor, { prompt: 'x' })));
     expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(5);
     expect(await harness.core.ledger.balance(accountId)).toBe(0);
-    expect((await harness.core.images.list(actor, 50)).jobs).toHaveLength(5);
+    expect((await harness.core.images.list(actor, accountId, 50)).jobs).toHaveLength(5);
   });
 
   it('fails with the engine reason and refunds exactly once', async () => {
@@ -205,16 +205,19 @@ describe('image jobs', () => {
 
   it('lists the account\'s jobs newest first, page by page', async () => {
     harness = await startCoreHarness();
-    const { actor } = await harness.account(20);
+    const { actor, accountId } = await harness.account(20);
     const ids = [];
     for (let index = 0; index < 7; index += 1) ids.push((await harness.core.images.create(actor, { prompt: `p${index}` })).job.id);
-    const first = await harness.core.images.list(actor, 3);
+    const first = await harness.core.images.list(actor, accountId, 3);
     expect(first.jobs.map((job) => job.id)).toEqual(ids.slice(4).reverse());
-    const second = await harness.core.images.list(actor, 3, first.nextCursor);
+    const second = await harness.core.images.list(actor, accountId, 3, first.nextCursor);
     expect(second.jobs.map((job) => job.id)).toEqual(ids.slice(1, 4).reverse());
-    const last = await harness.core.images.list(actor, 3, second.nextCursor);
+    const last = await harness.core.images.list(actor, accountId, 3, second.nextCursor);
     expect(last.jobs.map((job) => job.id)).toEqual([ids[0]]);
     expect(last.nextCursor).toBeUndefined();
+    const other = await harness.account(0);
+    expect((await rejection(harness.core.images.list(other.actor, accountId, 3))).code).toBe('FORBIDDEN');
+    expect((await harness.core.images.list({ type: 'admin' }, accountId, 3)).jobs).toHaveLength(3);
   });
 });
 
