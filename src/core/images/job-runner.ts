@@ -199,8 +199,8 @@ export class JobRunner {
       for (let attempt = 1; ; attempt += 1) {
         try {
           const outputs = await worker.run(job, this.#engineRun(job, controller.signal));
+          // Recorded even while stopping: the outputs are ours now, and engine URLs expire.
           const outputFiles = await this.#storeOutputs(job, outputs);
-          if (this.#stopping) return;
           // A success with nothing more to do is settled in the same write.
           const done = await this.jobs.transition(jobId, 'SUCCESS', { outputFiles, settled: worker.settle === undefined });
           if (done && !done.settled) await this.#settle(done);

@@ -242,6 +242,18 @@ describe('image jobs across a restart', () => {
     expect(await harness.core.ledger.balance(accountId)).toBe(3);
   });
 
+  it('records a job whose images arrive as the service stops', async () => {
+    harness = await startCoreHarness();
+    const { actor } = await harness.account(1);
+    const { job } = await harness.core.images.create(actor, { prompt: 'just in time' });
+    const run = await harness.engine.runs.nth(0);
+    run.finish();
+    await harness.core.images.runner.stop();
+    const stored = await harness.store.get<JobRecord>(keys.job(job.id));
+    expect(stored?.status).toBe('SUCCESS');
+    expect(stored?.outputFiles).toHaveLength(1);
+  });
+
   it('fails a job whose time ran out while the service was down, with a refund', async () => {
     harness = await startCoreHarness({ imageTimeLimitMs: 100_000 });
     const { actor, accountId } = await harness.account(1);
