@@ -190,8 +190,11 @@ export function createEngineClient(options: EngineClientOptions): EngineClient {
 }
 
 /**
- * The human part of an upstream error body: OpenAI-style `{error:{message}}`, a bare
- * `{error:'...'}`, FastAPI's `{detail}`, or `{message}`; otherwise the raw text, shortened.
+ * The human part of an upstream error body, whatever engine sent it: OpenAI-style
+ * `{error:{message}}`, a bare `{error:'...'}`, FastAPI's `{detail}` (a text, or a list of
+ * validation issues `[{loc, msg}]`), Replicate's `{title, detail}`, AUTOMATIC1111's
+ * `{error: <exception class>, errors: <its message>}`, or `{message}`; otherwise the raw text.
+ * Always shortened.
  */
 export function upstreamMessage(text: string): string {
   try {
@@ -205,14 +208,34 @@ export function upstreamMessage(text: string): string {
 }
 
 function messageOf(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
+  if (Array.isArray(value)) {
+    const issues = value.map(issueText).filter((issue) => issue !== '');
+    return issues.length > 0 ? issues.join('; ') : undefined;
+  }
   if (value === null || typeof value !== 'object') return undefined;
   const record = value as Record<string, unknown>;
-  for (const key of ['error', 'detail', 'message']) {
+  const { error, errors } = record;
+  // AUTOMATIC1111 names the exception's class in `error` and says what happened in `errors`.
+  if (typeof error === 'string' && typeof errors === 'string' && errors.trim() !== '' && messageOf(record['detail']) === undefined) {
+    return `${error}: ${errors.trim()}`;
+  }
+  for (const key of ['detail', 'error', 'message', 'title']) {
     const found = messageOf(record[key]);
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/** One FastAPI validation issue as `input.width: must be at most 1024`. */
+function issueText(issue: unknown): string {
+  if (typeof issue === 'string') return issue;
+  if (issue === null || typeof issue !== 'object') return '';
+  const { loc, msg } = issue as { loc?: unknown; msg?: unknown };
+  if (typeof msg !== 'string') return messageOf(issue) ?? '';
+  // `body` is where every field lives, so it says nothing to the reader.
+  const path = Array.isArray(loc) ? loc.filter((part) => part !== 'body').join('.') : '';
+  return path === '' ? msg : `${path}: ${msg}`;
 }
 
 export function truncate(text: string, limit = MAXIMUM_MESSAGE_CHARACTERS): string {

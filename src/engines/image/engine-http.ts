@@ -8,8 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Dispatcher, request } from 'undici';
 import type { EngineError } from '../../core/errors.js';
-import { type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, resolveEngineTimeouts, truncate } from '../http.js';
-import { reasonOf } from './engine-reasons.js';
+import { type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, resolveEngineTimeouts, truncate, upstreamMessage } from '../http.js';
 
 /**
  * Default wait for response headers on engines that answer only once the images exist
@@ -121,7 +120,7 @@ export function createImageHttp(options: ImageHttpOptions): ImageHttp {
   };
 
   const failure: ImageHttp['failure'] = (answer) =>
-    client.error(`${label} answered ${answer.status}: ${reasonOf(answer.body.toString('utf8')) || 'no details'}`, { status: answer.status });
+    client.error(`${label} answered ${answer.status}: ${upstreamMessage(answer.body.toString('utf8')) || 'no details'}`, { status: answer.status });
 
   return {
     client,
