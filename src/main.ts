@@ -8,10 +8,7 @@ import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatibl
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
 import { createAudioEncoder } from './audio/mp3.js';
 import type { FaceTrainer, ImageEngine, SpeechEngine } from './core/ports.js';
-import { createA1111ImageEngine } from './engines/image/a1111.js';
-import { createCogImageEngine } from './engines/image/cog.js';
-import { createReplicateImageEngine } from './engines/image/replicate.js';
-import { createReplicateFaceTrainer } from './engines/image/replicate-trainer.js';
+import { createA1111ImageEngine, createCogImageEngine, createReplicateFaceTrainer, createReplicateImageEngine } from './engines/image/index.js';
 import { createElevenLabsSpeechEngine } from './engines/speech/elevenlabs.js';
 import { createEspeakSpeechEngine } from './engines/speech/espeak.js';
 import { createOpenAISpeechEngine } from './engines/speech/openai-speech.js';

@@ -74,7 +74,7 @@ export function createCore(dependencies: CoreDependencies): Core {
   const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};
   const { engine, trainer } = dependencies.images ?? {};
   if (engine) workers.IMAGE_INFERENCE = imageWorker(engine, store, dependencies.links, imageOptions.imageTimeLimitMs);
-  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, files, dependencies.links, imageOptions.trainingTimeLimitMs);
+  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, dependencies.links, imageOptions.trainingTimeLimitMs);
   const jobs = new Jobs(store, ledger, clock, ids);
   const runner = new JobRunner(jobs, store, files, ledger, clock, logger, workers, imageOptions);
   const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions);

@@ -61,9 +61,24 @@ export class Images {
   }
 
   /** The same request again with a new seed (Discord's re-roll). */
-  reroll(actor: Actor, job: JobRecord): Promise<CreatedJob> {
+  async reroll(actor: Actor, job: JobRecord): Promise<CreatedJob> {
     if (job.type !== 'IMAGE_INFERENCE') throw new AppError('CONFLICT', 'Only image jobs can be made again.');
-    return this.#createFromPayload(actor, job, job.payload as ImagePayload, undefined);
+    const payload = job.payload as ImagePayload;
+    let prompt = payload.prompt;
+    if (job.faceModel) {
+      // The stored prompt carries the trigger token; put the character reference back.
+      const token = (await this.store.get<FaceModelRecord>(keys.faceModel(job.faceModel.id)))?.triggerToken;
+      if (token) prompt = prompt.split(token).join(`<${job.faceModel.characterId}>`);
+    }
+    return this.create(actor, {
+      prompt,
+      negativePrompt: payload.negative_prompt,
+      width: payload.width,
+      height: payload.height,
+      samples: payload.num_outputs,
+      guidanceScale: payload.guidance_scale,
+      loraScale: payload.lora_scale,
+    });
   }
 
   /**
@@ -127,27 +142,6 @@ export class Images {
   /** Queue position of a waiting job (0: next), for progress messages. */
   position(job: JobRecord): number | undefined {
     return this.runner.position(job);
-  }
-
-  async #createFromPayload(actor: Actor, job: JobRecord, payload: ImagePayload, seed: number | undefined): Promise<CreatedJob> {
-    // The stored prompt carries the trigger token; put the character reference back.
-    const prompt = job.faceModel ? await this.#promptWithReference(job, payload.prompt) : payload.prompt;
-    return this.create(actor, {
-      prompt,
-      negativePrompt: payload.negative_prompt,
-      width: payload.width,
-      height: payload.height,
-      samples: payload.num_outputs,
-      seed,
-      guidanceScale: payload.guidance_scale,
-      loraScale: payload.lora_scale,
-    });
-  }
-
-  async #promptWithReference(job: JobRecord, prompt: string): Promise<string> {
-    const model = await this.store.get<FaceModelRecord>(keys.faceModel(job.faceModel!.id));
-    const token = model?.triggerToken;
-    return token ? prompt.split(token).join(`<${job.faceModel!.characterId}>`) : prompt;
   }
 
   /** The newest usable face model of a character the actor may see, or a 409 saying why not. */

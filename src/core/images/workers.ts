@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import { keys } from '../keys.js';
-import type { FaceTrainer, FileLinks, FileStore, ImageEngine, ImagePayload, Store } from '../ports.js';
+import type { FaceTrainer, FileLinks, ImageEngine, ImagePayload, Store } from '../ports.js';
 import type { FaceModelRecord, JobRecord } from '../records.js';
 import type { JobWorker } from './job-runner.js';
 
@@ -25,10 +25,11 @@ export function imageWorker(engine: ImageEngine, store: Store, links: FileLinks,
 }
 
 /**
- * Face-model trainings: the trainer fetches the photo zip by signed URL; its archive is kept
- * in our storage and the character's model becomes usable, or is marked failed.
+ * Face-model trainings: the trainer fetches the photo zip by signed URL; its archive becomes
+ * the job's output (kept in our storage by the runner), and settling the job makes the
+ * character's model usable with that archive, or marks it failed.
  */
-export function trainingWorker(trainer: FaceTrainer, store: Store, files: FileStore, links: FileLinks, timeLimitMs: number): JobWorker {
+export function trainingWorker(trainer: FaceTrainer, store: Store, links: FileLinks, timeLimitMs: number): JobWorker {
   return {
     provider: trainer.provider,
     concurrency: trainer.concurrency,
@@ -36,19 +37,18 @@ export function trainingWorker(trainer: FaceTrainer, store: Store, files: FileSt
     run: async (job, run) => {
       const { modelId, photos } = trainingParts(job);
       const trained = await trainer.train({ jobId: job.id, imagesUrl: links.sign(photos.key) }, run);
-      const archive = await files.put(trained.archive.data, trained.archive.mimeType);
-      await updateFaceModel(store, modelId, (model) =>
-        model.status === 'IN_PROGRESS'
-          ? { ...model, status: 'SUCCESS', archive: { key: archive.key, mimeType: archive.mimeType }, triggerToken: trained.triggerToken }
-          : model,
-      );
+      // Kept before the job can succeed, so settling after a crash still knows the token.
+      await updateFaceModel(store, modelId, (model) => ({ ...model, triggerToken: trained.triggerToken }));
       return [trained.archive];
     },
     settle: async (job) => {
-      if (job.status === 'SUCCESS') return;
       const { modelId } = trainingParts(job);
-      const failure = job.status === 'CANCELED' ? 'Training was canceled.' : (job.failure?.message ?? 'Training failed.');
-      await updateFaceModel(store, modelId, (model) => (model.status === 'IN_PROGRESS' ? { ...model, status: 'FAILED', failure } : model));
+      const archive = job.outputFiles[0];
+      const change: Partial<FaceModelRecord> =
+        job.status === 'SUCCESS' && archive
+          ? { status: 'SUCCESS', archive: { key: archive.key, mimeType: archive.mimeType } }
+          : { status: 'FAILED', failure: job.status === 'CANCELED' ? 'Training was canceled.' : (job.failure?.message ?? 'Training failed.') };
+      await updateFaceModel(store, modelId, (model) => (model.status === 'IN_PROGRESS' ? { ...model, ...change } : model));
     },
   };
 }

@@ -12,7 +12,7 @@ import type { EngineFile, EngineRun, ImageEngine, ImageRequest } from '../../cor
 import type { EngineTimeouts } from '../http.js';
 import { outputImages } from './engine-files.js';
 import { BLOCKING_HEADERS_TIMEOUT_MS, type ImageHttp, type ImageHttpAnswer, createImageHttp, isSuccess } from './engine-http.js';
-import { errorText } from './replicate-wire.js';
+import { errorText, modelInput } from './replicate-wire.js';
 import { cancelsRemoteWork, forwardProgress, progressOfLogs, sleep } from './wait.js';
 
 export const COG_PROVIDER = 'cog';
@@ -52,8 +52,7 @@ export function createCogImageEngine(options: CogImageOptions): ImageEngine {
     const { signal } = run;
     signal.throwIfAborted();
     const id = run.resumeId ?? request.jobId;
-    const input: Record<string, unknown> = { ...request.payload };
-    if (request.faceModel !== null) input['lora_1'] = request.faceModel.archiveUrl;
+    const input = modelInput(request);
     if (run.resumeId !== id) await run.submitted(id);
     const report = forwardProgress((fraction) => run.progress(fraction));
     let waits = 0;

@@ -4,6 +4,16 @@
  * Readers take `unknown` and trust no field.
  */
 
+import type { ImageRequest } from '../../core/ports.js';
+
+/**
+ * The model's `input` for an image request, as the SDXL model takes it on Replicate and in
+ * its Cog container: the payload as it is, plus `lora_1`, the face model's archive URL.
+ */
+export function modelInput(request: ImageRequest): Record<string, unknown> {
+  return request.faceModel === null ? { ...request.payload } : { ...request.payload, lora_1: request.faceModel.archiveUrl };
+}
+
 /** A task's state; `aborted` means its deadline passed before it could start. */
 export type ReplicateStatus = 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled' | 'aborted';
 

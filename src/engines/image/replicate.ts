@@ -8,7 +8,7 @@ import { AppError } from '../../core/errors.js';
 import type { EngineFile, EngineRun, ImageEngine, ImageRequest } from '../../core/ports.js';
 import { outputImages } from './engine-files.js';
 import { REPLICATE_PROVIDER, type ReplicateConnectionOptions, createReplicateTasks } from './replicate-tasks.js';
-import { parseModelReference } from './replicate-wire.js';
+import { modelInput, parseModelReference } from './replicate-wire.js';
 
 export { REPLICATE_PROVIDER };
 
@@ -35,8 +35,7 @@ export function createReplicateImageEngine(options: ReplicateImageOptions): Imag
       : { target: '/predictions', body: { version: model.version, input } };
 
   const generate = async (request: ImageRequest, run: EngineRun): Promise<EngineFile[]> => {
-    const input: Record<string, unknown> = { ...request.payload };
-    if (request.faceModel !== null) input['lora_1'] = request.faceModel.archiveUrl;
+    const input = modelInput(request);
     const prediction = await tasks.run('predictions', creation(input), run);
     const files = await outputImages(http, prediction.output, run.signal, `Replicate prediction ${prediction.id}`);
     if (files.length === 0) {
