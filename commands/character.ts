@@ -154,11 +154,11 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
       character = await speech.train(actor, account.characterId, { voiceId: preset });
     } else {
       const samples = await Promise.all(
-        attachments.map(async (item) => {
-          const response = await fetch(item.url, { signal: AbortSignal.timeout(30_000) });
-          if (!response.ok) throw new AppError('INTERNAL', `Could not download ${item.name} from Discord (${response.status}).`);
-          return { filename: item.name, mimeType: item.contentType ?? 'application/octet-stream', data: new Uint8Array(await response.arrayBuffer()) };
-        }),
+        attachments.map(async (item) => ({
+          filename: item.name,
+          mimeType: item.contentType ?? 'application/octet-stream',
+          data: await downloadAttachment(item, maxAttachmentBytes),
+        })),
       );
       character = await speech.train(actor, account.characterId, { samples });
     }
@@ -187,11 +187,10 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
   async avatar(interaction, context) {
     const { actor, account } = await context.accountOf(interaction.user);
     const image = interaction.options.getAttachment('image', true);
+    // Checked before deferring, so the refusal stays private and immediate.
     if (image.size > characterLimits.avatarBytes) throw new AppError('PAYLOAD_TOO_LARGE', 'The picture is larger than 5 MB.');
     await interaction.deferReply({ flags: 'Ephemeral' });
-    const response = await fetch(image.url, { signal: AbortSignal.timeout(30_000) });
-    if (!response.ok) throw new AppError('INTERNAL', `Could not download ${image.name} from Discord (${response.status}).`);
-    const character = await context.core.characters.setAvatar(actor, account.characterId, new Uint8Array(await response.arrayBuffer()));
+    const character = await context.core.characters.setAvatar(actor, account.characterId, await downloadAttachment(image, characterLimits.avatarBytes));
     await answer(interaction, { content: 'New picture saved.', ...(await characterCard(context.core, character)) });
   },
   async remember(interaction, context) {

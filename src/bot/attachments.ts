@@ -5,13 +5,12 @@ import { AppError } from '../core/errors.js';
 const downloadTimeoutMs = 30_000;
 
 /**
- * The bytes of a file someone attached to a command, from Discord's CDN. Sizes are checked
+ * The bytes of a file someone attached (to a command or a message), from Discord's CDN. Sizes are checked
  * from what Discord says before anything is downloaded, and again while reading.
  */
 export async function downloadAttachment(attachment: Attachment, maxBytes: number): Promise<Uint8Array> {
-  if (attachment.size > maxBytes) {
-    throw new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than ${Math.round(maxBytes / 1024 / 1024)} MB.`);
-  }
+  const tooLarge = () => new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than ${Math.round(maxBytes / 1024 / 1024)} MB; send a smaller file.`);
+  if (attachment.size > maxBytes) throw tooLarge();
   const { statusCode, body } = await request(attachment.url, { headersTimeout: downloadTimeoutMs, bodyTimeout: downloadTimeoutMs });
   if (statusCode !== 200) {
     await body.dump();
@@ -23,7 +22,7 @@ export async function downloadAttachment(attachment: Attachment, maxBytes: numbe
     size += chunk.length;
     if (size > maxBytes) {
       body.destroy();
-      throw new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than ${Math.round(maxBytes / 1024 / 1024)} MB.`);
+      throw tooLarge();
     }
     chunks.push(chunk);
   }

@@ -4,6 +4,7 @@ import { adminActor } from '../core/actor.js';
 import type { ChatInput } from '../core/chat.js';
 import { AppError } from '../core/errors.js';
 import { isImageMimeType } from '../core/media.js';
+import { downloadAttachment } from './attachments.js';
 import type { BotContext } from './command.js';
 import { explainError } from './explain-error.js';
 import { consume } from './interactions.js';
@@ -92,13 +93,8 @@ async function imagesOf(message: Message): Promise<ChatInput[]> {
   for (const attachment of message.attachments.values()) {
     const type = attachment.contentType?.split(';')[0]?.trim() ?? '';
     if (!isImageMimeType(type)) continue;
-    if (attachment.size > maxImageBytes) {
-      throw new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than 10 MB; send a smaller image.`);
-    }
-    const response = await fetch(attachment.url, { signal: AbortSignal.timeout(30_000) });
-    if (!response.ok) throw new AppError('INTERNAL', `Could not download ${attachment.name} from Discord (${response.status}).`);
-    const bytes = Buffer.from(await response.arrayBuffer());
-    inputs.push({ data: bytes.toString('base64'), mimeType: type });
+    const bytes = await downloadAttachment(attachment, maxImageBytes);
+    inputs.push({ data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), mimeType: type });
   }
   return inputs;
 }
