@@ -181,12 +181,7 @@ export async function startFakeA1111(options: FakeA1111Options = {}): Promise<Fa
   });
 
   return {
-    url: server.url,
-    server: server.server,
-    requests: server.requests,
-    stall: server.stall,
-    answerNext: server.answerNext,
-    clearScripts: server.clearScripts,
+    ...server,
     runs,
     get running() {
       return running;

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { type ModelControls, type ModelRun, newModelRun, runSdxl, sdxlInputProblems } from './fake-sdxl.js';
+import { type ModelRun, modelSwitches, newModelRun, runSdxl, sdxlInputProblems } from './fake-sdxl.js';
 import { type LoopbackServer, type RecordedRequest, sendJson, startLoopbackServer } from './loopback-server.js';
 
 export type CogHealth = 'STARTING' | 'READY' | 'SETUP_FAILED' | 'DEFUNCT' | 'UNHEALTHY';
@@ -54,19 +54,11 @@ const NOT_READY = 'Setup has not finished yet. Wait until it has finished, or GE
 export async function startFakeCog(options: FakeCogOptions = {}): Promise<FakeCog> {
   const predictions: FakeCogPrediction[] = [];
   const inFlight = new Map<string, FakeCogPrediction>();
-  const failures: string[] = [];
   let health: CogHealth = options.health ?? 'READY';
   let setupLogs = '';
-  let held = false;
-  let closed = false;
   let maxRunning = 0;
-  const controls: ModelControls = {
-    stepMs: options.stepMs ?? 5,
-    steps: options.steps ?? 4,
-    held: () => held,
-    takeFailure: () => failures.shift(),
-    closed: () => closed,
-  };
+  const switches = modelSwitches(options);
+  const { controls } = switches;
 
   const view = (prediction: FakeCogPrediction) => ({
     id: prediction.id,
@@ -109,7 +101,7 @@ export async function startFakeCog(options: FakeCogOptions = {}): Promise<FakeCo
     } finally {
       if (inFlight.get(id) === prediction) inFlight.delete(id);
     }
-    if (!closed && !response.destroyed) sendJson(response, 200, view(prediction));
+    if (!switches.closed && !response.destroyed) sendJson(response, 200, view(prediction));
   };
 
   const cancel = (prediction: FakeCogPrediction): void => {
@@ -151,12 +143,7 @@ export async function startFakeCog(options: FakeCogOptions = {}): Promise<FakeCo
   });
 
   return {
-    url: server.url,
-    server: server.server,
-    requests: server.requests,
-    stall: server.stall,
-    answerNext: server.answerNext,
-    clearScripts: server.clearScripts,
+    ...server,
     predictions,
     get running() {
       return inFlight.size;
@@ -164,15 +151,15 @@ export async function startFakeCog(options: FakeCogOptions = {}): Promise<FakeCo
     get maxRunning() {
       return maxRunning;
     },
-    hold: () => void (held = true),
-    release: () => void (held = false),
-    failNext: (message) => void failures.push(message),
+    hold: switches.hold,
+    release: switches.release,
+    failNext: switches.failNext,
     setHealth: (next, logs = '') => {
       health = next;
       setupLogs = logs;
     },
     close: async () => {
-      closed = true;
+      switches.shutDown();
       await server.close();
     },
   };

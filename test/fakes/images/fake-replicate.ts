@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { runSdxlTraining } from './fake-sdxl-trainer.js';
-import { type ModelControls, type ModelRun, newModelRun, runSdxl, sdxlInputProblems } from './fake-sdxl.js';
+import { type ModelRun, modelSwitches, newModelRun, runSdxl, sdxlInputProblems } from './fake-sdxl.js';
 import { type LoopbackServer, type RecordedRequest, pause, sendBytes, sendJson, startLoopbackServer } from './loopback-server.js';
 
 export interface FakeReplicateOptions {
@@ -66,18 +66,10 @@ export async function startFakeReplicate(options: FakeReplicateOptions = {}): Pr
   const apiToken = options.apiToken ?? 'test-token';
   const tasks = new Map<string, FakeReplicateTask>();
   const files = new Map<string, { bytes: Buffer; contentType: string }>();
-  const failures: string[] = [];
-  let held = false;
-  let closed = false;
   let maxRunning = 0;
   const runningCount = (): number => [...tasks.values()].filter((task) => !TERMINAL.has(task.status)).length;
-  const controls: ModelControls = {
-    stepMs: options.stepMs ?? 5,
-    steps: options.steps ?? 4,
-    held: () => held,
-    takeFailure: () => failures.shift(),
-    closed: () => closed,
-  };
+  const switches = modelSwitches(options);
+  const { controls } = switches;
 
   const delivery = await startLoopbackServer((request, response) => {
     const file = files.get(request.path);
@@ -113,7 +105,7 @@ export async function startFakeReplicate(options: FakeReplicateOptions = {}): Pr
     maxRunning = Math.max(maxRunning, runningCount());
     void (async () => {
       await pause(options.startingMs ?? 10);
-      if (task.status === 'canceled' || closed) return;
+      if (task.status === 'canceled' || switches.closed) return;
       if (task.kind === 'predictions') {
         const pictures = await runSdxl(task, task.input, controls);
         if (pictures !== undefined) task.output = pictures.map((png, index) => publish(`/${task.id}/out-${index}.png`, png, 'image/png'));
@@ -189,12 +181,7 @@ export async function startFakeReplicate(options: FakeReplicateOptions = {}): Pr
 
   const all = () => [...tasks.values()];
   return {
-    url: api.url,
-    server: api.server,
-    requests: api.requests,
-    stall: api.stall,
-    answerNext: api.answerNext,
-    clearScripts: api.clearScripts,
+    ...api,
     apiURL: `${api.url}/v1`,
     delivery,
     get predictions() {
@@ -209,9 +196,9 @@ export async function startFakeReplicate(options: FakeReplicateOptions = {}): Pr
     get maxRunning() {
       return maxRunning;
     },
-    hold: () => void (held = true),
-    release: () => void (held = false),
-    failNext: (message: string) => void failures.push(message),
+    hold: switches.hold,
+    release: switches.release,
+    failNext: switches.failNext,
     rateLimitNext: (retryAfterSeconds: number, times = 1) =>
       api.answerNext(
         { method: 'POST', path: /\/(predictions|trainings)$/ },
@@ -220,7 +207,7 @@ export async function startFakeReplicate(options: FakeReplicateOptions = {}): Pr
       ),
     expireFiles: () => files.clear(),
     close: async () => {
-      closed = true;
+      switches.shutDown();
       await Promise.all([api.close(), delivery.close()]);
     },
   };

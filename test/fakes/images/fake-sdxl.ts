@@ -28,6 +28,39 @@ export interface ModelControls {
   closed(): boolean;
 }
 
+/** The switches tests flip on a fake model, and the controls its runs read them through. */
+export interface ModelSwitches {
+  readonly controls: ModelControls;
+  readonly closed: boolean;
+  hold(): void;
+  release(): void;
+  failNext(message: string): void;
+  /** Stops every run where it is, as the fake closes. */
+  shutDown(): void;
+}
+
+export function modelSwitches(options: { stepMs?: number | undefined; steps?: number | undefined }): ModelSwitches {
+  const failures: string[] = [];
+  let held = false;
+  let closed = false;
+  return {
+    controls: {
+      stepMs: options.stepMs ?? 5,
+      steps: options.steps ?? 4,
+      held: () => held,
+      takeFailure: () => failures.shift(),
+      closed: () => closed,
+    },
+    get closed() {
+      return closed;
+    },
+    hold: () => void (held = true),
+    release: () => void (held = false),
+    failNext: (message) => void failures.push(message),
+    shutDown: () => void (closed = true),
+  };
+}
+
 export function newModelRun(): ModelRun {
   return { status: 'starting', logs: '', error: null, started_at: null, completed_at: null };
 }

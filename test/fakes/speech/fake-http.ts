@@ -3,8 +3,10 @@
  * request (headers, JSON or multipart parts), scripted failures, and audio answers written in
  * chunks so streaming clients see them arrive piece by piece.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { type LoopbackRequest, listenOnLoopback, sendJson } from '../loopback-http.js';
+
+export { sendJson };
 
 /** How the next requests fail, until the script changes. */
 export type FakeFailure =
@@ -17,17 +19,8 @@ export type FakeFailure =
   /** Sends the headers and `afterBytes` of audio, then goes silent. */
   | { kind: 'stall'; afterBytes?: number };
 
-export interface FakeRequest {
-  method: string;
-  path: string;
-  query: URLSearchParams;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-  /** The parsed body when it was JSON. */
-  json?: unknown;
-  /** The parsed body when it was multipart/form-data. */
-  form?: FormData;
-}
+/** A request as the fake received it. */
+export type FakeRequest = LoopbackRequest;
 
 export interface FakeScript {
   failure?: FakeFailure;
@@ -48,53 +41,18 @@ export type FakeHandler = (request: FakeRequest, response: ServerResponse, serve
 
 /** Starts a server whose failures come from `script` and whose answers come from `handle`. */
 export async function startFakeServer(handle: FakeHandler, errorBody: (status: number, message: string | undefined) => unknown): Promise<FakeServer> {
-  const server = createServer();
-  const address = await new Promise<AddressInfo>((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address() as AddressInfo)));
-  const fake: FakeServer = {
-    baseURL: `http://127.0.0.1:${address.port}`,
-    requests: [],
-    script: {},
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-  server.on('request', (incoming: IncomingMessage, response: ServerResponse) => {
-    void (async () => {
-      const request = await readRequest(incoming);
-      fake.requests.push(request);
-      const failure = fake.script.failure;
-      if (failure?.kind === 'hang') return;
-      if (failure?.kind === 'http') {
-        sendJson(response, failure.status, errorBody(failure.status, failure.message));
-        return;
-      }
-      await handle(request, response, fake);
-    })().catch((error: unknown) => {
-      if (!response.headersSent) sendJson(response, 500, { detail: String(error) });
-      else response.destroy();
-    });
+  let fake: FakeServer | undefined;
+  const loopback = await listenOnLoopback(async (request, response) => {
+    const failure = fake!.script.failure;
+    if (failure?.kind === 'hang') return;
+    if (failure?.kind === 'http') {
+      sendJson(response, failure.status, errorBody(failure.status, failure.message));
+      return;
+    }
+    await handle(request, response, fake!);
   });
+  fake = { baseURL: loopback.url, requests: loopback.requests, script: {}, close: loopback.close };
   return fake;
-}
-
-async function readRequest(incoming: IncomingMessage): Promise<FakeRequest> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of incoming) chunks.push(chunk as Buffer);
-  const body = Buffer.concat(chunks);
-  const url = new URL(incoming.url ?? '/', 'http://fake');
-  const request: FakeRequest = { method: incoming.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: incoming.headers, body };
-  const type = incoming.headers['content-type'] ?? '';
-  if (type.startsWith('application/json')) request.json = JSON.parse(body.toString('utf8')) as unknown;
-  // The platform's own multipart parser, as strict about boundaries as a real server's.
-  if (type.startsWith('multipart/form-data')) request.form = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': type }, body }).formData();
-  return request;
-}
-
-export function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  response.end(text);
 }
 
 /**
