@@ -65,6 +65,37 @@ export interface IdGenerator {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Images received
+
+/** What an image's header says, read without decoding its pixels. */
+export interface ImageInfo {
+  mimeType: 'image/png' | 'image/jpeg' | 'image/webp';
+  width: number;
+  height: number;
+  frames: number;
+}
+
+/** An image scaled to fit a box and re-encoded. */
+export interface FittedImage {
+  data: Uint8Array;
+  mimeType: 'image/png' | 'image/jpeg';
+  width: number;
+  height: number;
+}
+
+/**
+ * Reads and re-encodes images people send. Both refuse, as an `AppError` naming `field`,
+ * anything that is not a PNG, JPEG or WebP still image, is damaged, or has more pixels than
+ * the codec allows (a decompression bomb is refused by its header, before its pixels cost
+ * memory).
+ */
+export interface ImageCodec {
+  inspect(field: string, bytes: Uint8Array): Promise<ImageInfo>;
+  /** Scales down so neither side exceeds `maxSide` (never up) and re-encodes; a full decode. */
+  fit(field: string, bytes: Uint8Array, maxSide: number): Promise<FittedImage>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Chat model
 
 export type ChatRole = 'system' | 'user' | 'assistant';
