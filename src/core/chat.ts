@@ -202,7 +202,7 @@ export class Chat {
         if (error.reason !== 'context-exceeded') throw error;
         // Our count was short of the engine's: never leave a conversation only /clear can mend.
         this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the engine found the prompt too long; trying once more with less history');
-        await this.#traits.shrinkContext();
+        await this.#smallerContext(plan);
         plan = await this.#plan(conversation, character, userMessage, shrunkHistoryShare);
         await run(plan.request);
       }
@@ -235,6 +235,20 @@ export class Chat {
     if (promptTokens !== undefined && !plan.withImages && !finish.truncated) this.tokens.observe(plan.countedTokens, promptTokens);
     if (finish.truncated) {
       this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens, promptTokens }, 'the engine cut the prompt to fit its context (context shift); later prompts use a smaller context');
+      await this.#smallerContext(plan);
+    }
+  }
+
+  /**
+   * After the engine refused or cut a prompt: its own context when it tells (llama-server
+   * reports n_ctx per slot, which is -c / -np), else a sixth less than before.
+   */
+  async #smallerContext(plan: PromptPlan): Promise<void> {
+    const reported = await this.tokens.engineContext?.().catch(() => undefined);
+    if (reported !== undefined && reported < plan.contextTokens) {
+      this.logger.warn({ configured: this.options.contextTokens, engine: reported }, 'the engine gives each request a smaller context than configured; set LLM_CONTEXT_TOKENS to the per-slot context');
+      await this.#traits.learnContext(reported);
+    } else {
       await this.#traits.shrinkContext();
     }
   }

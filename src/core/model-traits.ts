@@ -28,12 +28,18 @@ export class ModelTraits {
     return this.#update((traits) => ({ ...traits, cannotSeeImages: true }));
   }
 
-  /** Lowers the context used for prompts by a sixth, down to half the configured one. */
+  /** Lowers the context used for prompts by a sixth, down to half the configured one (when the engine does not say its own). */
   shrinkContext(): Promise<void> {
     return this.#update((traits) => {
       const current = traits.contextTokens ?? this.contextTokens;
-      return { ...traits, contextTokens: Math.max(Math.ceil(this.contextTokens / 2), Math.floor((current * 5) / 6)) };
+      const smaller = Math.max(Math.ceil(this.contextTokens / 2), Math.floor((current * 5) / 6));
+      return { ...traits, contextTokens: Math.min(current, smaller) };
     });
+  }
+
+  /** The context the engine itself reported (llama-server's per-slot n_ctx), when below the configured one. */
+  learnContext(contextTokens: number): Promise<void> {
+    return this.#update((traits) => ({ ...traits, contextTokens: Math.min(contextTokens, traits.contextTokens ?? this.contextTokens) }));
   }
 
   #update(change: (traits: ChatModelTraitsRecord) => ChatModelTraitsRecord): Promise<void> {

@@ -159,6 +159,8 @@ export interface TokenCounter {
   count(texts: readonly string[], options?: CallOptions): Promise<number[]>;
   /** An answer's `usage.prompt_tokens` for a prompt this counter put at `estimatedTokens`. */
   observe(estimatedTokens: number, promptTokens: number): void;
+  /** The context one request gets, when the engine tells (llama-server: per slot, `-c` / `-np`). */
+  engineContext?(options?: CallOptions): Promise<number | undefined>;
 }
 
 /** Text embeddings, used to rank a character's memories when configured. */

@@ -10,8 +10,8 @@ export const maxImageSide = 1024;
 
 /**
  * What an image costs in the context, from its real size. Vision models count differently, so
- * this takes the larger of the two common ways: OpenAI's tiles (fit in 2048², shortest side to
- * 768, 85 tokens plus 170 per 512-pixel tile) and one token per 28×28 patch (Qwen2-VL, and about
+ * this takes the larger of the two common ways: OpenAI's tiles (fit in 2048², shortest side down
+ * to 768, 85 tokens plus 170 per 512-pixel tile) and one token per 28×28 patch (Qwen2-VL, and about
  * llava-style encoders at this size). Older images without a recorded size count as the largest
  * stored one.
  */

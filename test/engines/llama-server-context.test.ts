@@ -49,7 +49,7 @@ describe('llama-server context, tokens and images over the wire', () => {
     context.fake.setScript({ flavor: 'llama-server', slotContext: 2048, slots: 4 });
     const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
     try {
-      expect(await counter.slotContext()).toBe(2048);
+      expect(await counter.engineContext()).toBe(2048);
       expect(serverRoot('http://127.0.0.1:8080/v1/')).toBe('http://127.0.0.1:8080');
     } finally {
       await counter.close();

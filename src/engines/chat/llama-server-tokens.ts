@@ -21,7 +21,7 @@ export function serverRoot(openAIBaseURL: string): string {
 
 export interface LlamaServerTokenCounter extends TokenCounter {
   /** The context of one slot (`-c` / `-np`) as `GET /props` reports it; undefined when unknown. */
-  slotContext(options?: CallOptions): Promise<number | undefined>;
+  engineContext(options?: CallOptions): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -65,7 +65,7 @@ export function createLlamaServerTokenCounter(options: LlamaServerTokenCounterOp
     observe(estimatedTokens, promptTokens) {
       if (!supported) estimator.observe(estimatedTokens, promptTokens);
     },
-    async slotContext(callOptions = {}) {
+    async engineContext(callOptions = {}) {
       try {
         const response = await client.send({ method: 'GET', path: '/props', signal: callOptions.signal });
         const nCtx = field(field(await client.readJson(response, callOptions.signal), 'default_generation_settings'), 'n_ctx');
