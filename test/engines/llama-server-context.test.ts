@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../src/core/errors.js';
 import type { ChatRequest } from '../../src/core/ports.js';
 import { createLlamaServerTokenCounter, serverRoot } from '../../src/engines/chat/llama-server-tokens.js';
+import { chatFailureReason } from '../../src/engines/chat/openai-wire.js';
 import { fakeTokenCount } from '../fakes/fake-openai.js';
 import { collect, useFakeChat, userSays } from './chat-helpers.js';
 
@@ -83,5 +84,13 @@ describe('llama-server context, tokens and images over the wire', () => {
     const failure = await collect(context.model().stream(withImage)).catch((error: unknown) => error);
     expect((failure as EngineError).reason).toBe('images-unsupported');
     expect((failure as EngineError).status).toBe(500);
+  });
+
+  it('recognises the refusals other engines send too, and nothing else', () => {
+    expect(chatFailureReason(400, '{"error":{"message":"This model\'s maximum context length is 8192 tokens.","code":"context_length_exceeded"}}')).toBe('context-exceeded');
+    expect(chatFailureReason(400, '{"error":{"message":"image input is not supported by this model"}}')).toBe('images-unsupported');
+    expect(chatFailureReason(500, '{"error":{"message":"image input is not supported - hint: you may need to provide the mmproj"}}')).toBe('images-unsupported');
+    expect(chatFailureReason(500, '{"error":{"message":"out of memory"}}')).toBeUndefined();
+    expect(chatFailureReason(400, '{"error":{"message":"invalid temperature"}}')).toBeUndefined();
   });
 });

@@ -28,7 +28,15 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     const chat = (data: string, mimeType?: string) =>
       harness.call('POST', `/api/v0/conversations/${id}/chat`, { key: person.key, body: { data, ...(mimeType ? { mimeType } : {}) } });
     const read = async () => (await harness.call('GET', `/api/v0/conversations/${id}`, { key: person.key })).body;
-    return { harness, person, id, chat, read };
+    const stream = async (data: string) => {
+      const response = await fetch(`${harness.url}/api/v0/conversations/${id}/chat/stream`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${person.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ data }),
+      });
+      return { status: response.status, text: await response.text() };
+    };
+    return { harness, person, id, chat, read, stream };
   }
 
   it('refuses, before storing it, a message that cannot fit the context even alone, and says the limit in characters', async () => {
@@ -63,16 +71,25 @@ describe('the prompt fits the engine and keeps the newest message', () => {
 
   it('when the engine finds the prompt too long, drops older history, tries once more, and learns the slot context', async () => {
     // The README mistake: LLM_CONTEXT_TOKENS set to -c while -np 4 gives each slot a quarter.
-    const { harness, chat, read } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, slots: 4, reply: 'Noted.' });
+    const { harness, chat, read, stream } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, slots: 4, reply: 'Noted.' });
     for (let index = 0; index < 18; index++) {
-      const answer = await chat(`Line ${index}: ${'plenty of words here '.repeat(6)}`);
-      expect(answer.status).toBe(200);
+      const data = `Line ${index}: ${'plenty of words here '.repeat(6)}`;
+      // Streamed and not: the refusal comes before the first piece either way.
+      if (index % 2 === 0) expect((await chat(data)).status).toBe(200);
+      else {
+        const answer = await stream(data);
+        expect(answer.status).toBe(200);
+        expect(answer.text).toContain('[DONE]');
+        expect(answer.text).not.toContain('"success":false');
+      }
     }
     const chats = harness.llm.requests.filter(isChat);
     // One refusal, answered by one retry; afterwards every prompt fits the slot at once.
     expect(chats.length).toBe(19);
     const refusedAt = chats.findIndex((request) => fakePromptTokens(request.body) > 600);
     expect(refusedAt).toBeGreaterThan(0);
+    // The refusal fell on a streamed request: retried before any piece was sent.
+    expect(chats[refusedAt]!.body.stream).toBe(true);
     expect(chats.slice(refusedAt + 1).every((request) => fakePromptTokens(request.body) <= 600 - 100)).toBe(true);
     expect(JSON.stringify(chats.at(-1)!.body.messages!.at(-1))).toContain('Line 17');
     // Nothing stored twice.
