@@ -64,6 +64,8 @@ export interface FakeChatScript {
   contextShift?: boolean;
   /** llama-server only: a model without a vision projector; image parts get the 500 that echoes the prompt. */
   textOnly?: boolean;
+  /** llama-server only: no `/tokenize` (a proxy in front of it, say): 404 like any unknown route. */
+  noTokenize?: boolean;
 }
 
 /** A JSON request body as received. */
@@ -438,7 +440,7 @@ function hasImageParts(body: FakeRequestBody): boolean {
 
 /** llama-server's own routes beside `/v1`; true when answered. */
 function answerLlamaServerRoute(response: ServerResponse, method: string, path: string, body: FakeRequestBody, script: FakeChatScript): boolean {
-  if (method === 'POST' && path === '/tokenize') {
+  if (method === 'POST' && path === '/tokenize' && !script.noTokenize) {
     const content = typeof body['content'] === 'string' ? body['content'] : '';
     const tokens = Array.from({ length: fakeTokenCount(content) }, (_, index) => 1000 + index);
     response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });

@@ -1,5 +1,6 @@
 import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { estimateTokens } from '../../src/core/tokens.js';
 import { type FakeRequestBody, type FakeScriptSource, fakePromptTokens } from '../fakes/fake-openai.js';
 import { type Harness, startHarness } from './harness.js';
 
@@ -169,5 +170,16 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(system).toContain('They spoke of boats and a lighthouse.');
     expect((await harness.call('POST', `/api/v0/conversations/${id}/clear`, { key: person.key })).status).toBeLessThan(300);
     expect((await read()).summary).toBeNull();
+  });
+
+  it('learns the model’s tokens per character from usage.prompt_tokens where the engine cannot count for us', async () => {
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' }, { flavor: 'llama-server', slotContext: 512, noTokenize: true, reply: 'はい' });
+    for (let index = 0; index < 14; index++) expect((await chat(`${index}${'今日は海へ行きました楽しかったです'.repeat(3)}`)).status).toBe(200);
+    const last = harness.llm.requests.filter(isChat).at(-1)!.body;
+    // Every prompt fits the slot as the engine counts it…
+    expect(harness.llm.requests.filter(isChat).every((request) => fakePromptTokens(request.body) <= 512)).toBe(true);
+    // …and the last carries more history than the bare estimate would have let through.
+    const estimated = (last.messages ?? []).reduce((total, message) => total + estimateTokens(String(message.content)), 0);
+    expect(estimated).toBeGreaterThan(512 - 128);
   });
 });
