@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { type Config, ConfigError, parseConfig } from './config.js';
 import { createRandomIds, createSystemClock } from './core/clock.js';
 import { createCore } from './core/core.js';
+import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
 import { createAudioEncoder } from './audio/mp3.js';
@@ -21,6 +22,7 @@ import { createLogger } from './logger.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
 import { openStore } from './store/create-keyv.js';
+import { createSharpImageCodec } from './media/sharp-image-codec.js';
 
 export interface RunningService {
   /** Where the HTTP API listens. */
@@ -43,6 +45,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     model: config.llm.model,
     ...engineTimeouts,
   });
+  // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
+  const tokenCounter = createLlamaServerTokenCounter({
+    baseURL: config.llm.baseUrl,
+    apiKey: config.llm.apiKey,
+    logger: logger.child({ module: 'tokens' }),
+    ...engineTimeouts,
+  });
   const embedder = config.embeddingsModel
     ? createOpenAICompatibleEmbedder({
         baseURL: config.llm.baseUrl,
@@ -63,6 +72,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     store,
     files,
     chatModel,
+    tokenCounter,
+    imageCodec: createSharpImageCodec(),
     embedder,
     speech: { engine: speechEngine, encoder: createAudioEncoder() },
     images: { engine: imageEngine, trainer: faceTrainer },
@@ -112,7 +123,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await core.chat.idle(30_000);
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.runner.stop();
-      await Promise.allSettled([chatModel.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
+      await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
       await store.close();
     },
   };

@@ -1,13 +1,16 @@
 import type { Actor } from './actor.js';
 import { AsyncQueue } from './async-queue.js';
+import { ContextWindow, type PromptPlan } from './context-window.js';
 import type { Conversations } from './conversations.js';
 import { AppError, EngineError, ValidationError, notFound } from './errors.js';
 import { keys } from './keys.js';
 import { decodeImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
-import type { ChatModel, ChatRequest, Clock, FileStore, IdGenerator, Logger, Store } from './ports.js';
-import { buildHistory, estimateTokens, systemPrompt } from './prompt.js';
-import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
+import { ModelTraits } from './model-traits.js';
+import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, Store, TokenCounter } from './ports.js';
+import { maxImageSide } from './prompt.js';
+import type { CharacterRecord, ConversationRecord, ConversationSummaryRecord, MessageRecord } from './records.js';
+import { ConversationSummaries, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
 import { ThinkFilter } from './think-filter.js';
 
 export interface ChatInput {
@@ -37,39 +40,65 @@ export interface ChatOptions {
   memoryCount: number;
   maxTextLength: number;
   maxImageBytes: number;
+  /** The rolling summary of what fell out of the context window. */
+  summary: SummaryOptions;
 }
 
 export const defaultChatOptions: Omit<ChatOptions, 'contextTokens' | 'maxReplyTokens'> = {
   memoryCount: 12,
   maxTextLength: 16_000,
   maxImageBytes: 10 * 1024 * 1024,
+  summary: defaultSummaryOptions,
 };
 
-/** How many of the latest messages stand for "what is being talked about" when choosing memories. */
-const memoryQueryMessages = 4;
+/** Once the engine refused a prompt as too long, the history gets this part of the room it had. */
+const shrunkHistoryShare = 0.5;
 
 /** Sending a message and getting the character's reply. */
 export class Chat {
   /** Replies being generated, so a shutdown can let them finish and be stored. */
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #traits: ModelTraits;
+  readonly #summaries: ConversationSummaries;
+  readonly #window: ContextWindow;
 
   constructor(
     private readonly store: Store,
     private readonly conversations: Conversations,
-    private readonly memories: Memories,
+    memories: Memories,
     private readonly files: FileStore,
     private readonly model: ChatModel,
+    /** Counts tokens as the model does (or over-estimates); learns from each answer's usage. */
+    private readonly tokens: TokenCounter,
+    /** Downscales chat images at ingest. */
+    private readonly imageCodec: ImageCodec,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly logger: Logger,
     private readonly options: ChatOptions,
-  ) {}
+  ) {
+    this.#traits = new ModelTraits(store, clock, model.modelId, options.contextTokens);
+    this.#summaries = new ConversationSummaries(store, conversations, model, tokens, clock, logger, options.summary, async () => (await this.#traits.read()).contextTokens);
+    this.#window = new ContextWindow(store, conversations, memories, files, tokens, this.#traits, this.#summaries, options);
+  }
 
-  /** Stores a message without asking for a reply (e.g. an image sent together with text). */
+  /**
+   * Stores a message without asking for a reply (e.g. an image sent together with text). A
+   * message the model could never be sent (longer than its context, an image it cannot see)
+   * is refused here, before it is stored.
+   */
   async post(actor: Actor, conversationId: string, input: ChatInput): Promise<MessageRecord> {
     const conversation = await this.conversations.get(actor, conversationId);
+    const character = await this.#characterOf(conversation);
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
-    return this.conversations.appendMessage(conversationId, await this.#toMessage(input, authorId));
+    const message = await this.#toMessage(input, authorId);
+    await this.#window.refuseIfTooLong(character, message);
+    return this.conversations.appendMessage(conversationId, message);
+  }
+
+  /** The rolling summary of what fell out of the conversation's context window, if any. */
+  summary(conversationId: string): Promise<ConversationSummaryRecord | undefined> {
+    return this.#summaries.get(conversationId);
   }
 
   /**
@@ -137,7 +166,6 @@ export class Chat {
   ): Promise<MessageRecord> {
     const log = { conversationId: conversation.id, characterId: character.id, messageId: userMessage.id };
     try {
-      const request = await this.#request(conversation, character, userMessage);
       const filter = new ThinkFilter();
       let text = '';
       const emit = (piece: string) => {
@@ -145,12 +173,38 @@ export class Chat {
         text += piece;
         pieces.push(piece);
       };
-      if (stream) {
-        for await (const part of this.model.stream(request)) {
-          if (part.type === 'text') emit(filter.push(part.text));
+      let finish: { usage?: ChatUsage | undefined; truncated?: boolean | undefined } = {};
+      const run = async (request: ChatRequest) => {
+        if (stream) {
+          for await (const part of this.model.stream(request)) {
+            if (part.type === 'text') emit(filter.push(part.text));
+            else finish = part;
+          }
+        } else {
+          const result = await this.model.generate(request);
+          finish = result;
+          emit(filter.push(result.text));
         }
-      } else {
-        emit(filter.push((await this.model.generate(request)).text));
+      };
+      let plan = await this.#plan(conversation, character, userMessage, 1);
+      try {
+        await run(plan.request);
+      } catch (error) {
+        if (!(error instanceof EngineError) || text !== '') throw error;
+        if (error.reason === 'images-unsupported' && plan.withImages) {
+          await this.#traits.cannotSeeImages();
+          throw new AppError(
+            'MODEL_CANNOT_SEE_IMAGES',
+            `${character.name}'s chat model cannot see images. The image is kept in the conversation and later messages are sent without it; describe it in words instead.`,
+            { cause: error },
+          );
+        }
+        if (error.reason !== 'context-exceeded') throw error;
+        // Our count was short of the engine's: never leave a conversation only /clear can mend.
+        this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the engine found the prompt too long; trying once more with less history');
+        await this.#smallerContext(plan);
+        plan = await this.#plan(conversation, character, userMessage, shrunkHistoryShare);
+        await run(plan.request);
       }
       emit(filter.end());
       if (text.trim().length === 0) {
@@ -164,6 +218,8 @@ export class Chat {
         file: null,
       });
       pieces.end();
+      await this.#learn(plan, finish, log);
+      if (plan.firstKept > plan.historyStart) this.#background(this.#summaries.update(character, conversation.id, plan.firstKept));
       return stored;
     } catch (error) {
       this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
@@ -172,38 +228,40 @@ export class Chat {
     }
   }
 
+  /** What an answer teaches: the engine's prompt count, and whether it had to cut the prompt. */
+  async #learn(plan: PromptPlan, finish: { usage?: ChatUsage | undefined; truncated?: boolean | undefined }, log: object): Promise<void> {
+    const promptTokens = finish.usage?.promptTokens;
+    // Image tokens are the engine's own affair; only text prompts teach the text ratio.
+    if (promptTokens !== undefined && !plan.withImages && !finish.truncated) this.tokens.observe(plan.countedTokens, promptTokens);
+    if (finish.truncated) {
+      this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens, promptTokens }, 'the engine cut the prompt to fit its context (context shift); later prompts use a smaller context');
+      await this.#smallerContext(plan);
+    }
+  }
+
   /**
-   * The prompt for replying to `userMessage`: the system prompt, then the newest messages that
-   * fit, ending with `userMessage`. Replies the character wrote after it (to earlier messages
-   * that were still being answered when it arrived) come before it, as the people saw them;
-   * other people's later messages wait for their own replies.
+   * After the engine refused or cut a prompt: its own context when it tells (llama-server
+   * reports n_ctx per slot, which is -c / -np), else a sixth less than before.
    */
-  async #request(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord): Promise<ChatRequest> {
-    const { start, end: now } = await this.conversations.bounds(conversation.id);
+  async #smallerContext(plan: PromptPlan): Promise<void> {
+    const reported = await this.tokens.engineContext?.().catch(() => undefined);
+    if (reported !== undefined && reported < plan.contextTokens) {
+      this.logger.warn({ configured: this.options.contextTokens, engine: reported }, 'the engine gives each request a smaller context than configured; set LLM_CONTEXT_TOKENS to the per-slot context');
+      await this.#traits.learnContext(reported);
+    } else {
+      await this.#traits.shrinkContext();
+    }
+  }
+
+  /** Work that outlives the reply (the summary) but that a shutdown waits for. */
+  #background(work: Promise<void>): void {
+    this.#inFlight.add(work);
+    void work.finally(() => this.#inFlight.delete(work));
+  }
+
+  async #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, share: number): Promise<PromptPlan> {
     const { end } = await this.#find(conversation.id, userMessage.id);
-    const later = end < now ? (await this.conversations.messages(conversation.id, end, now)).filter((message) => message.participantType === 'character') : [];
-    const before = await this.conversations.messages(conversation.id, Math.max(start, end - 1 - memoryQueryMessages), end - 1);
-    const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
-    const memories = await this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount);
-    const system = systemPrompt(character, memories);
-    const budget = this.options.contextTokens - this.options.maxReplyTokens - estimateTokens(system);
-    if (budget <= 0) {
-      throw new AppError('CONFLICT', 'The character description and memories fill the whole context; shorten them or raise LLM_CONTEXT_TOKENS.');
-    }
-    const accountRecords = await this.store.getMany<AccountRecord>(conversation.speakerAccountIds.map((id) => keys.account(id)));
-    const accounts = new Map(accountRecords.filter((account) => account !== undefined).map((account) => [account.id, account]));
-    const newestFirst: MessageRecord[] = [userMessage, ...[...later].reverse()];
-    let used = newestFirst.reduce((sum, message) => sum + estimateTokens(message.content), 0);
-    const page = 64;
-    for (let to = end - 1; to > start && used < budget; to -= page) {
-      const batch = await this.conversations.messages(conversation.id, Math.max(start, to - page), to);
-      for (const message of batch.reverse()) {
-        newestFirst.push(message);
-        used += estimateTokens(message.content);
-      }
-    }
-    const history = await buildHistory(newestFirst, { budget, accounts, files: this.files });
-    return { messages: [{ role: 'system', content: system }, ...history], maxTokens: this.options.maxReplyTokens };
+    return this.#window.plan(conversation, character, userMessage, end, share);
   }
 
   /** A message of the conversation and the list index just after it, searching from the newest. */
@@ -231,13 +289,16 @@ export class Chat {
     }
     if (isImageMimeType(mimeType)) {
       const image = await decodeImage('data', input.data, mimeType, this.options.maxImageBytes);
-      const file = await this.files.put(image.bytes, image.mimeType);
+      // Downscaled once here, so no prompt carries megapixels the model would scale anyway,
+      // and its size is known for counting its tokens.
+      const fitted = await this.imageCodec.fit('data', image.bytes, maxImageSide);
+      const file = await this.files.put(fitted.data, fitted.mimeType);
       return {
         content: '',
-        mimeType: image.mimeType,
+        mimeType: fitted.mimeType,
         participantId: authorId,
         participantType: 'account',
-        file: { key: file.key, mimeType: file.mimeType },
+        file: { key: file.key, mimeType: file.mimeType, width: fitted.width, height: fitted.height },
       };
     }
     throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg or image/webp');

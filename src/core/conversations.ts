@@ -111,6 +111,8 @@ export class Conversations {
     await this.get(actor, conversationId);
     await this.store.withLock(keys.conversation(conversationId), async () => {
       await this.store.clear(keys.messages(conversationId));
+      // The summary speaks of what was cleared.
+      await this.store.delete(keys.conversationSummary(conversationId));
       const current = await this.get(actor, conversationId);
       await this.store.set(keys.conversation(conversationId), { ...current, updatedMicros: this.clock.nowMicros() });
     });

@@ -9,14 +9,19 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageEngine, Logger, SpeechEngine, Store } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, Store, TokenCounter } from './ports.js';
 import { Speech } from './speech.js';
+import { LearningTokenEstimator } from './tokens.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
 export interface CoreDependencies {
   store: Store;
   files: FileStore;
   chatModel: ChatModel;
+  /** Counts tokens as the chat model does; by default a conservative estimate that learns from answers. */
+  tokenCounter?: TokenCounter | undefined;
+  /** Reads and downscales the images people send. */
+  imageCodec: ImageCodec;
   embedder?: Embedder | undefined;
   /** Text to speech; without it characters cannot be given voices. */
   speech?: { engine: SpeechEngine; encoder: AudioEncoder } | undefined;
@@ -64,7 +69,8 @@ export function createCore(dependencies: CoreDependencies): Core {
   const accounts = new Accounts(store, clock, ids, ledger, characters, options);
   const memories = new Memories(store, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(store, characters, clock, ids);
-  const chat = new Chat(store, conversations, memories, files, dependencies.chatModel, clock, ids, logger, {
+  const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
+  const chat = new Chat(store, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, {
     ...defaultChatOptions,
     ...options.chat,
   });

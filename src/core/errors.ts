@@ -17,6 +17,8 @@ export type ErrorCode =
   | 'BALANCE_INSUFFICIENT'
   | 'VOICE_NOT_TRAINED'
   | 'FACE_MODEL_NOT_READY'
+  /** The chat model refused image parts; the image is kept and later prompts carry a placeholder. */
+  | 'MODEL_CANNOT_SEE_IMAGES'
   | 'ENGINE_FAILED'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_UNAVAILABLE'
@@ -71,7 +73,15 @@ export interface EngineErrorOptions extends AppErrorOptions {
   /** Whether the same request may succeed when tried again later. */
   retryable?: boolean;
   code?: Extract<ErrorCode, 'ENGINE_FAILED' | 'ENGINE_TIMEOUT' | 'ENGINE_UNAVAILABLE'>;
+  /** What the engine's refusal means, when the adapter recognised it, so the core can act on it. */
+  reason?: EngineFailureReason;
 }
+
+/**
+ * Refusals the core answers differently: `context-exceeded` (the prompt was longer than the
+ * engine's context: send less and try again), `images-unsupported` (the model takes no image parts).
+ */
+export type EngineFailureReason = 'context-exceeded' | 'images-unsupported';
 
 /** A failure of an external engine, keeping the upstream status and message. */
 export class EngineError extends AppError {
@@ -79,10 +89,12 @@ export class EngineError extends AppError {
   readonly provider: string;
   readonly status: number | undefined;
   readonly retryable: boolean;
+  readonly reason: EngineFailureReason | undefined;
 
   constructor(message: string, options: EngineErrorOptions) {
     super(options.code ?? 'ENGINE_FAILED', message, options);
     this.provider = options.provider;
+    this.reason = options.reason;
     this.status = options.status;
     this.retryable = options.retryable ?? isRetryableStatus(options.status);
   }

@@ -23,6 +23,10 @@ export const keys = {
   memories: (characterId: string) => `memories:${characterId}`,
   memoryEmbedding: (memoryId: string, model: string) => `memory-embedding:${model}:${memoryId}`,
   conversation: (conversationId: string) => `conversation:${conversationId}`,
+  /** The rolling summary of the messages that fell out of the conversation's context window. */
+  conversationSummary: (conversationId: string) => `conversation-summary:${conversationId}`,
+  /** What was learned about a chat model (cannot see images, a smaller context). */
+  chatModelTraits: (modelId: string) => `chat-model-traits:${modelId}`,
   /** List of the messages of a conversation, oldest first. */
   messages: (conversationId: string) => `messages:${conversationId}`,
   /** List of conversation ids an account takes part in, in the order it joined them. */

@@ -124,11 +124,13 @@ export interface ChatResult {
   text: string;
   finishReason: string;
   usage?: ChatUsage;
+  /** The engine cut the prompt to fit its context (llama-server's context shift). */
+  truncated?: boolean;
 }
 
 export type ChatStreamPart =
   | { type: 'text'; text: string }
-  | { type: 'finish'; finishReason: string; usage?: ChatUsage };
+  | { type: 'finish'; finishReason: string; usage?: ChatUsage; truncated?: boolean };
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -143,6 +145,22 @@ export interface ChatModel {
   readonly modelId: string;
   generate(request: ChatRequest, options?: CallOptions): Promise<ChatResult>;
   stream(request: ChatRequest, options?: CallOptions): AsyncIterable<ChatStreamPart>;
+}
+
+/**
+ * Counts tokens as the chat model will, for fitting prompts into its context. Counts are of
+ * text alone: the caller adds each message's framing. Adapters that cannot ask the engine
+ * over-count rather than under-count.
+ */
+export interface TokenCounter {
+  /** True when counts come from the engine's own tokenizer. */
+  readonly exact: boolean;
+  /** One count per text, in order. Never fails: an engine that cannot answer is estimated. */
+  count(texts: readonly string[], options?: CallOptions): Promise<number[]>;
+  /** An answer's `usage.prompt_tokens` for a prompt this counter put at `estimatedTokens`. */
+  observe(estimatedTokens: number, promptTokens: number): void;
+  /** The context one request gets, when the engine tells (llama-server: per slot, `-c` / `-np`). */
+  engineContext?(options?: CallOptions): Promise<number | undefined>;
 }
 
 /** Text embeddings, used to rank a character's memories when configured. */

@@ -1,66 +1,121 @@
 import type { ChatContentPart, ChatMessage, FileStore } from './ports.js';
 import type { AccountRecord, CharacterRecord, MemoryRecord, MessageRecord } from './records.js';
 
-/**
- * A conservative token estimate. The engine's tokenizer is unknown (any OpenAI-compatible
- * server), and common tokenizers average 3.5 to 4.5 characters a token for English, so
- * three characters a token keeps us under the real count; each message adds framing tokens.
- */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 3) + 4;
-}
+export { estimateTokens } from './tokens.js';
 
-/** What an image costs in the context, as most vision models count a downscaled image. */
-export const imageTokens = 800;
 /** Only the newest images are sent as pixels; older ones become a short placeholder. */
 export const maxImagesInContext = 4;
+/** Images are stored with neither side above this, so no engine has to scale them. */
+export const maxImageSide = 1024;
 
-export function systemPrompt(character: CharacterRecord, memories: readonly MemoryRecord[]): string {
+/**
+ * What an image costs in the context, from its real size. Vision models count differently, so
+ * this takes the larger of the two common ways: OpenAI's tiles (fit in 2048², shortest side down
+ * to 768, 85 tokens plus 170 per 512-pixel tile) and one token per 28×28 patch (Qwen2-VL, and about
+ * llava-style encoders at this size). Older images without a recorded size count as the largest
+ * stored one.
+ */
+export function imageTokens(width = maxImageSide, height = maxImageSide): number {
+  let w = width;
+  let h = height;
+  const fit = Math.min(1, 2048 / Math.max(w, h));
+  w *= fit;
+  h *= fit;
+  const shortest = Math.min(1, 768 / Math.min(w, h));
+  w *= shortest;
+  h *= shortest;
+  const tiles = 85 + 170 * Math.ceil(w / 512) * Math.ceil(h / 512);
+  const patches = Math.ceil(width / 28) * Math.ceil(height / 28);
+  return Math.max(tiles, patches);
+}
+
+export function systemPrompt(character: CharacterRecord, memories: readonly MemoryRecord[], summary?: string): string {
   const lines = [`You are ${character.name}. Stay in character and answer as ${character.name} only.`];
   if (character.description.trim()) lines.push('', `About you: ${character.description.trim()}`);
   if (character.personalitySummary.trim()) lines.push('', `Your personality: ${character.personalitySummary.trim()}`);
   if (memories.length > 0) {
     lines.push('', 'Things you remember:', ...memories.map((memory) => `- ${memory.text}`));
   }
+  if (summary?.trim()) lines.push('', `Earlier in this conversation: ${summary.trim()}`);
   return lines.join('\n');
 }
+
+/** The placeholders that stand for an image not sent as pixels, saying why. */
+export const imagePlaceholders = {
+  unseen: '[an image; this model cannot see images]',
+  older: '[an earlier image, left out to fit the context]',
+} as const;
 
 export interface HistoryOptions {
   /** Token budget for the history alone (context minus system prompt minus reply). */
   budget: number;
+  /** What a message's text costs, framing included (the engine's count where it offers one). */
+  textCost(message: MessageRecord): number;
+  /** Whether images may go as pixels (false once the model refused them). */
+  seeImages: boolean;
   /** Names of account speakers; prefixed to their lines when several people share the conversation. */
   accounts: ReadonlyMap<string, AccountRecord>;
   files: FileStore;
 }
 
+export interface History {
+  messages: ChatMessage[];
+  /** How many of the given messages were kept, from the newest. */
+  kept: number;
+  /** Whether any image goes as pixels. */
+  withImages: boolean;
+}
+
 /**
  * Turns the newest messages that fit the budget into chat messages, oldest first. Messages
- * are given newest first; consecutive messages of one role are merged, because several chat
- * templates reject two user turns in a row.
+ * are given newest first, and the first is always kept: the caller made sure it fits. An
+ * image that does not fit (or is beyond the newest few) is kept as a placeholder that says
+ * so. Consecutive messages of one role are merged, because several chat templates reject two
+ * user turns in a row.
  */
-export async function buildHistory(newestFirst: readonly MessageRecord[], options: HistoryOptions): Promise<ChatMessage[]> {
+export async function buildHistory(newestFirst: readonly MessageRecord[], options: HistoryOptions): Promise<History> {
   const severalPeople = options.accounts.size > 1;
-  const kept: { message: MessageRecord; withPixels: boolean }[] = [];
+  const kept: { message: MessageRecord; placeholder?: string }[] = [];
   let used = 0;
   let images = 0;
   for (const message of newestFirst) {
-    const withPixels = message.file !== null && message.mimeType.startsWith('image/') && images < maxImagesInContext;
-    const cost = estimateTokens(message.content) + (withPixels ? imageTokens : 0);
-    if (used + cost > options.budget) break;
-    used += cost;
-    if (withPixels) images++;
-    kept.push({ message, withPixels });
+    const text = options.textCost(message);
+    const isImage = message.file !== null && message.mimeType.startsWith('image/');
+    const first = kept.length === 0;
+    if (!isImage) {
+      if (!first && used + text > options.budget) break;
+      used += text;
+      kept.push({ message });
+      continue;
+    }
+    const pixels = imageTokens(message.file?.width, message.file?.height);
+    if (options.seeImages && images < maxImagesInContext && (first || used + text + pixels <= options.budget)) {
+      used += text + pixels;
+      images++;
+      kept.push({ message });
+      continue;
+    }
+    // The placeholder's few words are covered by the framing counted in `text`.
+    if (!first && used + text > options.budget) break;
+    used += text;
+    kept.push({ message, placeholder: options.seeImages ? imagePlaceholders.older : imagePlaceholders.unseen });
   }
   const turns: ChatMessage[] = [];
-  for (const { message, withPixels } of kept.reverse()) {
+  let withImages = false;
+  for (const { message, placeholder } of [...kept].reverse()) {
     const role = message.participantType === 'character' ? 'assistant' : 'user';
     const speaker = severalPeople && role === 'user' ? options.accounts.get(message.participantId)?.username : undefined;
     const parts: ChatContentPart[] = [];
     const text = speaker ? `${speaker}: ${message.content}` : message.content;
     if (message.file && message.mimeType.startsWith('image/')) {
-      const bytes = withPixels ? await options.files.read(message.file.key) : undefined;
-      if (bytes) parts.push({ type: 'image', mimeType: message.file.mimeType, data: bytes });
-      else parts.push({ type: 'text', text: speaker ? `${speaker}: [an image]` : '[an image]' });
+      const bytes = placeholder === undefined ? await options.files.read(message.file.key) : undefined;
+      if (bytes) {
+        parts.push({ type: 'image', mimeType: message.file.mimeType, data: bytes });
+        withImages = true;
+      } else {
+        const label = placeholder ?? imagePlaceholders.older;
+        parts.push({ type: 'text', text: speaker ? `${speaker}: ${label}` : label });
+      }
       if (message.content) parts.push({ type: 'text', text });
     } else {
       parts.push({ type: 'text', text });
@@ -72,7 +127,7 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
       turns.push({ role, content: parts });
     }
   }
-  return turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) }));
+  return { messages: turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) })), kept: kept.length, withImages };
 }
 
 function asParts(content: ChatMessage['content']): ChatContentPart[] {

@@ -22,6 +22,9 @@ export interface AccountRecord {
 export interface FileReference {
   key: string;
   mimeType: string;
+  /** Pixel size of an image, as stored (after downscaling); absent on older records. */
+  width?: number;
+  height?: number;
 }
 
 export interface CharacterRecord {
@@ -51,6 +54,29 @@ export interface ConversationRecord {
   /** Accounts that may read and write, in the order they joined; the opener first. */
   speakerAccountIds: string[];
   createdMicros: number;
+  updatedMicros: number;
+}
+
+/**
+ * What fell out of a conversation's context window, summarised by the chat model, so the
+ * character still knows what happened earlier.
+ */
+export interface ConversationSummaryRecord {
+  text: string;
+  /** Index in the message list up to which (exclusive) the summary covers the messages. */
+  throughIndex: number;
+  /** The last message covered. */
+  throughMessageId: string;
+  updatedMicros: number;
+}
+
+/** What the service learned about a chat model from its answers, shared by every process. */
+export interface ChatModelTraitsRecord {
+  modelId: string;
+  /** The model refused image parts: later prompts carry a placeholder instead. */
+  cannotSeeImages: boolean;
+  /** A context smaller than configured, learned when the engine refused or cut a prompt. */
+  contextTokens: number | null;
   updatedMicros: number;
 }
 

@@ -4,7 +4,7 @@
  * `EngineError`. Nothing here knows which engine it talks to; callers pass a provider name.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { EngineError, type EngineErrorOptions } from '../core/errors.js';
+import { EngineError, type EngineErrorOptions, type EngineFailureReason } from '../core/errors.js';
 
 /** How long an engine may take at each step. undici's own 300 s defaults are never used. */
 export interface EngineTimeouts {
@@ -41,6 +41,8 @@ export interface EngineRequest {
   body?: Dispatcher.DispatchOptions['body'];
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
+  /** Reads a refusal the core acts on (context exceeded, images unsupported) from the raw error body. */
+  reasonOf?: (status: number, body: string) => EngineFailureReason | undefined;
 }
 
 /** A successful (2xx) answer whose body the caller must consume or destroy. */
@@ -148,7 +150,8 @@ export function createEngineClient(options: EngineClientOptions): EngineClient {
       throw translate(thrown, engineRequest.signal);
     }
     const status = response.statusCode;
-    throw error(`${label} answered ${status}: ${upstreamMessage(text) || 'no details'}`, { status });
+    const reason = engineRequest.reasonOf?.(status, text);
+    throw error(`${label} answered ${status}: ${upstreamMessage(text) || 'no details'}`, reason === undefined ? { status } : { status, reason });
   };
 
   const readJson: EngineClient['readJson'] = async (response, signal) => {

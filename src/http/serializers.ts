@@ -148,9 +148,12 @@ export class Serializers {
     return json;
   }
 
-  /** A conversation with its messages, as JSON text built from the memoised messages. */
-  conversationWithMessagesJson(view: ConversationView, messages: readonly MessageRecord[]): string {
-    const head = JSON.stringify(this.conversation(view));
+  /**
+   * A conversation with its messages, as JSON text built from the memoised messages, and the
+   * rolling summary of what fell out of the context window (null when there is none).
+   */
+  conversationWithMessagesJson(view: ConversationView, messages: readonly MessageRecord[], summary: string | null): string {
+    const head = JSON.stringify({ ...this.conversation(view), summary });
     return `${head.slice(0, -1)},"messages":[${messages.map((message) => this.messageJson(message)).join(',')}]}`;
   }
 

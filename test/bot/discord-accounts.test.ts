@@ -10,6 +10,7 @@ import { createOpenAICompatibleChatModel } from '../../src/engines/chat/openai-c
 import { openStore } from '../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../src/store/file-store.js';
 import type { KeyvStore } from '../../src/store/keyv-store.js';
+import { createSharpImageCodec } from '../../src/media/sharp-image-codec.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -26,6 +27,7 @@ describe('DiscordAccounts', () => {
       files: new DiskFileStore(path.join(directory, 'files')),
       // Accounts never talk to the engine; this adapter is never called.
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
+      imageCodec: createSharpImageCodec(),
       clock: createSystemClock(),
       ids: createRandomIds(),
       links: { sign: (key) => `http://127.0.0.1:9/files/${key}` },

@@ -164,7 +164,9 @@ describe('Discord commands, end to end', () => {
     bot.discord.sendMessage({ channelId: thread.id, author: carol, content: 'What do you see?', attachments: [{ filename: 'photo.png', contentType: 'image/png', bytes }] });
     await bot.discord.waitFor(() => bot.botTexts(thread.id).includes('Noted.'), 10_000);
     const sent = JSON.stringify(bot.llm.requests.at(-1)!.body.messages!.at(-1));
-    expect(sent).toContain(`data:image/png;base64,${bytes.toString('base64')}`);
+    // Re-encoded at ingest (downscaled when larger than 1024 pixels): the same 3×3 picture.
+    const url = /data:image\/png;base64,([A-Za-z0-9+/=]+)/.exec(sent)?.[1];
+    expect(PNG.sync.read(Buffer.from(url ?? '', 'base64'))).toMatchObject({ width: 3, height: 3 });
     expect(sent).toContain('What do you see?');
   });
 

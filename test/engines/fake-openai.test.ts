@@ -39,7 +39,7 @@ describe('fake OpenAI-compatible server', () => {
       [{ finish_reason: 'stop', index: 0, delta: {} }],
       [],
     ]);
-    expect(chunks[3]?.['usage']).toEqual({ completion_tokens: 1, prompt_tokens: 1, total_tokens: 2 });
+    expect(chunks[3]?.['usage']).toEqual({ completion_tokens: 1, prompt_tokens: 5, total_tokens: 6 });
   });
 
   it('speaks Ollama: role on every delta, one repeated id, fp_ollama', async () => {

@@ -53,6 +53,19 @@ export interface FakeChatScript {
   /** Answers `/embeddings` with the data list reversed (indexes still correct). */
   reverseEmbeddings?: boolean;
   failure?: FakeFailure;
+  /**
+   * llama-server only: the context of one slot (`-c` / `-np`), in the fake's tokens (see
+   * `fakeTokenCount`). A longer prompt gets the 400 `exceed_context_size_error`, or with
+   * `contextShift` is cut from the front and answered with `truncated: true` in its timings.
+   */
+  slotContext?: number;
+  /** llama-server only: how many slots `/props` reports (default 1). */
+  slots?: number;
+  contextShift?: boolean;
+  /** llama-server only: a model without a vision projector; image parts get the 500 that echoes the prompt. */
+  textOnly?: boolean;
+  /** llama-server only: no `/tokenize` (a proxy in front of it, say): 404 like any unknown route. */
+  noTokenize?: boolean;
 }
 
 /** A JSON request body as received. */
@@ -154,9 +167,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (options.apiKey !== undefined && incoming.headers.authorization !== `Bearer ${options.apiKey}`) {
       return sendError(response, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
     }
+    const current = typeof script === 'function' ? script(body, path) : script;
+    if ((current.flavor ?? 'openai') === 'llama-server' && answerLlamaServerRoute(response, incoming.method ?? 'GET', path, body, current)) return;
     const known = incoming.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/embeddings');
     if (!known) return sendError(response, 404, `Unknown route ${incoming.method} ${path}`, 'not_found_error', null);
-    const current = typeof script === 'function' ? script(body, path) : script;
     const failure = current.failure;
     if (failure?.kind === 'hang') return;
     if (failure?.kind === 'http') {
@@ -165,6 +179,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return void response.end(text);
     }
     if (failure?.kind === 'drop' && body.stream !== true) return void drop(response, settle);
+    if (path === '/v1/chat/completions' && (current.flavor ?? 'openai') === 'llama-server' && refuseLikeLlamaServer(response, body, current)) return;
     if (path === '/v1/embeddings') return answerEmbeddings(response, body, current, options.embeddingDimensions ?? 64);
     if (body.stream !== true || current.ignoreStream) return answerCompletion(response, body, current);
     streamCompletion(response, record, settle, current);
@@ -276,9 +291,9 @@ function buildFrames(body: FakeRequestBody, script: FakeChatScript): Frame[] {
   const lastDelta = flavor === 'ollama' ? '{"role":"assistant","content":""}' : '{}';
   frames.push({ kind: 'finish', text: event(chunk(lastDelta, script.finishReason ?? 'stop')), delayMs: 0 });
   if (includeUsage) {
-    const usage = usageOf(body, tokens.length);
+    const usage = usageOf(body, tokens.length, script);
     const rest = flavor === 'llama-server'
-      ? `{"choices":[],"created":${created},"id":"${id}","model":${model},"system_fingerprint":"b6000-fake","object":"chat.completion.chunk","usage":{"completion_tokens":${usage.completion_tokens},"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},"timings":{"prompt_n":${usage.prompt_tokens},"predicted_n":${usage.completion_tokens}}}`
+      ? `{"choices":[],"created":${created},"id":"${id}","model":${model},"system_fingerprint":"b6000-fake","object":"chat.completion.chunk","usage":{"completion_tokens":${usage.completion_tokens},"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},"timings":{"prompt_n":${usage.prompt_tokens},"predicted_n":${usage.completion_tokens}${isTruncated(body, script) ? ',"truncated":true' : ''}}}`
       : `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${model},"system_fingerprint":"${flavor === 'ollama' ? 'fp_ollama' : 'fp_fake'}","choices":[],"usage":${JSON.stringify(usage)}}`;
     frames.push({ kind: 'usage', text: event(rest), delayMs: 0 });
   }
@@ -327,7 +342,8 @@ function answerCompletion(response: ServerResponse, body: FakeRequestBody, scrip
     model: body.model ?? 'fake-model',
     system_fingerprint: flavor === 'ollama' ? 'fp_ollama' : 'fp_fake',
     choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: script.finishReason ?? 'stop' }],
-    usage: usageOf(body, tokens.length),
+    usage: usageOf(body, tokens.length, script),
+    ...(flavor === 'llama-server' ? { timings: { prompt_n: usageOf(body, tokens.length, script).prompt_tokens, predicted_n: tokens.length, ...(isTruncated(body, script) ? { truncated: true } : {}) } } : {}),
   });
   if (script.failure?.kind === 'stall') {
     response.writeHead(200, { 'content-type': 'application/json' });
@@ -376,9 +392,95 @@ function lastUserText(body: FakeRequestBody): string | undefined {
   return user.content.flatMap((part: { type?: string; text?: string }) => (part.type === 'text' && part.text ? [part.text] : [])).join(' ');
 }
 
-function usageOf(body: FakeRequestBody, completionTokens: number): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
-  const prompt = (body.messages ?? []).reduce((total, message) => total + wordsOf(typeof message.content === 'string' ? message.content : JSON.stringify(message.content)).length, 0);
+function usageOf(body: FakeRequestBody, completionTokens: number, script: FakeChatScript): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  let prompt: number;
+  if ((script.flavor ?? 'openai') === 'llama-server') {
+    // A shifted context holds at most the slot (the front of the prompt was dropped).
+    prompt = Math.min(fakePromptTokens(body), script.contextShift && script.slotContext !== undefined ? script.slotContext : Number.POSITIVE_INFINITY);
+  } else {
+    prompt = (body.messages ?? []).reduce((total, message) => total + wordsOf(typeof message.content === 'string' ? message.content : JSON.stringify(message.content)).length, 0);
+  }
   return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
+}
+
+/**
+ * The fake's tokenizer, deterministic and shaped like real ones: about four ASCII characters a
+ * token, one token per CJK character (kana, Hangul), three per emoji (byte fallback), one per
+ * other non-ASCII character.
+ */
+export function fakeTokenCount(text: string): number {
+  let ascii = 0;
+  let tokens = 0;
+  for (const character of text) {
+    const code = character.codePointAt(0) ?? 0;
+    if (code < 0x80) ascii += 1;
+    else if ((code >= 0x2e80 && code <= 0x9fff) || (code >= 0xac00 && code <= 0xd7af) || (code >= 0xff00 && code <= 0xffef)) tokens += 1;
+    else if (/\p{Extended_Pictographic}/u.test(character) || code > 0xffff) tokens += 3;
+    else tokens += 1;
+  }
+  return tokens + Math.ceil(ascii / 4);
+}
+
+/** Tokens of a whole chat prompt as the fake's template frames it: 4 per message, 256 per image. */
+export function fakePromptTokens(body: FakeRequestBody): number {
+  return (body.messages ?? []).reduce((total, message) => {
+    if (typeof message.content === 'string') return total + 4 + fakeTokenCount(message.content);
+    if (!Array.isArray(message.content)) return total + 4;
+    return total + 4 + message.content.reduce((sum: number, part: { type?: string; text?: string }) => sum + (part.type === 'image_url' ? 256 : fakeTokenCount(part.text ?? '')), 0);
+  }, 0);
+}
+
+function isTruncated(body: FakeRequestBody, script: FakeChatScript): boolean {
+  return script.contextShift === true && script.slotContext !== undefined && fakePromptTokens(body) > script.slotContext;
+}
+
+function hasImageParts(body: FakeRequestBody): boolean {
+  return (body.messages ?? []).some((message) => Array.isArray(message.content) && message.content.some((part: { type?: string }) => part.type === 'image_url'));
+}
+
+/** llama-server's own routes beside `/v1`; true when answered. */
+function answerLlamaServerRoute(response: ServerResponse, method: string, path: string, body: FakeRequestBody, script: FakeChatScript): boolean {
+  if (method === 'POST' && path === '/tokenize' && !script.noTokenize) {
+    const content = typeof body['content'] === 'string' ? body['content'] : '';
+    const tokens = Array.from({ length: fakeTokenCount(content) }, (_, index) => 1000 + index);
+    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(JSON.stringify({ tokens }));
+    return true;
+  }
+  if (method === 'GET' && path === '/props') {
+    const slots = script.slots ?? 1;
+    const nCtx = script.slotContext ?? 4096;
+    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(JSON.stringify({ default_generation_settings: { n_ctx: nCtx, params: {} }, total_slots: slots, model_path: 'fake.gguf', n_ctx_train: 32768 }));
+    return true;
+  }
+  return false;
+}
+
+/** What llama-server answers before generating: the image-part 500, the context 400. True when it refused. */
+function refuseLikeLlamaServer(response: ServerResponse, body: FakeRequestBody, script: FakeChatScript): boolean {
+  if (script.textOnly && hasImageParts(body)) {
+    // The real message echoes the whole prompt, system prompt and memories included.
+    const message = `Failed to parse messages: Unsupported content part type: "image_url"; messages = ${JSON.stringify(body.messages)}`;
+    response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(JSON.stringify({ error: { code: 500, message, type: 'server_error' } }));
+    return true;
+  }
+  const prompt = fakePromptTokens(body);
+  if (script.slotContext !== undefined && !script.contextShift && prompt > script.slotContext) {
+    response.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(JSON.stringify({
+      error: {
+        code: 400,
+        message: 'the request exceeds the available context size. try increasing the context size or enable context shift',
+        type: 'exceed_context_size_error',
+        n_prompt_tokens: prompt,
+        n_ctx: script.slotContext,
+      },
+    }));
+    return true;
+  }
+  return false;
 }
 
 function wordsOf(text: string): string[] {

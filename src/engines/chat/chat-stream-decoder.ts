@@ -8,7 +8,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { EngineError } from '../../core/errors.js';
 import type { ChatStreamPart, ChatUsage } from '../../core/ports.js';
 import { truncate } from '../http.js';
-import { contentOf, errorOf, field, finishReasonOf, firstChoice, usageOf } from './openai-wire.js';
+import { contentOf, errorOf, field, finishReasonOf, firstChoice, truncatedOf, usageOf } from './openai-wire.js';
 
 /** Builds the error to throw; `status` is set when the engine named one. */
 export type StreamFailure = (message: string, options: { status?: number; retryable?: boolean }) => EngineError;
@@ -43,6 +43,7 @@ export function createChatStreamDecoder(fail: StreamFailure): ChatStreamDecoder 
   let done = false;
   let finishReason: string | undefined;
   let usage: ChatUsage | undefined;
+  let truncated = false;
   let failure: EngineError | undefined;
 
   const parser = createParser({
@@ -96,6 +97,7 @@ export function createChatStreamDecoder(fail: StreamFailure): ChatStreamDecoder 
     }
     // llama-server's include_usage chunk has `choices: []`; OpenAI's has `usage: null` elsewhere.
     usage = usageOf(chunk) ?? usage;
+    truncated ||= truncatedOf(chunk);
     const choice = firstChoice(chunk);
     finishReason = finishReasonOf(choice) ?? finishReason;
     // `reasoning_content` (llama-server) and `reasoning` (Ollama) deltas are not reply text.
@@ -130,6 +132,7 @@ export function createChatStreamDecoder(fail: StreamFailure): ChatStreamDecoder 
       }
       const part: FinishPart = { type: 'finish', finishReason: finishReason ?? 'unknown' };
       if (usage !== undefined) part.usage = usage;
+      if (truncated) part.truncated = true;
       return part;
     },
   };

@@ -9,6 +9,7 @@ import { createChatStreamDecoder } from './chat-stream-decoder.js';
 import {
   OPENAI_COMPATIBLE_PROVIDER,
   type OpenAICompatibleOptions,
+  chatFailureReason,
   contentOf,
   createOpenAICompatibleClient,
   errorOf,
@@ -16,6 +17,7 @@ import {
   finishReasonOf,
   firstChoice,
   toWireRequest,
+  truncatedOf,
   usageOf,
 } from './openai-wire.js';
 
@@ -44,8 +46,14 @@ export function createOpenAICompatibleChatModel(options: OpenAICompatibleChatOpt
 }
 
 async function generate(client: EngineClient, model: string, request: ChatRequest, options: CallOptions): Promise<ChatResult> {
-  const body = await client.postJson('/chat/completions', toWireRequest(model, request, false), options.signal);
-  return resultOf(client, body);
+  const response = await client.send({
+    path: '/chat/completions',
+    body: JSON.stringify(toWireRequest(model, request, false)),
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    signal: options.signal,
+    reasonOf: chatFailureReason,
+  });
+  return resultOf(client, await client.readJson(response, options.signal));
 }
 
 /** Reads a whole (non-streamed) completion. */
@@ -62,6 +70,7 @@ function resultOf(client: EngineClient, body: unknown): ChatResult {
   };
   const usage = usageOf(body);
   if (usage !== undefined) result.usage = usage;
+  if (truncatedOf(body)) result.truncated = true;
   return result;
 }
 
@@ -77,6 +86,7 @@ async function* streamChat(
     body: JSON.stringify(toWireRequest(model, request, true)),
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
     signal,
+    reasonOf: chatFailureReason,
   });
   const body = response.body;
   if (String(response.headers['content-type']).includes('application/json')) {
@@ -120,9 +130,10 @@ async function* streamChat(
 async function* wholeAnswer(client: EngineClient, response: EngineResponse, signal: AbortSignal | undefined): AsyncGenerator<ChatStreamPart, void, undefined> {
   const result = resultOf(client, await client.readJson(response, signal));
   if (result.text !== '') yield { type: 'text', text: result.text };
-  yield result.usage === undefined
-    ? { type: 'finish', finishReason: result.finishReason }
-    : { type: 'finish', finishReason: result.finishReason, usage: result.usage };
+  const finish: ChatStreamPart = { type: 'finish', finishReason: result.finishReason };
+  if (result.usage !== undefined) finish.usage = result.usage;
+  if (result.truncated) finish.truncated = true;
+  yield finish;
 }
 
 /** How long the end of a body may trail its [DONE] before the socket is given up. */

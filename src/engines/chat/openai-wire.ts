@@ -4,6 +4,7 @@
  * Readers take `unknown` and never trust a field's presence or type.
  */
 import type { Dispatcher } from 'undici';
+import type { EngineFailureReason } from '../../core/errors.js';
 import type { ChatContentPart, ChatMessage, ChatRequest, ChatUsage } from '../../core/ports.js';
 import { createEngineClient, type EngineClient, type EngineTimeouts } from '../http.js';
 
@@ -99,6 +100,25 @@ export function field(value: unknown, name: string): unknown {
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * The refusals the core acts on, read from an error body: a prompt longer than the context
+ * (llama-server's 400 `exceed_context_size_error`, OpenAI's `context_length_exceeded`, vLLM's
+ * "maximum context length") and image parts on a text-only model (llama-server's 500
+ * "Unsupported content part type", or a 4xx saying images are not supported).
+ */
+export function chatFailureReason(status: number, body: string): EngineFailureReason | undefined {
+  if (/exceed_context_size_error|context_length_exceeded|exceeds the available context|maximum context length/i.test(body)) return 'context-exceeded';
+  if (/Unsupported content part type:?\s*\\?"?image_url/i.test(body)) return 'images-unsupported';
+  if (status >= 400 && status < 500 && /image/i.test(body) && /not (be )?supported|unsupported|does not support|cannot (see|process|accept)|mmproj/i.test(body)) return 'images-unsupported';
+  if (status >= 500 && /image input is not supported/i.test(body)) return 'images-unsupported';
+  return undefined;
+}
+
+/** `truncated: true` in an answer or its `timings`: llama-server shifted the context, cutting the prompt's start. */
+export function truncatedOf(body: unknown): boolean {
+  return field(body, 'truncated') === true || field(field(body, 'timings'), 'truncated') === true;
 }
 
 export const OPENAI_COMPATIBLE_PROVIDER = 'openai-compatible';

@@ -47,13 +47,17 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   const reads = new ResponseCache();
   app.get('/:conversationId', async (context) => {
     const conversation = await core.conversations.get(context.get('actor'), uuidParam(context, 'conversationId'));
-    const [view, bounds] = await Promise.all([core.conversations.view(conversation), core.conversations.bounds(conversation.id)]);
-    // Everything the body is made of: the records, the message list's bounds, and the URL expiry.
-    const sources = [conversation, view.character, ...view.accounts, bounds, dependencies.signer.expiry()];
+    const [view, bounds, summary] = await Promise.all([
+      core.conversations.view(conversation),
+      core.conversations.bounds(conversation.id),
+      core.chat.summary(conversation.id),
+    ]);
+    // Everything the body is made of: the records, the message list's bounds, the summary and the URL expiry.
+    const sources = [conversation, view.character, ...view.accounts, bounds, summary, dependencies.signer.expiry()];
     let body = reads.get(conversation.id, sources);
     if (body === undefined) {
       const messages = await core.conversations.messages(conversation.id);
-      body = serializers.conversationWithMessagesJson(view, messages);
+      body = serializers.conversationWithMessagesJson(view, messages, summary?.text ?? null);
       reads.set(conversation.id, sources, body);
     }
     return context.body(body, 200, { 'Content-Type': 'application/json' });

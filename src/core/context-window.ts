@@ -1,0 +1,165 @@
+/**
+ * Fitting a prompt into the chat model's context: the newest message always goes; memories
+ * and the summary give way to it; older history fills what is left, newest first. A message
+ * that cannot fit even alone is refused before it is stored.
+ */
+import type { Conversations, NewMessage } from './conversations.js';
+import { AppError, ValidationError } from './errors.js';
+import type { Memories } from './memories.js';
+import type { ModelTraits } from './model-traits.js';
+import type { ChatRequest, FileStore, Store, TokenCounter } from './ports.js';
+import { buildHistory, imageTokens, systemPrompt } from './prompt.js';
+import { keys } from './keys.js';
+import type { AccountRecord, CharacterRecord, ConversationRecord, MemoryRecord, MessageRecord } from './records.js';
+import type { ConversationSummaries } from './summaries.js';
+import { messageFramingTokens } from './tokens.js';
+
+/** How many of the latest messages stand for "what is being talked about" when choosing memories. */
+const memoryQueryMessages = 4;
+/** Room for a speaker's name before their line, or an image's placeholder words. */
+const labelTokens = 8;
+const page = 64;
+
+export interface PromptPlan {
+  request: ChatRequest;
+  /** Our count of the prompt's text (images aside), to learn from the engine's `usage.prompt_tokens`. */
+  countedTokens: number;
+  withImages: boolean;
+  /** The context the plan was made for. */
+  contextTokens: number;
+  /** List index of the oldest message sent; messages from `historyStart` to here fell out of the window. */
+  firstKept: number;
+  historyStart: number;
+}
+
+export interface ContextWindowOptions {
+  maxReplyTokens: number;
+  memoryCount: number;
+}
+
+export class ContextWindow {
+  constructor(
+    private readonly store: Store,
+    private readonly conversations: Conversations,
+    private readonly memories: Memories,
+    private readonly files: FileStore,
+    private readonly tokens: TokenCounter,
+    private readonly traits: ModelTraits,
+    private readonly summaries: ConversationSummaries,
+    private readonly options: ContextWindowOptions,
+  ) {}
+
+  /**
+   * Refuses, before it is stored, a message the model could never be sent: an image to a
+   * model that cannot see, or a message longer than the context less the reply and the
+   * character's own description. The refusal says the limit in characters.
+   */
+  async refuseIfTooLong(character: CharacterRecord, message: NewMessage): Promise<void> {
+    const { seeImages, contextTokens } = await this.traits.read();
+    const isImage = message.file !== null && message.mimeType.startsWith('image/');
+    if (isImage && !seeImages) {
+      throw new AppError('MODEL_CANNOT_SEE_IMAGES', `${character.name}'s chat model cannot see images; describe the picture in words instead.`);
+    }
+    const [system = 0, text = 0] = await this.tokens.count([systemPrompt(character, []), message.content]);
+    const available = contextTokens - this.options.maxReplyTokens - system - messageFramingTokens;
+    const pixels = isImage ? imageTokens(message.file?.width, message.file?.height) : 0;
+    const cost = text + pixels + messageFramingTokens + labelTokens;
+    if (cost <= available) return;
+    if (isImage && pixels + messageFramingTokens + labelTokens > available) {
+      throw ValidationError.field('data', `is an image this character's context cannot hold: it takes about ${pixels} tokens and ${Math.max(0, available)} are left after the character and the reply; send a smaller image`);
+    }
+    const room = available - pixels - messageFramingTokens - labelTokens;
+    const characters = room <= 0 ? 0 : Math.floor((room * message.content.length) / Math.max(1, text));
+    throw ValidationError.field(
+      'data',
+      `is too long for this character's context: at most about ${characters} characters fit (the context holds ${contextTokens} tokens, ${this.options.maxReplyTokens} of them kept for the reply)`,
+    );
+  }
+
+  /**
+   * The prompt for replying to `userMessage` (found at list index `end - 1`): the system prompt,
+   * then the newest messages that fit, ending with `userMessage`. Replies the character wrote
+   * after it (to earlier messages still being answered when it arrived) come before it, as the
+   * people saw them; other people's later messages wait for their own replies. `share` is the
+   * part of the remaining context the history may use (less after the engine refused).
+   */
+  async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, end: number, share = 1): Promise<PromptPlan> {
+    const { start, end: now } = await this.conversations.bounds(conversation.id);
+    const later = end < now ? (await this.conversations.messages(conversation.id, end, now)).filter((message) => message.participantType === 'character') : [];
+    const before = await this.conversations.messages(conversation.id, Math.max(start, end - 1 - memoryQueryMessages), end - 1);
+    const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
+    const [memories, summary, { seeImages, contextTokens }, accountRecords] = await Promise.all([
+      this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount),
+      this.summaries.get(conversation.id),
+      this.traits.read(),
+      this.store.getMany<AccountRecord>(conversation.speakerAccountIds.map((id) => keys.account(id))),
+    ]);
+    const accounts = new Map(accountRecords.filter((account) => account !== undefined).map((account) => [account.id, account]));
+    const costs = new Map<string, number>();
+    const framing = messageFramingTokens + (accounts.size > 1 ? labelTokens : 0);
+    const measure = async (messages: readonly MessageRecord[]): Promise<number> => {
+      const counts = await this.tokens.count(messages.map((message) => message.content));
+      return messages.reduce((sum, message, index) => {
+        const cost = (counts[index] ?? 0) + framing + (message.file ? labelTokens : 0);
+        costs.set(message.id, cost);
+        return sum + cost;
+      }, 0);
+    };
+    const newestFirst: MessageRecord[] = [userMessage, ...[...later].reverse()];
+    let used = await measure(newestFirst);
+    const newestCost = (costs.get(userMessage.id) ?? 0) + (userMessage.file && seeImages ? imageTokens(userMessage.file.width, userMessage.file.height) : 0);
+
+    const available = contextTokens - this.options.maxReplyTokens;
+    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost);
+    const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
+    for (let to = end - 1; to > start && used < budget; to -= page) {
+      const batch = (await this.conversations.messages(conversation.id, Math.max(start, to - page), to)).reverse();
+      used += await measure(batch);
+      newestFirst.push(...batch);
+    }
+    const history = await buildHistory(newestFirst, {
+      budget,
+      textCost: (message) => costs.get(message.id) ?? 0,
+      seeImages,
+      accounts,
+      files: this.files,
+    });
+    const olderKept = Math.max(0, history.kept - 1 - later.length);
+    const countedTokens = systemTokens + newestFirst.slice(0, history.kept).reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    return {
+      request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: this.options.maxReplyTokens },
+      countedTokens,
+      withImages: history.withImages,
+      contextTokens,
+      firstKept: end - 1 - olderKept,
+      historyStart: start,
+    };
+  }
+
+  /** The system prompt beside the newest message: the least relevant memories, then the summary, give way. */
+  async #system(
+    character: CharacterRecord,
+    memories: readonly MemoryRecord[],
+    summary: string | undefined,
+    available: number,
+    newestCost: number,
+  ): Promise<{ system: string; systemTokens: number }> {
+    const room = available - newestCost;
+    let kept = [...memories];
+    let withSummary = summary;
+    for (;;) {
+      const system = systemPrompt(character, kept, withSummary);
+      const [counted = 0] = await this.tokens.count([system]);
+      const systemTokens = counted + messageFramingTokens;
+      if (systemTokens <= room) return { system, systemTokens };
+      if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
+      else if (withSummary !== undefined) withSummary = undefined;
+      else if (systemTokens >= available) {
+        throw new AppError('CONFLICT', 'The character description and memories fill the whole context; shorten them or raise LLM_CONTEXT_TOKENS.');
+      } else {
+        // Stored under a larger context than the model has now (or a changed character).
+        throw new AppError('VALIDATION_FAILED', `The message is too long for this character's context: about ${available - systemTokens} tokens are left for it; send a shorter one.`);
+      }
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import { keys } from './keys.js';
+import type { Clock, Store } from './ports.js';
+import type { ChatModelTraitsRecord } from './records.js';
+
+/**
+ * What the chat engine taught us about its model, kept in the store so every process knows:
+ * that it cannot see images, and that its context is smaller than configured (the engine
+ * refused a prompt, or cut one by context shift).
+ */
+export class ModelTraits {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly modelId: string,
+    /** The configured context; a learned one never goes below half of it. */
+    private readonly contextTokens: number,
+  ) {}
+
+  async read(): Promise<{ seeImages: boolean; contextTokens: number }> {
+    const traits = await this.store.get<ChatModelTraitsRecord>(keys.chatModelTraits(this.modelId));
+    return {
+      seeImages: !(traits?.cannotSeeImages ?? false),
+      contextTokens: Math.min(this.contextTokens, traits?.contextTokens ?? this.contextTokens),
+    };
+  }
+
+  cannotSeeImages(): Promise<void> {
+    return this.#update((traits) => ({ ...traits, cannotSeeImages: true }));
+  }
+
+  /** Lowers the context used for prompts by a sixth, down to half the configured one (when the engine does not say its own). */
+  shrinkContext(): Promise<void> {
+    return this.#update((traits) => {
+      const current = traits.contextTokens ?? this.contextTokens;
+      const smaller = Math.max(Math.ceil(this.contextTokens / 2), Math.floor((current * 5) / 6));
+      return { ...traits, contextTokens: Math.min(current, smaller) };
+    });
+  }
+
+  /** The context the engine itself reported (llama-server's per-slot n_ctx), when below the configured one. */
+  learnContext(contextTokens: number): Promise<void> {
+    return this.#update((traits) => ({ ...traits, contextTokens: Math.min(contextTokens, traits.contextTokens ?? this.contextTokens) }));
+  }
+
+  #update(change: (traits: ChatModelTraitsRecord) => ChatModelTraitsRecord): Promise<void> {
+    const key = keys.chatModelTraits(this.modelId);
+    return this.store.withLock(key, async () => {
+      const current = (await this.store.get<ChatModelTraitsRecord>(key)) ?? { modelId: this.modelId, cannotSeeImages: false, contextTokens: null, updatedMicros: 0 };
+      await this.store.set(key, { ...change(current), updatedMicros: this.clock.nowMicros() });
+    });
+  }
+}

@@ -1,0 +1,97 @@
+import type { Conversations } from './conversations.js';
+import { keys } from './keys.js';
+import type { ChatModel, Clock, Logger, Store, TokenCounter } from './ports.js';
+import type { CharacterRecord, ConversationSummaryRecord, MessageRecord } from './records.js';
+import { messageFramingTokens } from './tokens.js';
+import { ThinkFilter } from './think-filter.js';
+
+export interface SummaryOptions {
+  /** How many uncovered messages must have fallen out of the window before summarising again. */
+  minimumMessages: number;
+  /** The longest summary asked of the engine, in tokens. */
+  maxSummaryTokens: number;
+}
+
+export const defaultSummaryOptions: SummaryOptions = { minimumMessages: 6, maxSummaryTokens: 300 };
+
+/**
+ * The rolling summary of what fell out of a conversation's context window, written by the
+ * chat model in the background (a reply never waits for it) and put into the system prompt.
+ */
+export class ConversationSummaries {
+  /** Conversations being summarised now: one summary at a time each. */
+  readonly #running = new Set<string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly conversations: Conversations,
+    private readonly model: ChatModel,
+    private readonly tokens: TokenCounter,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: SummaryOptions,
+    /** Tokens the summarising prompt may use (the context less the summary's own length). */
+    private readonly promptTokens: () => Promise<number>,
+  ) {}
+
+  get(conversationId: string): Promise<ConversationSummaryRecord | undefined> {
+    return this.store.get<ConversationSummaryRecord>(keys.conversationSummary(conversationId));
+  }
+
+  /**
+   * Summarises, when enough has fallen out, the messages before list index `firstKept` that the
+   * summary does not cover yet. Resolves when done (or skipped); never rejects.
+   */
+  async update(character: CharacterRecord, conversationId: string, firstKept: number): Promise<void> {
+    if (this.#running.has(conversationId)) return;
+    this.#running.add(conversationId);
+    try {
+      const previous = await this.get(conversationId);
+      const { start } = await this.conversations.bounds(conversationId);
+      const from = Math.max(start, previous?.throughIndex ?? start);
+      if (firstKept - from < this.options.minimumMessages) return;
+      const fallen = await this.conversations.messages(conversationId, from, firstKept);
+      const last = fallen.at(-1);
+      if (!last) return;
+      const text = await this.#write(character, previous?.text, fallen);
+      if (!text) return;
+      const record: ConversationSummaryRecord = { text, throughIndex: firstKept, throughMessageId: last.id, updatedMicros: this.clock.nowMicros() };
+      await this.store.withLock(keys.conversation(conversationId), async () => {
+        // Cleared meanwhile: the summary would speak of messages that are gone.
+        if ((await this.conversations.bounds(conversationId)).start > from) return;
+        await this.store.set(keys.conversationSummary(conversationId), record);
+      });
+    } catch (error) {
+      this.logger.warn({ conversationId, err: error }, 'summarising the earlier conversation failed; it is tried again later');
+    } finally {
+      this.#running.delete(conversationId);
+    }
+  }
+
+  async #write(character: CharacterRecord, previous: string | undefined, fallen: readonly MessageRecord[]): Promise<string> {
+    const instruction =
+      `You keep the running summary of a role-play conversation between ${character.name} and the people talking with them. ` +
+      `Write one short paragraph, at most ${Math.floor(this.options.maxSummaryTokens * 0.6)} words, of what happened: names, facts, promises, ` +
+      'feelings and open questions. Answer with the summary only.';
+    const lines = fallen.map((message) => `${message.participantType === 'character' ? character.name : 'User'}: ${message.content || '[an image]'}`);
+    const head = previous ? `Summary so far: ${previous}\n\nWhat was said next:\n` : 'What was said:\n';
+    // The newest lines matter most; the oldest give way when they do not all fit.
+    const budget = (await this.promptTokens()) - this.options.maxSummaryTokens - 3 * messageFramingTokens;
+    const [fixed = 0, ...costs] = await this.tokens.count([`${instruction}\n${head}`, ...lines]);
+    let used = fixed;
+    let first = lines.length;
+    while (first > 0 && used + (costs[first - 1] ?? 0) + 1 <= budget) {
+      first -= 1;
+      used += (costs[first] ?? 0) + 1;
+    }
+    const result = await this.model.generate({
+      messages: [
+        { role: 'system', content: instruction },
+        { role: 'user', content: `${head}${lines.slice(first).join('\n')}` },
+      ],
+      maxTokens: this.options.maxSummaryTokens,
+    });
+    const filter = new ThinkFilter();
+    return (filter.push(result.text) + filter.end()).trim();
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * A `TokenCounter` that asks llama.cpp's `llama-server` (`POST /tokenize`, outside the OpenAI
+ * `/v1` path) for exact counts, and estimates where the server has no such route (any other
+ * OpenAI-compatible engine answers 404; then it is never asked again) or fails.
+ */
+import { EngineError } from '../../core/errors.js';
+import type { CallOptions, Logger, TokenCounter } from '../../core/ports.js';
+import { LearningTokenEstimator } from '../../core/tokens.js';
+import { createOpenAICompatibleClient, field, type OpenAICompatibleOptions } from './openai-wire.js';
+
+export interface LlamaServerTokenCounterOptions extends Omit<OpenAICompatibleOptions, 'model'> {
+  logger?: Logger;
+  /** Counts kept per text, so history is not tokenised again on every message. */
+  cacheEntries?: number;
+}
+
+/** llama-server serves `/tokenize` and `/props` beside `/v1`, at the server's root. */
+export function serverRoot(openAIBaseURL: string): string {
+  return openAIBaseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
+}
+
+export interface LlamaServerTokenCounter extends TokenCounter {
+  /** The context of one slot (`-c` / `-np`) as `GET /props` reports it; undefined when unknown. */
+  engineContext(options?: CallOptions): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+export function createLlamaServerTokenCounter(options: LlamaServerTokenCounterOptions): LlamaServerTokenCounter {
+  const client = createOpenAICompatibleClient('Chat engine tokenizer', { ...options, baseURL: serverRoot(options.baseURL) });
+  const estimator = new LearningTokenEstimator();
+  const cache = new Map<string, number>();
+  const cacheEntries = options.cacheEntries ?? 4096;
+  let supported = true;
+
+  async function countOne(text: string, signal: AbortSignal | undefined): Promise<number> {
+    const known = cache.get(text);
+    if (known !== undefined) return known;
+    const body = await client.postJson('/tokenize', { content: text, add_special: false }, signal);
+    const tokens = field(body, 'tokens');
+    if (!Array.isArray(tokens)) throw client.error('Chat engine tokenizer answered without tokens.', { retryable: false });
+    if (cache.size >= cacheEntries) cache.delete(cache.keys().next().value as string);
+    cache.set(text, tokens.length);
+    return tokens.length;
+  }
+
+  return {
+    get exact() {
+      return supported;
+    },
+    async count(texts, callOptions = {}) {
+      if (supported) {
+        try {
+          return await Promise.all(texts.map((text) => countOne(text, callOptions.signal)));
+        } catch (error) {
+          if (error instanceof EngineError && error.status === 404) {
+            supported = false;
+            options.logger?.info({ provider: client.provider }, 'the chat engine has no /tokenize; token counts are estimated');
+          } else {
+            options.logger?.warn({ err: error }, 'token counting failed; estimating instead');
+          }
+        }
+      }
+      return estimator.count(texts);
+    },
+    observe(estimatedTokens, promptTokens) {
+      if (!supported) estimator.observe(estimatedTokens, promptTokens);
+    },
+    async engineContext(callOptions = {}) {
+      try {
+        const response = await client.send({ method: 'GET', path: '/props', signal: callOptions.signal });
+        const nCtx = field(field(await client.readJson(response, callOptions.signal), 'default_generation_settings'), 'n_ctx');
+        return typeof nCtx === 'number' && nCtx > 0 ? nCtx : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { EngineError } from '../../src/core/errors.js';
+import type { ChatRequest } from '../../src/core/ports.js';
+import { createLlamaServerTokenCounter, serverRoot } from '../../src/engines/chat/llama-server-tokens.js';
+import { chatFailureReason } from '../../src/engines/chat/openai-wire.js';
+import { fakeTokenCount } from '../fakes/fake-openai.js';
+import { collect, useFakeChat, userSays } from './chat-helpers.js';
+
+const withImage: ChatRequest = {
+  messages: [
+    { role: 'system', content: 'Private note: the bank PIN is 4321' },
+    { role: 'user', content: [{ type: 'image', mimeType: 'image/png', data: new Uint8Array([1, 2, 3]) }, { type: 'text', text: 'look' }] },
+  ],
+};
+
+describe('llama-server context, tokens and images over the wire', () => {
+  const context = useFakeChat();
+
+  it('counts tokens with /tokenize at the server root, and caches them', async () => {
+    context.fake.setScript({ flavor: 'llama-server' });
+    const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    try {
+      const texts = ['Hello there, how are you?', '你好世界', '🎉🎉', 'Привет'];
+      expect(await counter.count(texts)).toEqual(texts.map(fakeTokenCount));
+      expect(counter.exact).toBe(true);
+      const tokenize = context.fake.requests.filter((request) => request.path === '/tokenize');
+      expect(tokenize.map((request) => request.body)).toContainEqual({ content: '你好世界', add_special: false });
+      await counter.count(texts);
+      expect(context.fake.requests.filter((request) => request.path === '/tokenize')).toHaveLength(texts.length);
+    } finally {
+      await counter.close();
+    }
+  });
+
+  it('falls back to the estimate, for good, when the engine has no /tokenize', async () => {
+    context.fake.setScript({ flavor: 'openai' });
+    const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    try {
+      const [first] = await counter.count(['你好世界']);
+      expect(first).toBeGreaterThanOrEqual(4);
+      expect(counter.exact).toBe(false);
+      await counter.count(['again']);
+      expect(context.fake.requests.filter((request) => request.path === '/tokenize')).toHaveLength(1);
+    } finally {
+      await counter.close();
+    }
+  });
+
+  it('reads the per-slot context from /props', async () => {
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 2048, slots: 4 });
+    const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    try {
+      expect(await counter.engineContext()).toBe(2048);
+      expect(serverRoot('http://127.0.0.1:8080/v1/')).toBe('http://127.0.0.1:8080');
+    } finally {
+      await counter.close();
+    }
+  });
+
+  it('marks the 400 exceed_context_size_error as context exceeded, streamed or not', async () => {
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 16 });
+    const model = context.model();
+    const long = userSays('word '.repeat(100));
+    const streamed = await collect(model.stream(long)).catch((error: unknown) => error);
+    expect(streamed).toBeInstanceOf(EngineError);
+    expect((streamed as EngineError).reason).toBe('context-exceeded');
+    expect((streamed as EngineError).status).toBe(400);
+    const whole = await model.generate(long).catch((error: unknown) => error);
+    expect((whole as EngineError).reason).toBe('context-exceeded');
+  });
+
+  it('reports truncated: true when the engine shifted the context', async () => {
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 16, contextShift: true, tokens: ['ok'] });
+    const model = context.model();
+    const { parts } = await collect(model.stream(userSays('word '.repeat(100))));
+    expect(parts.at(-1)).toMatchObject({ type: 'finish', truncated: true, usage: { promptTokens: 16 } });
+    expect(await model.generate(userSays('word '.repeat(100)))).toMatchObject({ truncated: true });
+    const fits = await collect(model.stream(userSays('hi')));
+    expect(fits.parts.at(-1)).not.toHaveProperty('truncated');
+  });
+
+  it('marks the 500 for image parts on a text-only model as images unsupported', async () => {
+    context.fake.setScript({ flavor: 'llama-server', textOnly: true });
+    const failure = await collect(context.model().stream(withImage)).catch((error: unknown) => error);
+    expect((failure as EngineError).reason).toBe('images-unsupported');
+    expect((failure as EngineError).status).toBe(500);
+  });
+
+  it('recognises the refusals other engines send too, and nothing else', () => {
+    expect(chatFailureReason(400, '{"error":{"message":"This model\'s maximum context length is 8192 tokens.","code":"context_length_exceeded"}}')).toBe('context-exceeded');
+    expect(chatFailureReason(400, '{"error":{"message":"image input is not supported by this model"}}')).toBe('images-unsupported');
+    expect(chatFailureReason(500, '{"error":{"message":"image input is not supported - hint: you may need to provide the mmproj"}}')).toBe('images-unsupported');
+    expect(chatFailureReason(500, '{"error":{"message":"out of memory"}}')).toBeUndefined();
+    expect(chatFailureReason(400, '{"error":{"message":"invalid temperature"}}')).toBeUndefined();
+  });
+});
