@@ -18,6 +18,7 @@ import { createApp } from './http/app.js';
 import { listen } from './http/server.js';
 import { UrlSigner } from './http/signed-urls.js';
 import { createLogger } from './logger.js';
+import { createSharpImageCodec } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
 import { openStore } from './store/create-keyv.js';
@@ -67,6 +68,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     speech: { engine: speechEngine, encoder: createAudioEncoder() },
     images: { engine: imageEngine, trainer: faceTrainer },
     links: signer,
+    imageCodec: createSharpImageCodec(),
     clock: createSystemClock(),
     ids: createRandomIds(),
     logger: logger.child({ module: 'core' }),

@@ -9,7 +9,7 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageEngine, Logger, SpeechEngine, Store } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, Store } from './ports.js';
 import { Speech } from './speech.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
@@ -24,6 +24,8 @@ export interface CoreDependencies {
   images?: { engine?: ImageEngine | undefined; trainer?: FaceTrainer | undefined } | undefined;
   /** Signed URLs of stored files, for engines that fetch them (face archives, training photos). */
   links: FileLinks;
+  /** Reads image headers (format, size, pixel limit) of avatars and face photos. */
+  imageCodec: ImageCodec;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
@@ -60,7 +62,7 @@ export const defaultImageOptions = {
 export function createCore(dependencies: CoreDependencies): Core {
   const { store, files, clock, ids, logger, options } = dependencies;
   const ledger = new Ledger(store, clock, ids);
-  const characters = new Characters(store, files, clock, ids);
+  const characters = new Characters(store, files, clock, ids, dependencies.imageCodec);
   const accounts = new Accounts(store, clock, ids, ledger, characters, options);
   const memories = new Memories(store, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(store, characters, clock, ids);
@@ -77,6 +79,6 @@ export function createCore(dependencies: CoreDependencies): Core {
   if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, dependencies.links, imageOptions.trainingTimeLimitMs);
   const jobs = new Jobs(store, ledger, clock, ids);
   const runner = new JobRunner(jobs, store, files, ledger, clock, logger, workers, imageOptions);
-  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions);
+  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
   return { accounts, characters, memories, conversations, chat, answers, speech, ledger, images, files, chatModel: dependencies.chatModel };
 }

@@ -10,6 +10,7 @@ import { createOpenAICompatibleChatModel } from '../../src/engines/chat/openai-c
 import { openStore } from '../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../src/store/file-store.js';
 import type { KeyvStore } from '../../src/store/keyv-store.js';
+import { createSharpImageCodec } from '../../src/media/sharp-image-codec.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -29,6 +30,7 @@ describe('DiscordAccounts', () => {
       clock: createSystemClock(),
       ids: createRandomIds(),
       links: { sign: (key) => `http://127.0.0.1:9/files/${key}` },
+      imageCodec: createSharpImageCodec(),
       logger: silent,
       options: { startingBalance: 10, adminApiKey: undefined, chat: { contextTokens: 4096, maxReplyTokens: 256 } },
     });

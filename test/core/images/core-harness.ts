@@ -9,6 +9,7 @@ import { openStore } from '../../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../../src/store/file-store.js';
 import type { KeyvStore } from '../../../src/store/keyv-store.js';
 import { ScriptedImageEngine, ScriptedTrainer } from './scripted-engines.js';
+import { createSharpImageCodec } from '../../../src/media/sharp-image-codec.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -38,6 +39,7 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
       images: { engine, trainer },
       links: { sign: (key) => `http://127.0.0.1:9/files/${key}?signature=test` },
+      imageCodec: createSharpImageCodec(),
       clock: createSystemClock(),
       ids: createRandomIds(),
       logger: silent,
