@@ -8,6 +8,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { characterRoutes } from './routes/characters.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
+import { healthRoutes } from './routes/health.js';
 import { imageRoutes } from './routes/images.js';
 import { voiceRoutes } from './routes/voices.js';
 import { Serializers } from './serializers.js';
@@ -40,10 +41,7 @@ export function createApp(dependencies: HttpDependencies) {
     );
   });
 
-  app.get('/healthz', (context) => {
-    const ready = dependencies.isReady?.() ?? true;
-    return context.json({ status: ready ? 'ok' : 'starting' }, ready ? 200 : 503);
-  });
+  app.route('/', healthRoutes(dependencies.health ?? { discord: () => 'disabled', storeReachable: async () => true }));
   app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
 
   const api = new Hono<HttpEnv>();
