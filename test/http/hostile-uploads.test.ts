@@ -132,4 +132,14 @@ describe('hostile uploads', () => {
     expect(answer.status).toBe(413);
     expect(answer.body.error.message).toContain('pixels');
   });
+
+  it('refuses a compressed request body instead of inflating it', async () => {
+    const answer = await harness.call('POST', '/api/v0/conversations', {
+      key: account.key,
+      raw: zlib.gzipSync(Buffer.alloc(10 * 1024 * 1024)),
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    });
+    expect(answer.status).toBe(415);
+    expect(answer.body.error.message).toContain('uncompressed');
+  });
 });
