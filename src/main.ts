@@ -103,7 +103,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     rateLimitPerMinute: config.apiRateLimitPerMinute,
     synchronousImageWaitMs: config.images.synchronousWaitMs,
   });
-  const server = await listen(app, { host: config.host, port: config.port });
+  const server = await listen(app, { host: config.host, port: config.port, limits: config.httpLimits });
   logger.info(
     { url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl, model: config.llm.model },
     'Likeness API listening',

@@ -2,6 +2,9 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { type ServerLimits, defaultServerLimits } from './server-limits.js';
+
+export { type ServerLimits, defaultServerLimits } from './server-limits.js';
 
 export interface RunningServer {
   /** The address it listens on, e.g. `http://127.0.0.1:3000`. */
@@ -10,33 +13,6 @@ export interface RunningServer {
   /** Stops accepting connections, lets requests in flight finish (up to `graceMs`), then closes. */
   close(graceMs?: number): Promise<void>;
 }
-
-/**
- * Deadlines and caps that keep slow or idle clients from holding connections. None of them
- * limits how long a response may take: a streamed chat reply, or a synchronous one waiting on
- * a slow engine, runs as long as the engine's own timeouts allow.
- */
-export interface ServerLimits {
-  /** Time to receive the request line and headers (slowloris). */
-  headersTimeoutMs: number;
-  /** Time to receive the whole request, body included (a body trickled a byte at a time). */
-  requestTimeoutMs: number;
-  /** Longest silence while a request's body is still arriving (headers sent, body withheld). */
-  bodyIdleTimeoutMs: number;
-  /** How long a kept-alive connection may sit idle between requests. */
-  keepAliveTimeoutMs: number;
-  /** Open connections at most; more are closed as they arrive. */
-  maxConnections: number;
-}
-
-export const defaultServerLimits: ServerLimits = {
-  headersTimeoutMs: 20_000,
-  // A 110 MB face-photo upload at 1 MB/s fits.
-  requestTimeoutMs: 120_000,
-  bodyIdleTimeoutMs: 20_000,
-  keepAliveTimeoutMs: 5_000,
-  maxConnections: 1_000,
-};
 
 /** Serves a Hono app on `host:port` (port 0 picks a free one). */
 export function listen<Env extends object>(
