@@ -16,6 +16,8 @@ export interface BotSupervisorOptions {
   maxRetryMs: number;
 }
 
+const stopWaitMs = 5_000;
+
 export const defaultBotSupervisorOptions: BotSupervisorOptions = { initialRetryMs: 1_000, maxRetryMs: 5 * 60_000 };
 
 export class BotSupervisor {
@@ -48,7 +50,9 @@ export class BotSupervisor {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wake?.();
-    await this.#settled;
+    // A login still trying an unreachable Discord may take a minute of REST retries; the
+    // service does not wait for it (the attempt stops its client itself when it ends).
+    await Promise.race([this.#settled, new Promise((resolve) => setTimeout(resolve, stopWaitMs).unref())]);
     await this.#bot?.stop();
     this.#bot = undefined;
     this.#settle(new Error('the Discord bot was stopped'));
