@@ -150,10 +150,12 @@ async function logIn(client: Client, token: string, readyTimeoutMs: number): Pro
   });
   // It may settle while login is still under way; it is awaited below.
   ready.catch(() => {});
+  const loggedIn = client.login(token);
   try {
-    await client.login(token);
-    return await ready;
+    // A refused identify may leave login waiting for a shard that will never be ready.
+    return await Promise.race([loggedIn.then(() => ready), ready]);
   } catch (error) {
+    loggedIn.catch(() => {});
     await client.destroy();
     throw error;
   } finally {

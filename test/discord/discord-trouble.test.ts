@@ -90,6 +90,19 @@ describe('Discord trouble does not take the API down', () => {
     expect(logs.filter((line) => line.msg === 'Discord bot could not start; retrying')).toHaveLength(1);
   });
 
+  it('gives up with one error line when the gateway refuses the token at start-up (close 4004)', async () => {
+    const { url, discord, logs } = await start(
+      (fake) => fake.token,
+      (fake) => fake.refuseGatewayLogins(true),
+    );
+    await expect.poll(async () => (await json(`${url}/healthz`)).body, { timeout: 10_000 }).toEqual({ status: 'ok', discord: 'failed' });
+    const asked = gatewayRequests(discord);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(gatewayRequests(discord)).toBe(asked);
+    expect(logs.filter((line) => String(line.msg).includes('Discord refused the bot token'))).toHaveLength(1);
+    expect((await json(`${url}/readyz`)).status).toBe(503);
+  });
+
   it('reports a gateway Discord closes for good (4004) as failed', async () => {
     const { url, discord, service } = await start((fake) => fake.token);
     await service.discordReady();

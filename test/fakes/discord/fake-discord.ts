@@ -129,6 +129,8 @@ export interface FakeDiscord {
   dropGatewayConnections(options?: { code?: number; abrupt?: boolean; invalidateSessions?: boolean }): void;
   /** Sends op 7 Reconnect. */
   requestGatewayReconnect(): void;
+  /** Refuses gateway identify and resume with close 4004 (authentication failed) while `refuse` is true. */
+  refuseGatewayLogins(refuse: boolean): void;
   close(): Promise<void>;
 }
 
@@ -375,6 +377,10 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
 
   requestGatewayReconnect(): void {
     this.#parts.gateway.requestReconnect();
+  }
+
+  refuseGatewayLogins(refuse: boolean): void {
+    this.#parts.gateway.refuseLogins = refuse;
   }
 
   async close(): Promise<void> {
