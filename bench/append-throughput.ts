@@ -2,6 +2,7 @@ import path from 'node:path';
 import { createRandomIds, createSystemClock } from '../src/core/clock.js';
 import { Characters } from '../src/core/characters.js';
 import { Conversations } from '../src/core/conversations.js';
+import { createSharpImageCodec } from '../src/media/sharp-image-codec.js';
 import { DiskFileStore } from '../src/store/file-store.js';
 import { openStore } from '../src/store/create-keyv.js';
 import { round } from './stats.js';
@@ -11,7 +12,7 @@ export async function benchmarkAppends(dataDir: string) {
   const store = await openStore(`sqlite://${path.join(dataDir, 'likeness.sqlite')}`);
   const clock = createSystemClock();
   const ids = createRandomIds();
-  const conversations = new Conversations(store, new Characters(store, new DiskFileStore(path.join(dataDir, 'files')), clock, ids), clock, ids);
+  const conversations = new Conversations(store, new Characters(store, new DiskFileStore(path.join(dataDir, 'files')), clock, ids, createSharpImageCodec()), clock, ids);
   const message = (index: number) => ({
     content: `Message ${index}: a line of ordinary chat, about as long as people write.`,
     mimeType: 'text/plain',

@@ -4,7 +4,7 @@ import {
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import { downloadAttachment } from '../src/bot/attachments.js';
-import { type BotContext, type Command, answer, deferOnce } from '../src/bot/command.js';
+import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { deliveryRecordFor } from '../src/bot/delivery-records.js';
 import { characterLimits } from '../src/core/characters.js';
@@ -90,6 +90,8 @@ const data = {
 export default {
   data,
   ephemeral: true,
+  // Downloads and engines take seconds; the rest answers at once.
+  defer: { 'train-face': 'at-once', voice: 'at-once', avatar: 'at-once' },
   async autocomplete(interaction, context) {
     if (interaction.options.getSubcommand() === 'voice') {
       const query = String(interaction.options.getFocused()).toLowerCase();
@@ -130,7 +132,6 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
     const option = interaction.options.getString('character');
     const character = option ? await resolveCharacter(context.core, actor, option) : await context.core.characters.get(actor, account.characterId);
     const attachments = ['photos', ...photoOptions.map((photo) => photo.name)].map((name) => interaction.options.getAttachment(name)).filter((item) => item !== null);
-    await deferOnce(interaction, true);
     const uploads = await Promise.all(attachments.map(async (item) => ({ filename: item.name, data: await downloadAttachment(item, maxAttachmentBytes) })));
     const { job, model, transaction } = await context.core.images.trainFace(actor, character.id, uploads);
     await context.deliveries.add(deliveryRecordFor(interaction, job.id, 'training', character.name));
@@ -148,7 +149,6 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
     const preset = interaction.options.getString('preset');
     const attachments = ['sample', 'sample2', 'sample3'].map((name) => interaction.options.getAttachment(name)).filter((item) => item !== null);
     if (!preset && attachments.length === 0) throw new AppError('VALIDATION_FAILED', 'Choose a preset, or attach recordings of the voice to clone.');
-    await interaction.deferReply({ flags: 'Ephemeral' });
     let character;
     if (preset) {
       character = await speech.train(actor, account.characterId, { voiceId: preset });
@@ -187,9 +187,8 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
   async avatar(interaction, context) {
     const { actor, account } = await context.accountOf(interaction.user);
     const image = interaction.options.getAttachment('image', true);
-    // Checked before deferring, so the refusal stays private and immediate.
+    // Checked before downloading anything.
     if (image.size > characterLimits.avatarBytes) throw new AppError('PAYLOAD_TOO_LARGE', 'The picture is larger than 5 MB.');
-    await interaction.deferReply({ flags: 'Ephemeral' });
     const character = await context.core.characters.setAvatar(actor, account.characterId, await downloadAttachment(image, characterLimits.avatarBytes));
     await answer(interaction, { content: 'New picture saved.', ...(await characterCard(context.core, character)) });
   },

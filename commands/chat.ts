@@ -2,7 +2,6 @@ import {
   ApplicationCommandOptionType,
   ChannelType,
   type ChatInputCommandInteraction,
-  MessageFlags,
   PermissionFlagsBits,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
   ThreadAutoArchiveDuration,
@@ -32,9 +31,10 @@ const threadPermissions = {
 export default {
   data,
   ephemeral: true,
+  // Opening a thread and sending the first message take longer than Discord waits.
+  defer: 'at-once',
   autocomplete: suggestCharacters,
   async execute(interaction, context) {
-    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
     const { actor, account } = await context.accountOf(interaction.user);
     const character = await resolveCharacter(context.core, actor, interaction.options.getString('character', true));
     const first = interaction.options.getString('message');

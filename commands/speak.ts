@@ -19,7 +19,6 @@ export default {
   async execute(interaction, context) {
     const speech = context.core.speech;
     if (!speech) throw new AppError('NOT_CONFIGURED', 'Speech is not set up on this bot (TTS_ENGINE).');
-    await interaction.deferReply();
     const { actor, account } = await context.accountOf(interaction.user);
     const option = interaction.options.getString('character');
     const character = option ? await resolveCharacter(context.core, actor, option) : await context.core.characters.get(actor, account.characterId);

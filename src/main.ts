@@ -14,19 +14,24 @@ import { createElevenLabsSpeechEngine } from './engines/speech/elevenlabs.js';
 import { createEspeakSpeechEngine } from './engines/speech/espeak.js';
 import { createOpenAISpeechEngine } from './engines/speech/openai-speech.js';
 import { commands } from '../commands/index.js';
-import { type RunningBot, startBot } from './bot/bot.js';
+import { startBot } from './bot/bot.js';
+import { BotSupervisor, type DiscordStatus } from './bot/bot-supervisor.js';
 import { createApp } from './http/app.js';
 import { listen } from './http/server.js';
 import { UrlSigner } from './http/signed-urls.js';
 import { createLogger } from './logger.js';
+import { createSharpImageCodec } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
 import { openStore } from './store/create-keyv.js';
-import { createSharpImageCodec } from './media/sharp-image-codec.js';
 
 export interface RunningService {
   /** Where the HTTP API listens. */
   url: string;
+  /** What the bot is doing; `disabled` without DISCORD_TOKEN. */
+  discordStatus(): DiscordStatus;
+  /** Resolves when the bot is ready (at once when disabled); rejects if it fails for good. */
+  discordReady(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -91,31 +96,37 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   // Jobs the last process left are followed again (or settled) before new ones arrive.
   const recovered = await core.images.runner.recover();
   if (recovered.resumed + recovered.settled > 0) logger.info(recovered, 'image jobs recovered');
+  // The bot starts in the background once the API serves: Discord trouble must not take it down.
+  let bot: BotSupervisor | undefined;
   const app = createApp({
+    health: {
+      discord: () => bot?.status ?? 'disabled',
+      storeReachable: async () => {
+        await store.get('health:probe');
+        return true;
+      },
+    },
     core,
     signer,
     logger: logger.child({ module: 'http' }),
     rateLimitPerMinute: config.apiRateLimitPerMinute,
     synchronousImageWaitMs: config.images.synchronousWaitMs,
   });
-  const server = await listen(app, { host: config.host, port: config.port });
+  const server = await listen(app, { host: config.host, port: config.port, limits: config.httpLimits });
   logger.info(
     { url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl, model: config.llm.model },
     'Likeness API listening',
   );
   if (!config.adminApiKey) logger.warn({}, 'ADMIN_API_KEY is not set: accounts cannot be created over HTTP');
-  let bot: RunningBot | undefined;
-  if (config.discord.token) {
-    try {
-      bot = await startBot(core, store, commands, { ...config.discord, token: config.discord.token }, logger.child({ module: 'bot' }));
-    } catch (error) {
-      await server.close();
-      await store.close();
-      throw error;
-    }
+  const { token } = config.discord;
+  if (token) {
+    const botLogger = logger.child({ module: 'bot' });
+    bot = new BotSupervisor(() => startBot(core, store, commands, { ...config.discord, token }, botLogger), botLogger);
   }
   return {
     url: server.url,
+    discordStatus: () => bot?.status ?? 'disabled',
+    discordReady: () => bot?.whenReady() ?? Promise.resolve(),
     stop: async () => {
       await bot?.stop();
       await server.close();

@@ -25,6 +25,19 @@ export interface BotOptions {
   voiceIdleMs?: number;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
   jobEditIntervalMs?: number;
+  /** Longest wait for the gateway's READY after logging in (default 60 s). */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Discord closed the gateway with a code it will not recover from (4004: the token is wrong;
+ * 4013/4014: intents): retrying cannot help until the configuration changes.
+ */
+export class GatewayRefused extends Error {
+  override readonly name = 'GatewayRefused';
+  constructor(readonly code: number) {
+    super(code === 4004 ? 'Discord refused the bot token (gateway close 4004)' : `Discord closed the gateway for good (code ${code})`);
+  }
 }
 
 export interface RunningBot {
@@ -103,12 +116,11 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
   });
   client.on(Events.VoiceStateUpdate, (oldState) => voice.leaveIfAlone(oldState.guild));
   client.on(Events.Error, (error) => logger.error({ err: error }, 'Discord client error'));
-  client.on(Events.ShardDisconnect, (event, shardId) => logger.warn({ code: event.code, shardId }, 'gateway disconnected; reconnecting'));
+  // discord.js emits this only for close codes it will not reconnect after.
+  client.on(Events.ShardDisconnect, (event, shardId) => logger.error({ code: event.code, shardId }, 'gateway closed for good'));
   client.on(Events.ShardResume, (shardId) => logger.info({ shardId }, 'gateway resumed'));
 
-  const ready = new Promise<Client<true>>((resolve) => client.once(Events.ClientReady, resolve));
-  await client.login(options.token);
-  const readyClient = await ready;
+  const readyClient = await logIn(client, options.token, options.readyTimeoutMs ?? 60_000);
   logger.info({ user: readyClient.user.tag, guilds: readyClient.guilds.cache.size }, 'Discord bot ready');
   // Results of jobs that finished while the bot was down go out now; running ones are followed.
   await deliveries.start(readyClient);
@@ -120,4 +132,33 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
       await client.destroy();
     },
   };
+}
+
+/** Logs in and waits for READY; a gateway refusal or no READY in time ends the attempt. */
+async function logIn(client: Client, token: string, readyTimeoutMs: number): Promise<Client<true>> {
+  let cleanup = () => {};
+  const ready = new Promise<Client<true>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Discord sent no READY within ${readyTimeoutMs} ms`)), readyTimeoutMs);
+    const onDisconnect = (event: { code: number }) => reject(new GatewayRefused(event.code));
+    client.once(Events.ClientReady, resolve);
+    client.once(Events.ShardDisconnect, onDisconnect);
+    cleanup = () => {
+      clearTimeout(timer);
+      client.off(Events.ClientReady, resolve);
+      client.off(Events.ShardDisconnect, onDisconnect);
+    };
+  });
+  // It may settle while login is still under way; it is awaited below.
+  ready.catch(() => {});
+  const loggedIn = client.login(token);
+  try {
+    // A refused identify may leave login waiting for a shard that will never be ready.
+    return await Promise.race([loggedIn.then(() => ready), ready]);
+  } catch (error) {
+    loggedIn.catch(() => {});
+    await client.destroy();
+    throw error;
+  } finally {
+    cleanup();
+  }
 }

@@ -33,11 +33,20 @@ export interface BotContext {
   accountOf(user: User): Promise<{ actor: Actor; account: AccountRecord }>;
 }
 
-/** A slash command: typed JSON data for Discord, and what it does. */
+/**
+ * When the router acknowledges a command with a deferral: `at-once`, before the command runs
+ * (work that takes seconds: downloads, engines, threads), or `when-slow`, only if the command
+ * has not answered within two seconds (the default; a quick refusal then stays a plain reply).
+ */
+export type Deferral = 'at-once' | 'when-slow';
+
+/** A slash command: typed JSON data for Discord, and what it does. Only the router defers. */
 export interface Command {
   data: RESTPostAPIChatInputApplicationCommandsJSONBody;
   /** Whether its answers are only for the person who asked (also used when it is deferred for them). */
   ephemeral: boolean;
+  /** Its deferral, or one per subcommand name (those not named: `when-slow`). */
+  defer?: Deferral | Readonly<Record<string, Deferral>>;
   execute(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void>;
   autocomplete?(interaction: AutocompleteInteraction, context: BotContext): Promise<void>;
   /** Buttons whose custom id starts with `<command name>:`. */
@@ -57,13 +66,20 @@ export function isCommand(value: unknown): value is Command {
 
 type Answerable = ChatInputCommandInteraction | ButtonInteraction;
 
+/** The deferral a command declares for this invocation. */
+export function deferralOf(command: Command, interaction: ChatInputCommandInteraction): Deferral {
+  const { defer } = command;
+  if (defer === undefined || typeof defer === 'string') return defer ?? 'when-slow';
+  const subcommand = interaction.options.getSubcommand(false);
+  return (subcommand === null ? undefined : defer[subcommand]) ?? 'when-slow';
+}
+
 /** Deferrals under way: discord.js marks an interaction deferred only once Discord has answered. */
 const deferrals = new WeakMap<Answerable, Promise<void>>();
 
 /**
- * Defers an interaction unless it is deferred, answered, or being deferred already. The router
- * defers slow commands after two seconds; a command that defers late (after quick checks that
- * should fail privately) goes through here too, so the two never both defer.
+ * Defers an interaction unless it is deferred, answered, or being deferred already. Called by
+ * the router only (at once, or after two seconds), so a deferral never races another.
  */
 export function deferOnce(interaction: Answerable, ephemeral: boolean): Promise<void> {
   if (interaction.deferred || interaction.replied) return Promise.resolve();

@@ -1,7 +1,7 @@
 import type { Interaction } from 'discord.js';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError, EngineError } from '../core/errors.js';
-import { type BotContext, type Command, answer, deferOnce } from './command.js';
+import { type BotContext, type Command, answer, deferOnce, deferralOf } from './command.js';
 import { explainError } from './explain-error.js';
 
 /** Discord drops an interaction not acknowledged within 3 s; slow commands are deferred before that. */
@@ -38,7 +38,10 @@ export function createInteractionHandler(commands: readonly Command[], context: 
     }, deferAfterMs);
     try {
       await consume(limiter, interaction.user.id, commandsPerMinute);
-      if (interaction.isChatInputCommand()) await command.execute(interaction, context);
+      if (interaction.isChatInputCommand()) {
+        if (deferralOf(command, interaction) === 'at-once') await deferOnce(interaction, command.ephemeral);
+        await command.execute(interaction, context);
+      }
       else if (command.button) await command.button(interaction, context);
     } catch (error) {
       const level = error instanceof AppError && error.code !== 'INTERNAL' ? 'info' : 'error';

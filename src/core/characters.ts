@@ -3,7 +3,7 @@ import { defaultAvatarPng } from './default-avatar.js';
 import { AppError, ValidationError, notFound } from './errors.js';
 import { keys } from './keys.js';
 import { checkImage } from './media.js';
-import type { Clock, FileStore, IdGenerator, Store } from './ports.js';
+import type { Clock, FileStore, IdGenerator, ImageCodec, Store } from './ports.js';
 import type { CharacterRecord, FaceModelRecord } from './records.js';
 
 export interface CharacterChange {
@@ -27,6 +27,7 @@ export class Characters {
     private readonly files: FileStore,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
+    private readonly imageCodec: ImageCodec,
   ) {}
 
   /** Makes the character an account is created with, with its default avatar. */
@@ -97,7 +98,7 @@ export class Characters {
   /** Replaces the avatar with an uploaded PNG, JPEG or WebP image. */
   async setAvatar(actor: Actor, characterId: string, bytes: Uint8Array): Promise<CharacterRecord> {
     await this.getOwned(actor, characterId);
-    const mimeType = await checkImage('avatar', bytes, characterLimits.avatarBytes);
+    const mimeType = await checkImage('avatar', bytes, characterLimits.avatarBytes, this.imageCodec);
     const file = await this.files.put(bytes, mimeType);
     return this.#modify(actor, characterId, (character) => ({
       ...character,

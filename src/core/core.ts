@@ -20,7 +20,7 @@ export interface CoreDependencies {
   chatModel: ChatModel;
   /** Counts tokens as the chat model does; by default a conservative estimate that learns from answers. */
   tokenCounter?: TokenCounter | undefined;
-  /** Reads and downscales the images people send. */
+  /** Reads image headers (format, size, pixel limit) and downscales the images people send. */
   imageCodec: ImageCodec;
   embedder?: Embedder | undefined;
   /** Text to speech; without it characters cannot be given voices. */
@@ -65,7 +65,7 @@ export const defaultImageOptions = {
 export function createCore(dependencies: CoreDependencies): Core {
   const { store, files, clock, ids, logger, options } = dependencies;
   const ledger = new Ledger(store, clock, ids);
-  const characters = new Characters(store, files, clock, ids);
+  const characters = new Characters(store, files, clock, ids, dependencies.imageCodec);
   const accounts = new Accounts(store, clock, ids, ledger, characters, options);
   const memories = new Memories(store, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(store, characters, clock, ids);
@@ -83,6 +83,6 @@ export function createCore(dependencies: CoreDependencies): Core {
   if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, dependencies.links, imageOptions.trainingTimeLimitMs);
   const jobs = new Jobs(store, ledger, clock, ids);
   const runner = new JobRunner(jobs, store, files, ledger, clock, logger, workers, imageOptions);
-  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions);
+  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
   return { accounts, characters, memories, conversations, chat, answers, speech, ledger, images, files, chatModel: dependencies.chatModel };
 }

@@ -8,6 +8,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { characterRoutes } from './routes/characters.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
+import { healthRoutes } from './routes/health.js';
 import { imageRoutes } from './routes/images.js';
 import { voiceRoutes } from './routes/voices.js';
 import { Serializers } from './serializers.js';
@@ -40,10 +41,7 @@ export function createApp(dependencies: HttpDependencies) {
     );
   });
 
-  app.get('/healthz', (context) => {
-    const ready = dependencies.isReady?.() ?? true;
-    return context.json({ status: ready ? 'ok' : 'starting' }, ready ? 200 : 503);
-  });
+  app.route('/', healthRoutes(dependencies.health ?? { discord: () => 'disabled', storeReachable: async () => true }));
   app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
 
   const api = new Hono<HttpEnv>();
@@ -60,6 +58,12 @@ export function createApp(dependencies: HttpDependencies) {
   // stream for every GET costs more than the rest of a cached conversation read.
   api.use((context, next) => {
     if (context.req.method === 'GET' || context.req.method === 'HEAD') return next();
+    // Node hands bodies over as sent; nothing here inflates them, so a compressed body could
+    // only be misread. Refusing it plainly also keeps gzip bombs out should that ever change.
+    const encoding = context.req.header('content-encoding')?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Request bodies are taken uncompressed; this one is ${encoding}. Send it without Content-Encoding.`);
+    }
     return (trainingPath.test(context.req.path) ? limitTraining : limitOrdinary)(context, next);
   });
   api.use(authenticate(dependencies.core));

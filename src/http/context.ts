@@ -2,6 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
+import type { HealthProbes } from './routes/health.js';
 import type { Serializers } from './serializers.js';
 import type { UrlSigner } from './signed-urls.js';
 
@@ -14,8 +15,8 @@ export interface HttpDependencies {
   rateLimitPerMinute: number;
   /** How long `POST /images` with `synchronous: true` waits for the images. */
   synchronousImageWaitMs: number;
-  /** Whether the service finished starting (for /healthz). */
-  isReady?: () => boolean;
+  /** State of the parts for /healthz and /readyz; without it the bot counts as disabled and the store as up. */
+  health?: HealthProbes;
 }
 
 export interface RouteDependencies extends HttpDependencies {

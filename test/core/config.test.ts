@@ -67,4 +67,26 @@ describe('parseConfig', () => {
     const replicate = parseConfig({ IMAGE_ENGINE: 'replicate', REPLICATE_API_TOKEN: 't', REPLICATE_IMAGE_MODEL: 'owner/sdxl:abcdef0123', IMAGE_CONCURRENCY: '6' });
     expect(replicate.images).toMatchObject({ engine: 'replicate', concurrency: 6, replicate: { baseUrl: 'https://api.replicate.com/v1', imageModel: 'owner/sdxl:abcdef0123' } });
   });
+
+  it('takes blank values as unset, trims values and drops trailing slashes of URLs', () => {
+    const config = parseConfig({ HOST: '  ', LLM_BASE_URL: ' http://127.0.0.1:8080/v1/ ', LOG_LEVEL: 'debug', TTS_ENGINE: '' });
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.llm.baseUrl).toBe('http://127.0.0.1:8080/v1');
+    expect(config.logLevel).toBe('debug');
+    expect(config.speech.engine).toBe('espeak');
+  });
+
+  it('gives the HTTP server limits, and refuses out-of-range ones by name', () => {
+    expect(parseConfig({}).httpLimits).toEqual({ headersTimeoutMs: 20_000, requestTimeoutMs: 120_000, bodyIdleTimeoutMs: 20_000, keepAliveTimeoutMs: 5_000, maxConnections: 1_000 });
+    expect(parseConfig({ HTTP_MAX_CONNECTIONS: '50' }).httpLimits.maxConnections).toBe(50);
+    expect(() => parseConfig({ HTTP_MAX_CONNECTIONS: '0', HTTP_REQUEST_TIMEOUT_MS: 'soon' })).toThrow(/HTTP_MAX_CONNECTIONS[\s\S]*HTTP_REQUEST_TIMEOUT_MS|HTTP_REQUEST_TIMEOUT_MS[\s\S]*HTTP_MAX_CONNECTIONS/);
+  });
+
+  it('keeps the .env.example and the schema in step: every variable is listed', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const example = await readFile(path.resolve(import.meta.dirname, '../../.env.example'), 'utf8');
+    const listed = new Set([...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=/gm)].map((match) => match[1]));
+    const { configVariables } = await import('../../src/config.js');
+    expect(configVariables.filter((name) => !listed.has(name))).toEqual([]);
+  });
 });

@@ -68,7 +68,9 @@ export async function startBotHarness(
   });
   await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: discord.guild.id });
   const logger = createLogger(config.logLevel);
+  // The bot logs in in the background; tests act once it is ready.
   let service: RunningService = await startService(config, logger);
+  await service.discordReady();
   return {
     discord,
     voice,
@@ -78,6 +80,7 @@ export async function startBotHarness(
     async restart() {
       await service.stop();
       service = await startService(config, logger);
+      await service.discordReady();
     },
     botTexts(channelId) {
       return discord

@@ -2,7 +2,7 @@ import { type Actor, actsFor } from '../actor.js';
 import type { Characters } from '../characters.js';
 import { AppError, ValidationError } from '../errors.js';
 import { keys } from '../keys.js';
-import type { Clock, FileStore, IdGenerator, ImagePayload, Store } from '../ports.js';
+import type { Clock, FileStore, IdGenerator, ImageCodec, ImagePayload, Store } from '../ports.js';
 import type { FaceModelRecord, JobRecord, TransactionRecord } from '../records.js';
 import { type UploadedFile, packFacePhotos } from './face-photos.js';
 import { buildImagePayload, characterReferences, type ImageRequestInput, validateImageRequest } from './image-request.js';
@@ -32,6 +32,7 @@ export class Images {
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly options: ImagesOptions,
+    private readonly imageCodec: ImageCodec,
   ) {}
 
   /** Validates, resolves the character referenced, charges `samples × cost` and queues the job. */
@@ -90,7 +91,7 @@ export class Images {
     if (!this.runner.handles('FACE_MODEL_TRAINING')) {
       throw new AppError('NOT_CONFIGURED', 'Face-model training is not configured. Set REPLICATE_API_TOKEN, REPLICATE_TRAINER_VERSION and REPLICATE_TRAINING_DESTINATION.');
     }
-    const { zip, count } = await packFacePhotos(uploads);
+    const { zip, count } = await packFacePhotos(uploads, this.imageCodec);
     const photos = await this.files.put(zip, 'application/zip');
     const modelId = this.ids.uuid();
     const created = await this.jobs.create(

@@ -16,7 +16,7 @@ import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIBaseV
 import type { FakeContext, InteractionTimeLimits } from './context.js';
 import { DiscordDriver, type ButtonPress, type FakeMessage, type ModalSubmission, type SentInteraction, type UserMessage } from './driver.js';
 import { FakeGateway, type GatewayStats } from './gateway.js';
-import { createHttpServer, type RecordedRequest } from './http-server.js';
+import { createHttpServer, type ForcedServerError, type RecordedRequest } from './http-server.js';
 import type { CommandInvocation } from './interaction-payloads.js';
 import { InteractionRegistry, type InteractionResponseRecord } from './interactions.js';
 import { MessageService } from './messages.js';
@@ -107,6 +107,8 @@ export interface FakeDiscord {
   /** Backdates (or postdates) a message's creation time, e.g. to test the one-hour webhook edit limit. */
   setMessageTimestamp(messageId: string, epochMilliseconds: number): void;
   forceRateLimit(rule: ForcedRateLimit): void;
+  /** Answers the next `count` requests of a route with a server error (e.g. 503 from `GET /gateway/bot`). */
+  forceServerError(rule: ForcedServerError): void;
   /** Plugs voice in (see `startFakeVoice`): `build` gets the fake's internals; returns what it built. One at a time. */
   installVoice<Extension extends VoiceExtension>(build: (context: FakeContext) => Extension): Extension;
 
@@ -127,6 +129,8 @@ export interface FakeDiscord {
   dropGatewayConnections(options?: { code?: number; abrupt?: boolean; invalidateSessions?: boolean }): void;
   /** Sends op 7 Reconnect. */
   requestGatewayReconnect(): void;
+  /** Refuses gateway identify and resume with close 4004 (authentication failed) while `refuse` is true. */
+  refuseGatewayLogins(refuse: boolean): void;
   close(): Promise<void>;
 }
 
@@ -134,7 +138,7 @@ export type { ButtonPress, CommandInvocation, FakeMessage, ModalSubmission, Sent
 export type { FakeGuild, GuildSpec, UserSpec } from './setup.js';
 export type { FakeFile, ModalFields, SlashOptionValue } from './interaction-payloads.js';
 export type { InteractionCallbackRecord, InteractionResponseRecord } from './interactions.js';
-export type { RecordedRequest } from './http-server.js';
+export type { ForcedServerError, RecordedRequest } from './http-server.js';
 export type { BucketLimit, BucketName, ForcedRateLimit, RateLimitHits } from './rate-limiter.js';
 export type { GatewayStats } from './gateway.js';
 export type { MessageVersion } from './state.js';
@@ -195,7 +199,9 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
     retryAfterHeader: options.rateLimits?.retryAfterHeader ?? 'integer',
   });
   const requests: RecordedRequest[] = [];
+  const serverErrors: ForcedServerError[] = [];
   const server = createHttpServer({
+    serverErrors,
     context,
     router: new Router([...channelRoutes, ...threadRoutes, ...interactionRoutes, ...userRoutes, ...applicationRoutes]),
     limiter,
@@ -215,7 +221,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
   const firstGuild = guilds[0];
   if (firstGuild === undefined) throw new Error('fake Discord: at least one guild is needed');
   const setVoice = (extension: VoiceExtension): void => void (voice = extension);
-  return new RunningFakeDiscord({ context, server, gateway, limiter, requests, guilds, firstGuild, origin, ownerId: owner.id, moveClock: (milliseconds) => (offset += milliseconds), setVoice });
+  return new RunningFakeDiscord({ context, server, gateway, limiter, serverErrors, requests, guilds, firstGuild, origin, ownerId: owner.id, moveClock: (milliseconds) => (offset += milliseconds), setVoice });
 }
 
 interface Parts {
@@ -223,6 +229,7 @@ interface Parts {
   server: Server;
   gateway: FakeGateway;
   limiter: RateLimiter;
+  serverErrors: ForcedServerError[];
   requests: RecordedRequest[];
   guilds: FakeGuild[];
   firstGuild: FakeGuild;
@@ -329,6 +336,10 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
     this.#parts.limiter.force(rule);
   }
 
+  forceServerError(rule: ForcedServerError): void {
+    this.#parts.serverErrors.push({ ...rule });
+  }
+
   installVoice<Extension extends VoiceExtension>(build: (context: FakeContext) => Extension): Extension {
     const extension = build(this.context);
     this.#parts.setVoice(extension);
@@ -366,6 +377,10 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
 
   requestGatewayReconnect(): void {
     this.#parts.gateway.requestReconnect();
+  }
+
+  refuseGatewayLogins(refuse: boolean): void {
+    this.#parts.gateway.refuseLogins = refuse;
   }
 
   async close(): Promise<void> {

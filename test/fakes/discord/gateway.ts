@@ -192,8 +192,11 @@ export class FakeGateway implements Dispatcher {
     this.#options.onChange();
   }
 
+  /** When set, identify and resume are refused with 4004 whatever the token (a revoked token REST still took a moment ago). */
+  refuseLogins = false;
+
   #tokenMatches(token: unknown): boolean {
-    return typeof token === 'string' && token.replace(/^Bot\s+/i, '') === this.#options.token;
+    return !this.refuseLogins && typeof token === 'string' && token.replace(/^Bot\s+/i, '') === this.#options.token;
   }
 
   #acknowledge(session: Session, sequence: number): void {

@@ -31,12 +31,23 @@ export interface RecordedRequest {
   durationMs: number;
 }
 
+/** A server error to answer instead of the route, e.g. a 503 from `/gateway/bot` during an outage. */
+export interface ForcedServerError {
+  /** `METHOD /template`, as in `RecordedRequest.route`, e.g. `GET /gateway/bot`. */
+  route: string;
+  status: number;
+  /** How many matching requests fail; then the route answers normally. */
+  count: number;
+}
+
 export interface HttpServerDependencies {
   context: FakeContext;
   router: Router;
   limiter: RateLimiter;
   gateway: FakeGateway;
   latencyMs: number;
+  /** Consumed in order by matching requests (see `FakeDiscord.forceServerError`). */
+  serverErrors: ForcedServerError[];
   record(request: RecordedRequest): void;
 }
 
@@ -132,6 +143,11 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
     if (match === null) throw notFound();
     if (match === 'method-not-allowed') throw methodNotAllowed();
     record.route = match.name;
+    const forced = dependencies.serverErrors.find((rule) => rule.route === match.name && rule.count > 0);
+    if (forced !== undefined) {
+      forced.count -= 1;
+      throw new DiscordHttpError(forced.status, { message: 'Service Unavailable', code: 0 });
+    }
     const token = authenticate(match, request, context.token);
     const parsed = await parseBody(request.headers['content-type'] ?? '', raw);
     record.body = parsed.body;

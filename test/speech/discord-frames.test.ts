@@ -1,10 +1,7 @@
-import OpusScript from 'opusscript';
 import { describe, expect, it } from 'vitest';
 import { DISCORD_FRAME_BYTES, DiscordFramer, toDiscordFrames } from '../../src/audio/discord-frames.js';
-import { OpusFrameEncoder } from '../../src/audio/opus.js';
-import { resample } from '../../src/audio/resample.js';
 import { chirp, tone } from '../fakes/speech/tones.js';
-import { bestCorrelation, zeroCrossingFrequency } from './signal-measures.js';
+import { zeroCrossingFrequency } from './signal-measures.js';
 
 /** The left channel of stereo s16le frames. */
 function leftChannel(frames: readonly Buffer[]): Int16Array {
@@ -41,39 +38,5 @@ describe('Discord frames', () => {
     const mixed = new DiscordFramer();
     const frames = [...mixed.push(tone({ sampleRate: 22050, durationMs: 500 })), ...mixed.push(tone({ sampleRate: 48000, durationMs: 500 })), ...mixed.end()];
     expect(frames).toHaveLength(50);
-  });
-});
-
-describe('Opus', () => {
-  it('encodes frames that libopus decodes back to a similar signal', () => {
-    const source = chirp({ sampleRate: 24000, durationMs: 1000, from: 200, to: 3000 });
-    const frames = toDiscordFrames(source);
-    const encoder = new OpusFrameEncoder({ application: 'audio', bitrate: 64_000 });
-    const decoder = new OpusScript(48000, 2, OpusScript.Application.AUDIO);
-    try {
-      const packets = frames.map((frame) => encoder.encode(frame));
-      for (const packet of packets) {
-        expect(packet.length).toBeGreaterThan(0);
-        expect(packet.length).toBeLessThan(1276);
-      }
-      const decoded = leftChannel(packets.map((packet) => decoder.decode(packet)));
-      expect(decoded.length).toBe(frames.length * 960);
-      const reference = resample(source, 48000).samples;
-      // libopus delays by its look-ahead, 6.5 ms (312 samples).
-      const { correlation, lag } = bestCorrelation(reference, decoded, 1000, 2000, 40000);
-      expect(correlation).toBeGreaterThan(0.95);
-      expect(lag).toBe(312);
-    } finally {
-      encoder.delete();
-      decoder.delete();
-    }
-  });
-
-  it('refuses frames of the wrong size, and any frame once deleted', () => {
-    const encoder = new OpusFrameEncoder({ application: 'voip' });
-    expect(() => encoder.encode(Buffer.alloc(1920))).toThrow(/3840 bytes/);
-    encoder.delete();
-    encoder.delete();
-    expect(() => encoder.encode(Buffer.alloc(DISCORD_FRAME_BYTES))).toThrow(/deleted/);
   });
 });

@@ -1,0 +1,42 @@
+import { Hono } from 'hono';
+import type { HttpEnv } from '../context.js';
+
+/** What the bot is doing: `disabled` without DISCORD_TOKEN, `failed` when Discord refused it for good. */
+export type DiscordHealth = 'disabled' | 'connecting' | 'ready' | 'failed';
+
+/** The parts of the service orchestration asks about. */
+export interface HealthProbes {
+  discord(): DiscordHealth;
+  /** Whether the store answers a read. */
+  storeReachable(): Promise<boolean>;
+}
+
+const storeProbeTimeoutMs = 2_000;
+
+/**
+ * `/healthz`: the process serves (always 200 while it does), with the bot's state.
+ * `/readyz`: 200 only when every configured part is up, else 503 naming the parts that are not.
+ */
+export function healthRoutes(probes: HealthProbes) {
+  const app = new Hono<HttpEnv>();
+  app.get('/healthz', (context) => context.json({ status: 'ok', discord: probes.discord() }));
+  app.get('/readyz', async (context) => {
+    const discord = probes.discord();
+    const store = (await withTimeout(probes.storeReachable(), storeProbeTimeoutMs)) ? 'ok' : 'unreachable';
+    const notReady = [...(store === 'ok' ? [] : ['store']), ...(discord === 'ready' || discord === 'disabled' ? [] : ['discord'])];
+    return context.json({ status: notReady.length === 0 ? 'ready' : 'not_ready', notReady, store, discord }, notReady.length === 0 ? 200 : 503);
+  });
+  return app;
+}
+
+async function withTimeout(probe: Promise<boolean>, milliseconds: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), milliseconds);
+  });
+  try {
+    return await Promise.race([probe.catch(() => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
