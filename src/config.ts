@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { defaultSummaryOptions } from './core/summaries.js';
 import { defaultServerLimits } from './http/server-limits.js';
+import { defaultImageLimits } from './media/sharp-image-codec.js';
 
 /**
  * The whole configuration, parsed and validated once from the environment. The zod schema
@@ -70,6 +72,9 @@ const variables = {
   LLM_CONNECT_TIMEOUT_MS: integer(10_000, 100, 600_000),
   LLM_HEADERS_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
   LLM_IDLE_TIMEOUT_MS: integer(60_000, 100, 3_600_000),
+  LLM_SUMMARY_MIN_MESSAGES: integer(defaultSummaryOptions.minimumMessages, 1, 10_000),
+  LLM_SUMMARY_MAX_TOKENS: integer(defaultSummaryOptions.maxSummaryTokens, 32, 100_000),
+  UPLOAD_IMAGE_MAX_PIXELS: integer(defaultImageLimits.maxPixels, 1_000_000, 400_000_000),
   EMBEDDINGS_MODEL: text(),
   STARTING_BALANCE: integer(100, 0, 1_000_000_000),
   API_RATE_LIMIT_PER_MINUTE: integer(120, 1, 1_000_000),
@@ -172,7 +177,11 @@ function toConfig(values: Variables, workingDirectory: string) {
       headersTimeoutMs: values.LLM_HEADERS_TIMEOUT_MS,
       /** Longest silence allowed between two pieces of a reply. */
       idleTimeoutMs: values.LLM_IDLE_TIMEOUT_MS,
+      /** The rolling summary of what fell out of the context window. */
+      summary: { minimumMessages: values.LLM_SUMMARY_MIN_MESSAGES, maxSummaryTokens: values.LLM_SUMMARY_MAX_TOKENS },
     },
+    /** Largest width × height of an image people send (chat, avatar, face photos). */
+    uploadImageMaxPixels: values.UPLOAD_IMAGE_MAX_PIXELS,
     embeddingsModel: values.EMBEDDINGS_MODEL,
     startingBalance: values.STARTING_BALANCE,
     /** Chat and image requests allowed per account per minute over the API. */

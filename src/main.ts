@@ -20,7 +20,7 @@ import { createApp } from './http/app.js';
 import { listen } from './http/server.js';
 import { UrlSigner } from './http/signed-urls.js';
 import { createLogger } from './logger.js';
-import { createSharpImageCodec } from './media/sharp-image-codec.js';
+import { createSharpImageCodec, defaultImageLimits } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
 import { openStore } from './store/create-keyv.js';
@@ -78,7 +78,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     files,
     chatModel,
     tokenCounter,
-    imageCodec: createSharpImageCodec(),
+    imageCodec: createSharpImageCodec({ ...defaultImageLimits, maxPixels: config.uploadImageMaxPixels }),
     embedder,
     speech: { engine: speechEngine, encoder: createAudioEncoder() },
     images: { engine: imageEngine, trainer: faceTrainer },
@@ -89,7 +89,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     options: {
       startingBalance: config.startingBalance,
       adminApiKey: config.adminApiKey,
-      chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens },
+      chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary },
       images: config.images,
     },
   });
