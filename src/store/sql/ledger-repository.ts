@@ -31,7 +31,7 @@ export class SqlLedgerRepository implements LedgerRepository {
     return rows.map(transactionRecord);
   }
 
-  credit(transaction: TransactionRecord): Promise<TransactionRecord> {
+  async credit(transaction: TransactionRecord): Promise<TransactionRecord> {
     checkAmount(transaction.amount);
     return atomic(this.context.db, async (db) => {
       const result = await db
@@ -45,7 +45,7 @@ export class SqlLedgerRepository implements LedgerRepository {
     });
   }
 
-  debit(transaction: TransactionRecord): Promise<TransactionRecord> {
+  async debit(transaction: TransactionRecord): Promise<TransactionRecord> {
     checkAmount(transaction.amount);
     return atomic(this.context.db, async (db) => {
       const result = await db
@@ -81,7 +81,7 @@ export class SqlLedgerRepository implements LedgerRepository {
   }
 
   /** The refund's account and amount are the debit's; its id, reason and time are the caller's. */
-  refund(refund: TransactionRecord): Promise<TransactionRecord> {
+  async refund(refund: TransactionRecord): Promise<TransactionRecord> {
     const debitId = refund.refundOf;
     if (debitId === null) throw ValidationError.field('refundOf', 'must name the debit to refund');
     return atomic(this.context.db, async (db) => {

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import {
   CompiledQuery,
@@ -48,36 +49,56 @@ export class NodeSqliteDialect implements Dialect {
   }
 }
 
+/**
+ * One open file per process, shared by every store on it: `DatabaseSync` waits for a lock
+ * synchronously, so a second connection in the same process waiting on the first would block
+ * the very thread that must finish the first's transaction. Within a process the queue below
+ * serialises; across processes SQLite's file lock and busy_timeout do.
+ */
+interface SharedDatabase {
+  database: DatabaseSync;
+  connection: NodeSqliteConnection;
+  /** Resolves when the current holder (a query, or a whole transaction) releases the connection. */
+  queue: Promise<void>;
+  users: number;
+}
+
+const openDatabases = new Map<string, SharedDatabase>();
+
 class NodeSqliteDriver implements Driver {
-  #database: DatabaseSync | undefined;
-  #connection: NodeSqliteConnection | undefined;
-  /** One connection per process: a holder (a whole transaction) has it until released. */
-  #queue: Promise<void> = Promise.resolve();
+  #shared: SharedDatabase | undefined;
 
   constructor(private readonly options: NodeSqliteDialectOptions) {}
 
   async init(): Promise<void> {
+    const key = this.options.path === ':memory:' ? undefined : path.resolve(this.options.path);
+    const existing = key === undefined ? undefined : openDatabases.get(key);
+    if (existing) {
+      existing.users += 1;
+      this.#shared = existing;
+      return;
+    }
     const database = new DatabaseSync(this.options.path);
     database.exec(`PRAGMA busy_timeout = ${Math.trunc(this.options.busyTimeoutMs ?? 10_000)}`);
     database.exec('PRAGMA journal_mode = WAL');
     // NORMAL is durable in WAL mode except for the last transactions on power loss, not on a crash.
     database.exec('PRAGMA synchronous = NORMAL');
     database.exec('PRAGMA foreign_keys = ON');
-    this.#database = database;
-    this.#connection = new NodeSqliteConnection(database);
+    this.#shared = { database, connection: new NodeSqliteConnection(database), queue: Promise.resolve(), users: 1 };
+    if (key !== undefined) openDatabases.set(key, this.#shared);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    const connection = this.#connection;
-    if (!connection) throw new Error('The SQLite driver is not initialised or already closed.');
+    const shared = this.#shared;
+    if (!shared) throw new Error('The SQLite driver is not initialised or already closed.');
     let release!: () => void;
-    const previous = this.#queue;
-    this.#queue = new Promise((resolve) => {
+    const previous = shared.queue;
+    shared.queue = new Promise((resolve) => {
       release = resolve;
     });
     await previous;
-    connection.release = release;
-    return connection;
+    shared.connection.release = release;
+    return shared.connection;
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -97,9 +118,14 @@ class NodeSqliteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    this.#database?.close();
-    this.#database = undefined;
-    this.#connection = undefined;
+    const shared = this.#shared;
+    this.#shared = undefined;
+    if (!shared) return;
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    for (const [key, value] of openDatabases) if (value === shared) openDatabases.delete(key);
+    await shared.queue;
+    shared.database.close();
   }
 }
 
