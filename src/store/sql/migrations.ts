@@ -8,9 +8,9 @@ const migrationLockKey = 0x6c696b656e657373n;
 /**
  * Brings the schema to the latest version. Safe when several processes start at once:
  * on PostgreSQL the whole run holds a session advisory lock (Kysely's own lock covers only
- * its transaction, not the creation of its bookkeeping tables); on SQLite each migration
- * runs in a `BEGIN IMMEDIATE` transaction that holds the file's write lock, and the version
- * is re-read under it. Running it again is a no-op.
+ * its transaction, not the creation of its bookkeeping tables); on SQLite the whole run is
+ * one `BEGIN IMMEDIATE` transaction holding the file's write lock, and the version is read
+ * under it. Running it again is a no-op.
  */
 export async function migrateToLatest(db: Kysely<unknown>, dialect: SqlDialectName): Promise<void> {
   const migrations = migrationsFor(dialect);
@@ -19,7 +19,20 @@ export async function migrateToLatest(db: Kysely<unknown>, dialect: SqlDialectNa
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   };
-  if (dialect === 'sqlite') return run(db);
+  // Kysely runs SQLite migrations outside a transaction (no transactional DDL assumed), and
+  // SQLite has it: one BEGIN IMMEDIATE around the whole run is the lock between processes.
+  if (dialect === 'sqlite') {
+    return db.connection().execute(async (connection) => {
+      await sql`BEGIN IMMEDIATE`.execute(connection);
+      try {
+        await run(connection);
+        await sql`COMMIT`.execute(connection);
+      } catch (error) {
+        await sql`ROLLBACK`.execute(connection);
+        throw error;
+      }
+    });
+  }
   await db.connection().execute(async (connection) => {
     await sql`select pg_advisory_lock(${migrationLockKey})`.execute(connection);
     try {
