@@ -177,7 +177,10 @@ export interface ClaimedJob {
 }
 
 export interface JobRepository {
-  /** Stores a new job (status `CREATED`, unsettled) at the end of the work queue. */
+  /**
+   * Stores a new job (status `CREATED`, unsettled) at the end of the work queue. Create it in
+   * the same `transaction` as its debit, so no worker ever claims an unpaid job.
+   */
   create(job: JobRecord): Promise<JobRecord>;
   get(jobId: string): Promise<JobRecord | undefined>;
   /** The account's jobs, newest first, `limit` at a time; the cursor comes from the last page. */
@@ -278,6 +281,18 @@ export interface FactRepository {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Signals between processes
+
+/**
+ * Tells every process that a job changed, so one waiting on it (a synchronous image request,
+ * a Discord delivery) wakes without polling the job. Sent inside a transaction, it is heard
+ * only if and when the transaction commits.
+ */
+export interface SignalRepository {
+  jobChanged(jobId: string): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 /** Every repository, bound to one connection pool or to one transaction. */
 export interface Repositories {
@@ -291,6 +306,7 @@ export interface Repositories {
   discordLinks: DiscordLinkRepository;
   jobDeliveries: JobDeliveryRepository;
   facts: FactRepository;
+  signals: SignalRepository;
 }
 
 /** The store: repositories, and transactions across them. */
@@ -301,6 +317,12 @@ export interface RepositoryStore extends Repositories {
    * repository method's own transaction join this one.
    */
   transaction<T>(work: (repositories: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * Hears `signals.jobChanged` from every process, this one included, promptly but at most
+   * once per signal and not across restarts (read the job itself for its state). Returns the
+   * way to stop listening.
+   */
+  onJobChanged(listener: (jobId: string) => void): () => void;
   close(): Promise<void>;
 }
 

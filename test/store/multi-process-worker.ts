@@ -111,6 +111,7 @@ async function handle(command: WorkerCommand): Promise<unknown> {
           await store.ledger.refund(transactionRecord(job.accountId, 'refund', 1, 'job failed', { refundOf: job.transactionId }));
         }
         await store.jobs.settle(claim.job.id);
+        await store.signals.jobChanged(claim.job.id);
         finished.push({ jobId: claim.job.id, claims: claim.claims });
       }
       return finished;

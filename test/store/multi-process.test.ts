@@ -166,6 +166,8 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(held.sort()).toEqual(jobs.map((job) => job.id).sort());
       victim.process.kill('SIGKILL');
       await once(victim.process, 'exit');
+      const heard = new Set<string>();
+      const stopListening = store.onJobChanged((jobId) => heard.add(jobId));
       const started = Date.now();
       const finished = await survivor.ask<Array<{ jobId: string; claims: number }>>({
         type: 'take-over',
@@ -177,6 +179,10 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(finished.map((each) => each.jobId).sort()).toEqual(jobs.map((job) => job.id).sort());
       expect(finished.every((each) => each.claims === 2)).toBe(true);
       expect(Date.now() - started).toBeLessThan(10_000);
+      // The parent hears, from another process, that each job changed.
+      for (let waited = 0; waited < 5_000 && heard.size < 3; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      stopListening();
+      expect([...heard].sort()).toEqual(jobs.map((job) => job.id).sort());
       for (const job of jobs) {
         expect(await store.jobs.get(job.id)).toMatchObject({ status: 'FAILED', settled: true });
       }

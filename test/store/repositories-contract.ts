@@ -442,6 +442,35 @@ export function describeRepositories(name: string, createBackend: () => Promise<
       });
     });
 
+    describe('signals', () => {
+      it('tells every store of a changed job, and of signals sent in a transaction only once it commits', async () => {
+        const heard: string[] = [];
+        const stop = other.onJobChanged((jobId) => heard.push(jobId));
+        const waitFor = async (jobId: string) => {
+          for (let waited = 0; waited < 5_000 && !heard.includes(jobId); waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+          return heard.includes(jobId);
+        };
+        try {
+          const direct = randomUUID();
+          await store.signals.jobChanged(direct);
+          expect(await waitFor(direct)).toBe(true);
+          const rolledBack = randomUUID();
+          const committed = randomUUID();
+          await store
+            .transaction(async (repositories) => {
+              await repositories.signals.jobChanged(rolledBack);
+              throw new Error('undo');
+            })
+            .catch(() => undefined);
+          await store.transaction((repositories) => repositories.signals.jobChanged(committed));
+          expect(await waitFor(committed)).toBe(true);
+          expect(heard).not.toContain(rolledBack);
+        } finally {
+          stop();
+        }
+      });
+    });
+
     describe('Discord links, deliveries and facts', () => {
       it('keeps links, followers, DM choices and account bindings', async () => {
         const channelId = randomUUID();

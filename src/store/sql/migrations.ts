@@ -249,5 +249,15 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0002-job-signals': {
+      // PostgreSQL signals with NOTIFY; SQLite has no such channel, so processes poll a log.
+      async up(db: Kysely<unknown>) {
+        if (dialect !== 'sqlite') return;
+        await position(db.schema.createTable('job_signals'))
+          .addColumn('job_id', 'text', notNull)
+          .addColumn('created_millis', 'bigint', notNull)
+          .execute();
+      },
+    },
   };
 }

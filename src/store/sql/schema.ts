@@ -24,6 +24,7 @@ export interface Database {
   discord_users: DiscordUsersTable;
   job_deliveries: JobDeliveriesTable;
   facts: FactsTable;
+  job_signals: JobSignalsTable;
 }
 
 export interface AccountsTable {
@@ -202,4 +203,11 @@ export interface JobDeliveriesTable {
 export interface FactsTable {
   key: string;
   value: string;
+}
+
+/** SQLite only: the log processes poll for job changes (PostgreSQL uses NOTIFY). */
+export interface JobSignalsTable {
+  position: Generated<number>;
+  job_id: string;
+  created_millis: number;
 }

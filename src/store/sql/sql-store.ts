@@ -7,6 +7,7 @@ import { SqlAccountRepository } from './account-repository.js';
 import { SqlCharacterRepository, SqlMemoryRepository } from './character-repository.js';
 import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
+import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
@@ -19,6 +20,10 @@ export interface SqlStoreOptions {
   poolSize?: number;
   /** SQLite: how long a writer waits for another process's write lock. */
   busyTimeoutMs?: number;
+  /** PostgreSQL: told when an idle pooled connection fails (the pool replaces it); ignored otherwise. */
+  onConnectionError?: (error: Error) => void;
+  /** SQLite: how often the job signal log is read while someone listens. */
+  signalPollMs?: number;
 }
 
 /** The repository store over SQL, plus what tests and benchmarks need to see. */
@@ -35,11 +40,12 @@ export async function openSqlStore(url: string, options: SqlStoreOptions = {}): 
   const { db, dialect } = connect(url, options);
   try {
     await migrateToLatest(db as Kysely<unknown>, dialect);
+    const signals = dialect === 'postgres' ? await PostgresJobSignals.open(url) : await SqliteJobSignals.open(db, options.signalPollMs);
+    return new KyselyRepositoryStore(db, dialect, signals);
   } catch (error) {
     await db.destroy();
     throw error;
   }
-  return new KyselyRepositoryStore(db, dialect);
 }
 
 function connect(url: string, options: SqlStoreOptions): { db: Kysely<Database>; dialect: SqlDialectName } {
@@ -56,6 +62,8 @@ function connect(url: string, options: SqlStoreOptions): { db: Kysely<Database>;
       // Our bigints are times and counts well inside 2^53: read them as numbers, not strings.
       types: { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as 'text')) },
     } as pg.PoolConfig);
+    // Without a listener an idle connection's failure (a server restart) would crash the process.
+    pool.on('error', (error) => options.onConnectionError?.(error));
     return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
   }
   throw new Error(`The store URL must start with sqlite:// or postgres://; got "${url.split(':')[0]}:…".`);
@@ -72,10 +80,12 @@ class KyselyRepositoryStore implements SqlStore {
   readonly discordLinks;
   readonly jobDeliveries;
   readonly facts;
+  readonly signals;
 
   constructor(
     private readonly db: Kysely<Database>,
     readonly dialect: SqlDialectName,
+    private readonly signalListener: JobSignalListener,
   ) {
     const repositories = repositoriesFor({ db, dialect });
     this.accounts = repositories.accounts;
@@ -88,6 +98,11 @@ class KyselyRepositoryStore implements SqlStore {
     this.discordLinks = repositories.discordLinks;
     this.jobDeliveries = repositories.jobDeliveries;
     this.facts = repositories.facts;
+    this.signals = repositories.signals;
+  }
+
+  onJobChanged(listener: (jobId: string) => void): () => void {
+    return this.signalListener.subscribe(listener);
   }
 
   /**
@@ -98,8 +113,9 @@ class KyselyRepositoryStore implements SqlStore {
     return this.db.transaction().execute((transaction) => work(repositoriesFor({ db: transaction, dialect: this.dialect })));
   }
 
-  close(): Promise<void> {
-    return this.db.destroy();
+  async close(): Promise<void> {
+    await this.signalListener.close();
+    await this.db.destroy();
   }
 }
 
@@ -115,5 +131,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     discordLinks: new SqlDiscordLinkRepository(context),
     jobDeliveries: new SqlJobDeliveryRepository(context),
     facts: new SqlFactRepository(context),
+    signals: new SqlSignalRepository(context),
   };
 }
