@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import {
   CompiledQuery,
@@ -79,12 +80,15 @@ class NodeSqliteDriver implements Driver {
       return;
     }
     const database = new DatabaseSync(this.options.path);
-    database.exec(`PRAGMA busy_timeout = ${Math.trunc(this.options.busyTimeoutMs ?? 10_000)}`);
+    // SQLite's own busy wait would sleep on the event loop; wait briefly here, then retry
+    // asynchronously (see executeQuery) up to busyTimeoutMs.
+    database.exec('PRAGMA busy_timeout = 2');
     database.exec('PRAGMA journal_mode = WAL');
     // NORMAL is durable in WAL mode except for the last transactions on power loss, not on a crash.
     database.exec('PRAGMA synchronous = NORMAL');
     database.exec('PRAGMA foreign_keys = ON');
-    this.#shared = { database, connection: new NodeSqliteConnection(database), queue: Promise.resolve(), users: 1 };
+    const connection = new NodeSqliteConnection(database, this.options.busyTimeoutMs ?? 10_000);
+    this.#shared = { database, connection, queue: Promise.resolve(), users: 1 };
     if (key !== undefined) openDatabases.set(key, this.#shared);
   }
 
@@ -133,9 +137,29 @@ class NodeSqliteConnection implements DatabaseConnection {
   release: () => void = () => undefined;
   readonly #statements = new Map<string, StatementSync>();
 
-  constructor(private readonly database: DatabaseSync) {}
+  constructor(
+    private readonly database: DatabaseSync,
+    private readonly busyTimeoutMs: number,
+  ) {}
 
+  /**
+   * Runs the statement, retrying while another process holds the write lock (SQLITE_BUSY):
+   * a busy statement did nothing, so running it again is safe, and waiting with timers keeps
+   * the event loop free for everything that does not need the database.
+   */
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return this.#execute<R>(query);
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error;
+        await sleep(Math.min(2 ** attempt, 25));
+      }
+    }
+  }
+
+  #execute<R>(query: CompiledQuery): QueryResult<R> {
     const statement = this.#prepare(query.sql);
     const parameters = query.parameters.map(toSqlite);
     if (statement.columns().length > 0) {
@@ -161,6 +185,12 @@ class NodeSqliteConnection implements DatabaseConnection {
     }
     return statement;
   }
+}
+
+/** SQLITE_BUSY and its extended codes (the low byte is the primary code). */
+function isBusy(error: unknown): boolean {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof errcode === 'number' && (errcode & 0xff) === 5;
 }
 
 function raw(sqlText: string): CompiledQuery {
