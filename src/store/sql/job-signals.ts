@@ -70,11 +70,19 @@ export class PostgresJobSignals implements JobSignalListener {
     client.on('error', () => {
       if (this.#closed) return;
       void client.end().catch(() => undefined);
-      setTimeout(() => void this.#connect().catch(() => undefined), 1_000).unref();
+      this.#reconnectLater();
     });
     await client.connect();
     await client.query(`LISTEN ${channel}`);
     this.#client = client;
+  }
+
+  /** Tries again every second until the server is back or the store closes. */
+  #reconnectLater(): void {
+    setTimeout(() => {
+      if (this.#closed) return;
+      this.#connect().catch(() => this.#reconnectLater());
+    }, 1_000).unref();
   }
 }
 
