@@ -1,0 +1,329 @@
+import type {
+  AccountRecord,
+  CharacterRecord,
+  FaceModelRecord,
+  JobRecord,
+  JobStatus,
+  JobStatusEntry,
+  JobType,
+  MemoryRecord,
+  MessageRecord,
+  TransactionRecord,
+} from './records.js';
+
+/**
+ * Repository ports: persistence per aggregate, in domain types. Each adapter holds every
+ * invariant named here in the database itself, so it holds across any number of processes;
+ * nothing is cached except what cannot change. The core makes ids and timestamps (its clock);
+ * the database gives only what needs one agreed answer (message and queue order).
+ *
+ * Errors: `USERNAME_TAKEN`, `BALANCE_INSUFFICIENT`, `NOT_FOUND` and `CONFLICT` as `AppError`.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Accounts
+
+/** Everything a new account starts with, written in one transaction or not at all. */
+export interface NewAccountRecords {
+  account: AccountRecord;
+  /** The account's own character (`account.characterId`). */
+  character: CharacterRecord;
+  /** SHA-256 (hex) of the first API key; keys are high-entropy, so no slow hash is needed. */
+  apiKeyHash: string;
+  /** The starting credit, or null for none. */
+  startingCredit: TransactionRecord | null;
+}
+
+export interface AccountRepository {
+  /** Creates the account, its character, its key and its credit at once; `USERNAME_TAKEN` ignores case. */
+  create(records: NewAccountRecords): Promise<AccountRecord>;
+  get(accountId: string): Promise<AccountRecord | undefined>;
+  findByUsername(username: string): Promise<AccountRecord | undefined>;
+  /** Accounts in creation order, `limit` after the cursor this call returned last. */
+  list(page: { limit: number; cursor?: string | undefined }): Promise<{ items: AccountRecord[]; nextCursor: string | null }>;
+  /** Replaces the stored fields of the account (not its username or character); `NOT_FOUND` if absent. */
+  update(account: AccountRecord): Promise<AccountRecord>;
+  /** The account holding the key of this hash, or undefined (revoked or never issued). */
+  findByApiKeyHash(keyHash: string): Promise<AccountRecord | undefined>;
+  /** Stores a new key and revokes every earlier key of the account, in one transaction. */
+  rotateApiKey(accountId: string, keyHash: string, createdMillis: number): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Characters and memories
+
+export interface CharacterRepository {
+  /** Characters are created with their account (`AccountRepository.create`) or here. */
+  create(character: CharacterRecord): Promise<CharacterRecord>;
+  get(characterId: string): Promise<CharacterRecord | undefined>;
+  /** Replaces the character's fields; `NOT_FOUND` if absent. */
+  update(character: CharacterRecord): Promise<CharacterRecord>;
+  /**
+   * Autocomplete: the characters of `accountId` whose name contains `query` (any case), then
+   * public characters whose name starts with it, at most `limit`, each an indexed query.
+   * Without `accountId` (the admin) every character whose name starts with it.
+   */
+  search(query: string, options: { accountId: string | null; limit: number }): Promise<CharacterRecord[]>;
+}
+
+export interface MemoryRepository {
+  /** The character's memories, oldest first. */
+  list(characterId: string): Promise<MemoryRecord[]>;
+  /** Adds a memory unless the character already holds `maxCount`; then `CONFLICT`. */
+  add(characterId: string, memory: MemoryRecord, maxCount: number): Promise<MemoryRecord>;
+  /** Removes a memory; false when it did not exist. */
+  remove(characterId: string, memoryId: string): Promise<boolean>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations and messages
+
+/** A conversation as stored, with the summary of its older messages once one is made. */
+export interface StoredConversation {
+  id: string;
+  accountId: string;
+  characterId: string;
+  createdMicros: number;
+  updatedMicros: number;
+  /** A summary of the messages up to and including `summaryThroughPosition`, or null. */
+  summary: string | null;
+  summaryThroughPosition: number | null;
+}
+
+/** A message as stored: its place in the conversation and what became of it. */
+export interface StoredMessage extends MessageRecord {
+  conversationId: string;
+  /** Given by the database at append: every process agrees on it; later messages have larger ones. */
+  position: number;
+  /** Why the model stopped (`stop`, `length`, …) for a character's reply; null otherwise. */
+  finishReason: string | null;
+  /** Set when a regenerated reply replaced this one; superseded messages are not listed by default. */
+  supersededMicros: number | null;
+}
+
+/** What a caller gives to append; the database gives the position. */
+export type NewStoredMessage = MessageRecord & { finishReason?: string | null };
+
+export interface MessageRange {
+  /** Only messages with a position greater than this. */
+  afterPosition?: number;
+  /** Only messages with a position smaller than this. */
+  beforePosition?: number;
+  /** At most this many: the oldest ones, or the newest ones when `newest` is true (still returned oldest first). */
+  limit?: number;
+  newest?: boolean;
+  includeSuperseded?: boolean;
+}
+
+export interface ConversationRepository {
+  create(conversation: StoredConversation, firstSpeakerAccountId: string): Promise<StoredConversation>;
+  get(conversationId: string): Promise<StoredConversation | undefined>;
+  /** The conversations the account speaks in, newest first. */
+  listFor(accountId: string): Promise<StoredConversation[]>;
+  /** Speaker account ids in the order they joined; the opener first. */
+  speakers(conversationId: string): Promise<string[]>;
+  /** Adds a speaker; false when it already was one. */
+  addSpeaker(conversationId: string, accountId: string, joinedMicros: number): Promise<boolean>;
+  /** Stores the message once, after every message appended before it in any process. */
+  append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage>;
+  /** Messages oldest first, in position order. */
+  messages(conversationId: string, range?: MessageRange): Promise<StoredMessage[]>;
+  /** The newest message still standing, if any. */
+  lastMessage(conversationId: string): Promise<StoredMessage | undefined>;
+  countMessages(conversationId: string): Promise<number>;
+  /** Marks a message replaced by a regenerated one (kept for history, no longer listed). */
+  supersede(messageId: string, supersededMicros: number): Promise<boolean>;
+  /** Deletes every message; later appends continue with larger positions. Drops the summary. */
+  clear(conversationId: string, updatedMicros: number): Promise<void>;
+  /** Stores a summary of the messages through `throughPosition`. */
+  setSummary(conversationId: string, summary: string | null, throughPosition: number | null): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ledger
+
+export interface LedgerRepository {
+  /**
+   * The balance: one indexed read, kept in step with the ledger by every write in the same
+   * transaction.
+   */
+  balance(accountId: string): Promise<number>;
+  /** The account's transactions, oldest first. */
+  transactions(accountId: string): Promise<TransactionRecord[]>;
+  credit(transaction: TransactionRecord): Promise<TransactionRecord>;
+  /** Writes the debit only if the balance covers it, atomically; else `BALANCE_INSUFFICIENT`. */
+  debit(transaction: TransactionRecord): Promise<TransactionRecord>;
+  /** The debit that paid for `reference`, if one was made. */
+  debitFor(accountId: string, reference: string): Promise<TransactionRecord | undefined>;
+  /**
+   * Gives a debit back once: `refund.refundOf` names the debit, and a second refund of it
+   * returns the first. `NOT_FOUND` for an unknown debit, `CONFLICT` for a non-debit.
+   */
+  refund(refund: TransactionRecord): Promise<TransactionRecord>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and face models
+
+/** A job claimed by one worker until `leaseExpiresMillis`, unless renewed. */
+export interface ClaimedJob {
+  job: JobRecord;
+  /** The queue order: the database's, agreed by every process. */
+  position: number;
+  leaseOwner: string;
+  leaseExpiresMillis: number;
+  /** How many times the job has been claimed, this claim included. */
+  claims: number;
+}
+
+export interface JobRepository {
+  /**
+   * Stores a new job (status `CREATED`, unsettled) at the end of the work queue. Create it in
+   * the same `transaction` as its debit, so no worker ever claims an unpaid job.
+   */
+  create(job: JobRecord): Promise<JobRecord>;
+  get(jobId: string): Promise<JobRecord | undefined>;
+  /** The account's jobs, newest first, `limit` at a time; the cursor comes from the last page. */
+  listFor(accountId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ jobs: JobRecord[]; nextCursor: string | null }>;
+  /** Deletes a job that was never charged (its debit was refused). */
+  deleteUncharged(jobId: string): Promise<boolean>;
+  /**
+   * Gives the oldest unsettled job of one of `types` whose lease is free or expired to exactly
+   * one caller, leased to `workerId` until `nowMillis + leaseMs`. Final unsettled jobs are
+   * claimed too, so that whoever takes them over settles them.
+   */
+  claim(options: { workerId: string; types: readonly JobType[]; nowMillis: number; leaseMs: number }): Promise<ClaimedJob | undefined>;
+  /** Extends the lease; false when the worker no longer holds it (expired and taken over). */
+  renewLease(jobId: string, workerId: string, nowMillis: number, leaseMs: number): Promise<boolean>;
+  /** Lets the lease go, so another worker may claim the job at once. */
+  releaseLease(jobId: string, workerId: string): Promise<void>;
+  /**
+   * Moves a job to `status` with a history entry, unless it is already final: the first final
+   * status wins and the loser gets undefined.
+   */
+  transition(jobId: string, entry: JobStatusEntry, change?: JobChange): Promise<JobRecord | undefined>;
+  /** Changes fields that do not move the status (outputs, external id, feedback). */
+  update(jobId: string, change: JobChange | ((job: JobRecord) => JobChange)): Promise<JobRecord>;
+  /** Marks a final job settled; true only for the one caller that did it. Frees the lease. */
+  settle(jobId: string): Promise<boolean>;
+  /** The status history, newest first (as `JobRecord.statuses`). */
+  statuses(jobId: string): Promise<JobStatusEntry[]>;
+}
+
+/** The fields of a job that change after it is made. */
+export type JobChange = Partial<
+  Pick<JobRecord, 'outputFiles' | 'transactionId' | 'externalId' | 'startedMillis' | 'failure' | 'faceModel'>
+>;
+
+export interface FaceModelRepository {
+  create(faceModel: FaceModelRecord): Promise<FaceModelRecord>;
+  get(faceModelId: string): Promise<FaceModelRecord | undefined>;
+  /** The character's face models, oldest first. */
+  listFor(characterId: string): Promise<FaceModelRecord[]>;
+  update(faceModel: FaceModelRecord): Promise<FaceModelRecord>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discord
+
+/** Where a conversation lives on Discord; `guildId` null for a DM. */
+export interface DiscordChannelLink {
+  conversationId: string;
+  channelId: string;
+  guildId: string | null;
+}
+
+export interface DiscordLinkRepository {
+  forChannel(channelId: string): Promise<DiscordChannelLink | undefined>;
+  forConversation(conversationId: string): Promise<DiscordChannelLink | undefined>;
+  link(link: DiscordChannelLink): Promise<void>;
+  followers(channelId: string): Promise<string[]>;
+  setFollowing(channelId: string, discordUserId: string, on: boolean): Promise<void>;
+  dmCharacter(discordUserId: string): Promise<string | undefined>;
+  chooseDmCharacter(discordUserId: string, characterId: string): Promise<void>;
+  dmConversation(discordUserId: string, characterId: string): Promise<string | undefined>;
+  setDmConversation(discordUserId: string, characterId: string, conversationId: string): Promise<void>;
+  /** The account a Discord user was given on first use. */
+  accountOf(discordUserId: string): Promise<string | undefined>;
+  /** Binds a Discord user to an account once; answers the account bound first. */
+  bindAccount(discordUserId: string, accountId: string): Promise<string>;
+}
+
+/** Where a job's result goes on Discord (the bot's `DeliveryRecord`, kept here in core terms). */
+export interface JobDelivery {
+  jobId: string;
+  kind: 'image' | 'training';
+  applicationId: string;
+  interactionToken: string;
+  tokenExpiresMillis: number;
+  channelId: string;
+  userId: string;
+  title: string;
+}
+
+export interface JobDeliveryRepository {
+  add(delivery: JobDelivery): Promise<void>;
+  get(jobId: string): Promise<JobDelivery | undefined>;
+  /** Marks the delivery done; true for the one caller that did it. */
+  remove(jobId: string): Promise<boolean>;
+  /** Deliveries still to make, oldest first. */
+  pending(limit: number): Promise<JobDelivery[]>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Facts
+
+/** Small durable facts the service learns (e.g. "model X cannot see images"), as JSON values. */
+export interface FactRepository {
+  get<T>(key: string): Promise<T | undefined>;
+  set<T>(key: string, value: T): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals between processes
+
+/**
+ * Tells every process that a job changed, so one waiting on it (a synchronous image request,
+ * a Discord delivery) wakes without polling the job. Sent inside a transaction, it is heard
+ * only if and when the transaction commits.
+ */
+export interface SignalRepository {
+  jobChanged(jobId: string): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Every repository, bound to one connection pool or to one transaction. */
+export interface Repositories {
+  accounts: AccountRepository;
+  characters: CharacterRepository;
+  memories: MemoryRepository;
+  conversations: ConversationRepository;
+  ledger: LedgerRepository;
+  jobs: JobRepository;
+  faceModels: FaceModelRepository;
+  discordLinks: DiscordLinkRepository;
+  jobDeliveries: JobDeliveryRepository;
+  facts: FactRepository;
+  signals: SignalRepository;
+}
+
+/** The store: repositories, and transactions across them. */
+export interface RepositoryStore extends Repositories {
+  /**
+   * Runs `work` with repositories bound to one database transaction: everything it writes is
+   * committed together, or nothing when it throws. Calls on the given repositories inside a
+   * repository method's own transaction join this one.
+   */
+  transaction<T>(work: (repositories: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * Hears `signals.jobChanged` from every process, this one included, promptly but at most
+   * once per signal and not across restarts (read the job itself for its state). Returns the
+   * way to stop listening.
+   */
+  onJobChanged(listener: (jobId: string) => void): () => void;
+  close(): Promise<void>;
+}
+
+export type { JobStatus, JobType };

@@ -1,0 +1,144 @@
+import { type Selectable, sql } from 'kysely';
+import { AppError, notFound } from '../../core/errors.js';
+import type { CharacterRepository, MemoryRepository } from '../../core/repositories.js';
+import type { CharacterRecord, MemoryRecord } from '../../core/records.js';
+import { type SqlContext, atomic, forUpdate } from './sql-context.js';
+import type { CharactersTable, Database } from './schema.js';
+
+/** The largest code point: `prefix + this` is above every name that starts with `prefix`. */
+const afterEveryName = String.fromCodePoint(0x10ffff);
+
+/**
+ * Characters. Autocomplete never loads every character: an account's own are found through
+ * the (account_id, name_lower) index, public ones by an index range on name_lower (byte order
+ * in both dialects, see the migration), each query LIMITed.
+ */
+export class SqlCharacterRepository implements CharacterRepository {
+  constructor(private readonly context: SqlContext) {}
+
+  async create(character: CharacterRecord): Promise<CharacterRecord> {
+    await this.context.db.insertInto('characters').values(characterRow(character)).execute();
+    return character;
+  }
+
+  async get(characterId: string): Promise<CharacterRecord | undefined> {
+    const row = await this.context.db.selectFrom('characters').selectAll().where('id', '=', characterId).executeTakeFirst();
+    return row && characterRecord(row);
+  }
+
+  async update(character: CharacterRecord): Promise<CharacterRecord> {
+    const { id, account_id, created_micros, ...fields } = characterRow(character);
+    const result = await this.context.db.updateTable('characters').set(fields).where('id', '=', id).executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw notFound('Character', id);
+    return character;
+  }
+
+  async search(query: string, options: { accountId: string | null; limit: number }): Promise<CharacterRecord[]> {
+    const needle = query.trim().toLowerCase();
+    const limit = Math.max(0, Math.min(options.limit, 100));
+    if (limit === 0) return [];
+    const { db } = this.context;
+    const own =
+      options.accountId === null
+        ? []
+        : await db
+            .selectFrom('characters')
+            .selectAll()
+            .where('account_id', '=', options.accountId)
+            .where(sql<boolean>`name_lower like ${`%${escapeLike(needle)}%`} escape '\\'`)
+            .orderBy('name_lower')
+            .limit(limit)
+            .execute();
+    if (own.length >= limit) return own.map(characterRecord);
+    let others = db
+      .selectFrom('characters')
+      .selectAll()
+      .where('name_lower', '>=', needle)
+      .where('name_lower', '<', needle + afterEveryName)
+      .orderBy('name_lower')
+      .limit(limit - own.length);
+    if (options.accountId !== null) others = others.where('is_public', '=', 1).where('account_id', '<>', options.accountId);
+    return [...own, ...(await others.execute())].map(characterRecord);
+  }
+}
+
+/** A character's memories, in the order they were written. */
+export class SqlMemoryRepository implements MemoryRepository {
+  constructor(private readonly context: SqlContext) {}
+
+  async list(characterId: string): Promise<MemoryRecord[]> {
+    const rows = await this.context.db
+      .selectFrom('memories')
+      .select(['id', 'text', 'created_micros'])
+      .where('character_id', '=', characterId)
+      .orderBy('position')
+      .execute();
+    return rows.map((row) => ({ id: row.id, text: row.text, createdMicros: Number(row.created_micros) }));
+  }
+
+  add(characterId: string, memory: MemoryRecord, maxCount: number): Promise<MemoryRecord> {
+    return atomic(this.context.db, async (db) => {
+      // The character's row lock makes count-then-insert safe against a concurrent add.
+      const character = await forUpdate(this.context, db.selectFrom('characters').select('id').where('id', '=', characterId)).executeTakeFirst();
+      if (!character) throw notFound('Character', characterId);
+      const { count } = await db
+        .selectFrom('memories')
+        .select((expression) => expression.fn.countAll<number>().as('count'))
+        .where('character_id', '=', characterId)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= maxCount) {
+        throw new AppError('CONFLICT', `A character holds at most ${maxCount} memories; forget some first.`);
+      }
+      await db
+        .insertInto('memories')
+        .values({ id: memory.id, character_id: characterId, text: memory.text, created_micros: memory.createdMicros })
+        .execute();
+      return memory;
+    });
+  }
+
+  async remove(characterId: string, memoryId: string): Promise<boolean> {
+    const result = await this.context.db
+      .deleteFrom('memories')
+      .where('character_id', '=', characterId)
+      .where('id', '=', memoryId)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+}
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (character) => `\\${character}`);
+}
+
+export function characterRow(character: CharacterRecord): CharactersTable {
+  return {
+    id: character.id,
+    account_id: character.accountId,
+    name: character.name,
+    name_lower: character.name.toLowerCase(),
+    description: character.description,
+    personality_summary: character.personalitySummary,
+    is_public: character.isPublic ? 1 : 0,
+    avatar_key: character.avatar?.key ?? null,
+    avatar_mime_type: character.avatar?.mimeType ?? null,
+    tts_voice_id: character.ttsVoiceId,
+    created_micros: character.createdMicros,
+    updated_micros: character.updatedMicros,
+  };
+}
+
+function characterRecord(row: Selectable<Database['characters']>): CharacterRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    description: row.description,
+    personalitySummary: row.personality_summary,
+    isPublic: row.is_public === 1,
+    avatar: row.avatar_key === null ? null : { key: row.avatar_key, mimeType: row.avatar_mime_type ?? 'application/octet-stream' },
+    ttsVoiceId: row.tts_voice_id,
+    createdMicros: Number(row.created_micros),
+    updatedMicros: Number(row.updated_micros),
+  };
+}

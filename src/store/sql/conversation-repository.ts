@@ -1,0 +1,188 @@
+import type { Selectable } from 'kysely';
+import { notFound } from '../../core/errors.js';
+import type {
+  ConversationRepository,
+  MessageRange,
+  NewStoredMessage,
+  StoredConversation,
+  StoredMessage,
+} from '../../core/repositories.js';
+import type { ParticipantType } from '../../core/records.js';
+import { type SqlContext, atomic, isForeignKeyViolation } from './sql-context.js';
+import type { Database } from './schema.js';
+
+/**
+ * Conversations and their messages. A message's order is the identity column the database
+ * gives at insert: one statement, no counter read and written back, so concurrent appends
+ * from any number of processes are each stored once and every reader sees one order.
+ */
+export class SqlConversationRepository implements ConversationRepository {
+  constructor(private readonly context: SqlContext) {}
+
+  create(conversation: StoredConversation, firstSpeakerAccountId: string): Promise<StoredConversation> {
+    return atomic(this.context.db, async (db) => {
+      await db
+        .insertInto('conversations')
+        .values({
+          id: conversation.id,
+          account_id: conversation.accountId,
+          character_id: conversation.characterId,
+          created_micros: conversation.createdMicros,
+          updated_micros: conversation.updatedMicros,
+          summary: conversation.summary,
+          summary_through_position: conversation.summaryThroughPosition,
+        })
+        .execute();
+      await db
+        .insertInto('conversation_speakers')
+        .values({ conversation_id: conversation.id, account_id: firstSpeakerAccountId, joined_micros: conversation.createdMicros })
+        .execute();
+      return conversation;
+    });
+  }
+
+  async get(conversationId: string): Promise<StoredConversation | undefined> {
+    const row = await this.context.db.selectFrom('conversations').selectAll().where('id', '=', conversationId).executeTakeFirst();
+    return row && conversationRecord(row);
+  }
+
+  async listFor(accountId: string): Promise<StoredConversation[]> {
+    const rows = await this.context.db
+      .selectFrom('conversation_speakers')
+      .innerJoin('conversations', 'conversations.id', 'conversation_speakers.conversation_id')
+      .selectAll('conversations')
+      .where('conversation_speakers.account_id', '=', accountId)
+      .orderBy('conversation_speakers.position', 'desc')
+      .execute();
+    return rows.map(conversationRecord);
+  }
+
+  async speakers(conversationId: string): Promise<string[]> {
+    const rows = await this.context.db
+      .selectFrom('conversation_speakers')
+      .select('account_id')
+      .where('conversation_id', '=', conversationId)
+      .orderBy('position')
+      .execute();
+    return rows.map((row) => row.account_id);
+  }
+
+  async addSpeaker(conversationId: string, accountId: string, joinedMicros: number): Promise<boolean> {
+    const result = await this.context.db
+      .insertInto('conversation_speakers')
+      .values({ conversation_id: conversationId, account_id: accountId, joined_micros: joinedMicros })
+      .onConflict((conflict) => conflict.columns(['conversation_id', 'account_id']).doNothing())
+      .executeTakeFirst();
+    return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  async append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage> {
+    try {
+      const { position } = await this.context.db
+        .insertInto('messages')
+        .values({
+          id: message.id,
+          conversation_id: conversationId,
+          content: message.content,
+          mime_type: message.mimeType,
+          participant_id: message.participantId,
+          participant_type: message.participantType,
+          created_micros: message.createdMicros,
+          file_key: message.file?.key ?? null,
+          file_mime_type: message.file?.mimeType ?? null,
+          finish_reason: message.finishReason ?? null,
+          superseded_micros: null,
+        })
+        .returning('position')
+        .executeTakeFirstOrThrow();
+      return { ...message, conversationId, position: Number(position), finishReason: message.finishReason ?? null, supersededMicros: null };
+    } catch (error) {
+      if (isForeignKeyViolation(error)) throw notFound('Conversation', conversationId);
+      throw error;
+    }
+  }
+
+  async messages(conversationId: string, range: MessageRange = {}): Promise<StoredMessage[]> {
+    let query = this.context.db.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId);
+    if (!range.includeSuperseded) query = query.where('superseded_micros', 'is', null);
+    if (range.afterPosition !== undefined) query = query.where('position', '>', range.afterPosition);
+    if (range.beforePosition !== undefined) query = query.where('position', '<', range.beforePosition);
+    query = query.orderBy('position', range.newest ? 'desc' : 'asc');
+    if (range.limit !== undefined) query = query.limit(range.limit);
+    const rows = (await query.execute()).map(messageRecord);
+    return range.newest ? rows.reverse() : rows;
+  }
+
+  async lastMessage(conversationId: string): Promise<StoredMessage | undefined> {
+    const [last] = await this.messages(conversationId, { newest: true, limit: 1 });
+    return last;
+  }
+
+  async countMessages(conversationId: string): Promise<number> {
+    const { count } = await this.context.db
+      .selectFrom('messages')
+      .select((expression) => expression.fn.countAll<number>().as('count'))
+      .where('conversation_id', '=', conversationId)
+      .where('superseded_micros', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(count);
+  }
+
+  async supersede(messageId: string, supersededMicros: number): Promise<boolean> {
+    const result = await this.context.db
+      .updateTable('messages')
+      .set({ superseded_micros: supersededMicros })
+      .where('id', '=', messageId)
+      .where('superseded_micros', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  clear(conversationId: string, updatedMicros: number): Promise<void> {
+    return atomic(this.context.db, async (db) => {
+      await db.deleteFrom('messages').where('conversation_id', '=', conversationId).execute();
+      await db
+        .updateTable('conversations')
+        .set({ updated_micros: updatedMicros, summary: null, summary_through_position: null })
+        .where('id', '=', conversationId)
+        .execute();
+    });
+  }
+
+  async setSummary(conversationId: string, summary: string | null, throughPosition: number | null): Promise<void> {
+    const result = await this.context.db
+      .updateTable('conversations')
+      .set({ summary, summary_through_position: throughPosition })
+      .where('id', '=', conversationId)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw notFound('Conversation', conversationId);
+  }
+}
+
+function conversationRecord(row: Selectable<Database['conversations']>): StoredConversation {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    characterId: row.character_id,
+    createdMicros: Number(row.created_micros),
+    updatedMicros: Number(row.updated_micros),
+    summary: row.summary,
+    summaryThroughPosition: row.summary_through_position === null ? null : Number(row.summary_through_position),
+  };
+}
+
+function messageRecord(row: Selectable<Database['messages']>): StoredMessage {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    position: Number(row.position),
+    content: row.content,
+    mimeType: row.mime_type,
+    participantId: row.participant_id,
+    participantType: row.participant_type as ParticipantType,
+    createdMicros: Number(row.created_micros),
+    file: row.file_key === null ? null : { key: row.file_key, mimeType: row.file_mime_type ?? 'application/octet-stream' },
+    finishReason: row.finish_reason,
+    supersededMicros: row.superseded_micros === null ? null : Number(row.superseded_micros),
+  };
+}

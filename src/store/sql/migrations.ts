@@ -1,0 +1,263 @@
+import { type ColumnDefinitionBuilder, type CreateTableBuilder, type Kysely, type Migration, Migrator, sql } from 'kysely';
+
+export type SqlDialectName = 'sqlite' | 'postgres';
+
+/** Any PostgreSQL advisory lock key of ours; "likeness" in ASCII, so it is easy to spot in pg_locks. */
+const migrationLockKey = 0x6c696b656e657373n;
+
+/**
+ * Brings the schema to the latest version. Safe when several processes start at once:
+ * on PostgreSQL the whole run holds a session advisory lock (Kysely's own lock covers only
+ * its transaction, not the creation of its bookkeeping tables); on SQLite the whole run is
+ * one `BEGIN IMMEDIATE` transaction holding the file's write lock, and the version is read
+ * under it. Running it again is a no-op.
+ */
+export async function migrateToLatest(db: Kysely<unknown>, dialect: SqlDialectName): Promise<void> {
+  const migrations = migrationsFor(dialect);
+  const run = async (connection: Kysely<unknown>): Promise<void> => {
+    const migrator = new Migrator({ db: connection, provider: { getMigrations: async () => migrations } });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  };
+  // Kysely runs SQLite migrations outside a transaction (no transactional DDL assumed), and
+  // SQLite has it: one BEGIN IMMEDIATE around the whole run is the lock between processes.
+  if (dialect === 'sqlite') {
+    return db.connection().execute(async (connection) => {
+      await sql`BEGIN IMMEDIATE`.execute(connection);
+      try {
+        await run(connection);
+        await sql`COMMIT`.execute(connection);
+      } catch (error) {
+        await sql`ROLLBACK`.execute(connection);
+        throw error;
+      }
+    });
+  }
+  await db.connection().execute(async (connection) => {
+    await sql`select pg_advisory_lock(${migrationLockKey})`.execute(connection);
+    try {
+      await run(connection);
+    } finally {
+      await sql`select pg_advisory_unlock(${migrationLockKey})`.execute(connection);
+    }
+  });
+}
+
+/** The ordered migrations; never edit a shipped one, add the next. */
+function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
+  /** An identity column: never reused, even after deletes (AUTOINCREMENT on SQLite). */
+  const position = <T extends string>(table: CreateTableBuilder<T, never>) =>
+    dialect === 'sqlite'
+      ? table.addColumn('position', 'integer', (column) => column.primaryKey().autoIncrement())
+      : table.addColumn('position', 'bigint', (column) => column.primaryKey().generatedAlwaysAsIdentity());
+  /** Byte order, so `>= prefix and < prefix || U+FFFF` is an index range in both dialects. */
+  const byteOrderedText = dialect === 'sqlite' ? sql`text` : sql`text collate "C"`;
+  const notNull = (column: ColumnDefinitionBuilder) => column.notNull();
+
+  return {
+    '0001-initial': {
+      async up(db: Kysely<unknown>) {
+        await position(db.schema.createTable('accounts'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('username', 'text', notNull)
+          .addColumn('created_millis', 'bigint', notNull)
+          .addColumn('is_verified', 'integer', notNull)
+          .addColumn('is_disabled', 'integer', notNull)
+          .addColumn('is_subscribed', 'integer', notNull)
+          .addColumn('date_of_birth', 'text')
+          .addColumn('referred_by_account_id', 'text')
+          .addColumn('tags', 'text', notNull)
+          .addColumn('character_id', 'text', notNull)
+          .addColumn('profile_picture_url', 'text')
+          .addColumn('balance', 'bigint', (column) => column.notNull().defaultTo(0))
+          .execute();
+        await db.schema.createIndex('accounts_username_lower').unique().on('accounts').expression(sql`lower(username)`).execute();
+
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('key_hash', 'text', (column) => column.primaryKey())
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('created_millis', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('api_keys_account').on('api_keys').column('account_id').execute();
+
+        await db.schema
+          .createTable('characters')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('name', 'text', notNull)
+          .addColumn('name_lower', byteOrderedText, notNull)
+          .addColumn('description', 'text', notNull)
+          .addColumn('personality_summary', 'text', notNull)
+          .addColumn('is_public', 'integer', notNull)
+          .addColumn('avatar_key', 'text')
+          .addColumn('avatar_mime_type', 'text')
+          .addColumn('tts_voice_id', 'text')
+          .addColumn('created_micros', 'bigint', notNull)
+          .addColumn('updated_micros', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('characters_account_name').on('characters').columns(['account_id', 'name_lower']).execute();
+        await db.schema.createIndex('characters_public_name').on('characters').columns(['is_public', 'name_lower']).execute();
+        await db.schema.createIndex('characters_name').on('characters').column('name_lower').execute();
+
+        await position(db.schema.createTable('memories'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('text', 'text', notNull)
+          .addColumn('created_micros', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('memories_character').on('memories').columns(['character_id', 'position']).execute();
+
+        await db.schema
+          .createTable('conversations')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('character_id', 'text', notNull)
+          .addColumn('created_micros', 'bigint', notNull)
+          .addColumn('updated_micros', 'bigint', notNull)
+          .addColumn('summary', 'text')
+          .addColumn('summary_through_position', 'bigint')
+          .execute();
+
+        await position(db.schema.createTable('conversation_speakers'))
+          .addColumn('conversation_id', 'text', (column) => column.notNull().references('conversations.id').onDelete('cascade'))
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('joined_micros', 'bigint', notNull)
+          .addUniqueConstraint('conversation_speakers_once', ['conversation_id', 'account_id'])
+          .execute();
+        await db.schema.createIndex('conversation_speakers_account').on('conversation_speakers').columns(['account_id', 'position']).execute();
+
+        await position(db.schema.createTable('messages'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('conversation_id', 'text', (column) => column.notNull().references('conversations.id').onDelete('cascade'))
+          .addColumn('content', 'text', notNull)
+          .addColumn('mime_type', 'text', notNull)
+          .addColumn('participant_id', 'text', notNull)
+          .addColumn('participant_type', 'text', notNull)
+          .addColumn('created_micros', 'bigint', notNull)
+          .addColumn('file_key', 'text')
+          .addColumn('file_mime_type', 'text')
+          .addColumn('finish_reason', 'text')
+          .addColumn('superseded_micros', 'bigint')
+          .execute();
+        await db.schema.createIndex('messages_conversation').on('messages').columns(['conversation_id', 'position']).execute();
+
+        await position(db.schema.createTable('ledger_transactions'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('type', 'text', notNull)
+          .addColumn('amount', 'bigint', notNull)
+          .addColumn('reason', 'text', notNull)
+          .addColumn('created_millis', 'bigint', notNull)
+          .addColumn('refund_of', 'text', (column) => column.unique())
+          .addColumn('reference', 'text')
+          .execute();
+        await db.schema.createIndex('ledger_account').on('ledger_transactions').columns(['account_id', 'position']).execute();
+        await db.schema.createIndex('ledger_reference').on('ledger_transactions').columns(['account_id', 'reference']).execute();
+
+        await position(db.schema.createTable('jobs'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('client_id', 'text')
+          .addColumn('created_millis', 'bigint', notNull)
+          .addColumn('type', 'text', notNull)
+          .addColumn('payload', 'text', notNull)
+          .addColumn('face_model', 'text')
+          .addColumn('photos', 'text')
+          .addColumn('status', 'text', notNull)
+          .addColumn('output_files', 'text', notNull)
+          .addColumn('transaction_id', 'text')
+          .addColumn('external_id', 'text')
+          .addColumn('started_millis', 'bigint')
+          .addColumn('failure', 'text')
+          .addColumn('settled', 'integer', notNull)
+          .addColumn('lease_owner', 'text')
+          .addColumn('lease_expires_millis', 'bigint')
+          .addColumn('claims', 'integer', (column) => column.notNull().defaultTo(0))
+          .execute();
+        await db.schema.createIndex('jobs_account').on('jobs').columns(['account_id', 'position']).execute();
+        // The work queue: only unsettled jobs are in this index, so it stays as small as the backlog.
+        await db.schema.createIndex('jobs_unsettled').on('jobs').column('position').where(sql.ref('settled'), '=', 0).execute();
+
+        await position(db.schema.createTable('job_statuses'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('job_id', 'text', (column) => column.notNull().references('jobs.id').onDelete('cascade'))
+          .addColumn('status', 'text', notNull)
+          .addColumn('created_millis', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('job_statuses_job').on('job_statuses').columns(['job_id', 'position']).execute();
+
+        await db.schema
+          .createTable('face_models')
+          .addColumn('id', 'text', (column) => column.primaryKey())
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('job_id', 'text', notNull)
+          .addColumn('created_millis', 'bigint', notNull)
+          .addColumn('status', 'text', notNull)
+          .addColumn('archive_key', 'text')
+          .addColumn('archive_mime_type', 'text')
+          .addColumn('trigger_token', 'text')
+          .addColumn('failure', 'text')
+          .execute();
+        await db.schema.createIndex('face_models_character').on('face_models').columns(['character_id', 'created_millis']).execute();
+
+        await db.schema
+          .createTable('discord_channel_links')
+          .addColumn('channel_id', 'text', (column) => column.primaryKey())
+          .addColumn('conversation_id', 'text', (column) => column.notNull().unique())
+          .addColumn('guild_id', 'text')
+          .execute();
+        await db.schema
+          .createTable('discord_voice_followers')
+          .addColumn('channel_id', 'text', notNull)
+          .addColumn('discord_user_id', 'text', notNull)
+          .addPrimaryKeyConstraint('discord_voice_followers_key', ['channel_id', 'discord_user_id'])
+          .execute();
+        await db.schema
+          .createTable('discord_dm_characters')
+          .addColumn('discord_user_id', 'text', (column) => column.primaryKey())
+          .addColumn('character_id', 'text', notNull)
+          .execute();
+        await db.schema
+          .createTable('discord_dm_conversations')
+          .addColumn('discord_user_id', 'text', notNull)
+          .addColumn('character_id', 'text', notNull)
+          .addColumn('conversation_id', 'text', notNull)
+          .addPrimaryKeyConstraint('discord_dm_conversations_key', ['discord_user_id', 'character_id'])
+          .execute();
+        await db.schema
+          .createTable('discord_users')
+          .addColumn('discord_user_id', 'text', (column) => column.primaryKey())
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .execute();
+
+        await position(db.schema.createTable('job_deliveries'))
+          .addColumn('job_id', 'text', (column) => column.notNull().unique())
+          .addColumn('kind', 'text', notNull)
+          .addColumn('application_id', 'text', notNull)
+          .addColumn('interaction_token', 'text', notNull)
+          .addColumn('token_expires_millis', 'bigint', notNull)
+          .addColumn('channel_id', 'text', notNull)
+          .addColumn('user_id', 'text', notNull)
+          .addColumn('title', 'text', notNull)
+          .execute();
+
+        await db.schema
+          .createTable('facts')
+          .addColumn('key', 'text', (column) => column.primaryKey())
+          .addColumn('value', 'text', notNull)
+          .execute();
+      },
+    },
+    '0002-job-signals': {
+      // PostgreSQL signals with NOTIFY; SQLite has no such channel, so processes poll a log.
+      async up(db: Kysely<unknown>) {
+        if (dialect !== 'sqlite') return;
+        await position(db.schema.createTable('job_signals'))
+          .addColumn('job_id', 'text', notNull)
+          .addColumn('created_millis', 'bigint', notNull)
+          .execute();
+      },
+    },
+  };
+}

@@ -1,0 +1,204 @@
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
+
+export interface NodeSqliteDialectOptions {
+  /** A file path, or `:memory:`. */
+  path: string;
+  /** How long a statement waits for another process's write lock before failing. */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Kysely over Node's built-in `node:sqlite` (no native compile at install). Kysely's own
+ * SqliteDialect expects better-sqlite3's statement shape and begins transactions with a plain
+ * `BEGIN`, which takes the write lock only at the first write: two processes that both read
+ * first then deadlock into SQLITE_BUSY. Here every transaction is `BEGIN IMMEDIATE`, so writers
+ * queue on the file lock (waiting up to busy_timeout) and a transaction's reads are never stale.
+ */
+export class NodeSqliteDialect implements Dialect {
+  constructor(private readonly options: NodeSqliteDialectOptions) {}
+
+  createDriver(): Driver {
+    return new NodeSqliteDriver(this.options);
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+
+  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
+
+/**
+ * One open file per process, shared by every store on it: `DatabaseSync` waits for a lock
+ * synchronously, so a second connection in the same process waiting on the first would block
+ * the very thread that must finish the first's transaction. Within a process the queue below
+ * serialises; across processes SQLite's file lock and busy_timeout do.
+ */
+interface SharedDatabase {
+  database: DatabaseSync;
+  connection: NodeSqliteConnection;
+  /** Resolves when the current holder (a query, or a whole transaction) releases the connection. */
+  queue: Promise<void>;
+  users: number;
+}
+
+const openDatabases = new Map<string, SharedDatabase>();
+
+class NodeSqliteDriver implements Driver {
+  #shared: SharedDatabase | undefined;
+
+  constructor(private readonly options: NodeSqliteDialectOptions) {}
+
+  async init(): Promise<void> {
+    const key = this.options.path === ':memory:' ? undefined : path.resolve(this.options.path);
+    const existing = key === undefined ? undefined : openDatabases.get(key);
+    if (existing) {
+      existing.users += 1;
+      this.#shared = existing;
+      return;
+    }
+    const database = new DatabaseSync(this.options.path);
+    // SQLite's own busy wait would sleep on the event loop; wait briefly here, then retry
+    // asynchronously (see executeQuery) up to busyTimeoutMs.
+    database.exec('PRAGMA busy_timeout = 2');
+    database.exec('PRAGMA journal_mode = WAL');
+    // NORMAL is durable in WAL mode except for the last transactions on power loss, not on a crash.
+    database.exec('PRAGMA synchronous = NORMAL');
+    database.exec('PRAGMA foreign_keys = ON');
+    const connection = new NodeSqliteConnection(database, this.options.busyTimeoutMs ?? 10_000);
+    this.#shared = { database, connection, queue: Promise.resolve(), users: 1 };
+    if (key !== undefined) openDatabases.set(key, this.#shared);
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const shared = this.#shared;
+    if (!shared) throw new Error('The SQLite driver is not initialised or already closed.');
+    let release!: () => void;
+    const previous = shared.queue;
+    shared.queue = new Promise((resolve) => {
+      release = resolve;
+    });
+    await previous;
+    shared.connection.release = release;
+    return shared.connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(raw('BEGIN IMMEDIATE'));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(raw('COMMIT'));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(raw('ROLLBACK'));
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    (connection as NodeSqliteConnection).release();
+  }
+
+  async destroy(): Promise<void> {
+    const shared = this.#shared;
+    this.#shared = undefined;
+    if (!shared) return;
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    for (const [key, value] of openDatabases) if (value === shared) openDatabases.delete(key);
+    await shared.queue;
+    shared.database.close();
+  }
+}
+
+class NodeSqliteConnection implements DatabaseConnection {
+  release: () => void = () => undefined;
+  readonly #statements = new Map<string, StatementSync>();
+
+  constructor(
+    private readonly database: DatabaseSync,
+    private readonly busyTimeoutMs: number,
+  ) {}
+
+  /**
+   * Runs the statement, retrying while another process holds the write lock (SQLITE_BUSY):
+   * a busy statement did nothing, so running it again is safe, and waiting with timers keeps
+   * the event loop free for everything that does not need the database.
+   */
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return this.#execute<R>(query);
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error;
+        await sleep(Math.min(2 ** attempt, 25));
+      }
+    }
+  }
+
+  #execute<R>(query: CompiledQuery): QueryResult<R> {
+    const statement = this.#prepare(query.sql);
+    const parameters = query.parameters.map(toSqlite);
+    if (statement.columns().length > 0) {
+      return { rows: statement.all(...parameters) as R[] };
+    }
+    const { changes, lastInsertRowid } = statement.run(...parameters);
+    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+  }
+
+  async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    const statement = this.#prepare(query.sql);
+    for (const row of statement.iterate(...query.parameters.map(toSqlite))) {
+      yield { rows: [row as R] };
+    }
+  }
+
+  /** Statements are prepared once per SQL text; the queries are few and fixed. */
+  #prepare(sqlText: string): StatementSync {
+    let statement = this.#statements.get(sqlText);
+    if (!statement) {
+      statement = this.database.prepare(sqlText);
+      if (this.#statements.size < 500) this.#statements.set(sqlText, statement);
+    }
+    return statement;
+  }
+}
+
+/** SQLITE_BUSY and its extended codes (the low byte is the primary code). */
+function isBusy(error: unknown): boolean {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof errcode === 'number' && (errcode & 0xff) === 5;
+}
+
+function raw(sqlText: string): CompiledQuery {
+  return CompiledQuery.raw(sqlText);
+}
+
+function toSqlite(value: unknown): SQLInputValue {
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value === undefined) return null;
+  return value as SQLInputValue;
+}

@@ -1,0 +1,213 @@
+import type { Generated } from 'kysely';
+
+/**
+ * The tables as Kysely sees them. Booleans are integers 0/1 and structured values JSON text in
+ * both dialects, so one query path reads both; times are Unix milliseconds or microseconds as
+ * in the records. `position` columns are identity/autoincrement: the order every process agrees on.
+ */
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  characters: CharactersTable;
+  memories: MemoriesTable;
+  conversations: ConversationsTable;
+  conversation_speakers: ConversationSpeakersTable;
+  messages: MessagesTable;
+  ledger_transactions: LedgerTransactionsTable;
+  jobs: JobsTable;
+  job_statuses: JobStatusesTable;
+  face_models: FaceModelsTable;
+  discord_channel_links: DiscordChannelLinksTable;
+  discord_voice_followers: DiscordVoiceFollowersTable;
+  discord_dm_characters: DiscordDmCharactersTable;
+  discord_dm_conversations: DiscordDmConversationsTable;
+  discord_users: DiscordUsersTable;
+  job_deliveries: JobDeliveriesTable;
+  facts: FactsTable;
+  job_signals: JobSignalsTable;
+}
+
+export interface AccountsTable {
+  position: Generated<number>;
+  id: string;
+  username: string;
+  created_millis: number;
+  is_verified: number;
+  is_disabled: number;
+  is_subscribed: number;
+  date_of_birth: string | null;
+  referred_by_account_id: string | null;
+  tags: string;
+  character_id: string;
+  profile_picture_url: string | null;
+  /** The sum of the account's ledger, written in the same transaction as every ledger row. */
+  balance: number;
+}
+
+export interface ApiKeysTable {
+  key_hash: string;
+  account_id: string;
+  created_millis: number;
+}
+
+export interface CharactersTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** lower(name), byte-ordered in both dialects, so a prefix is an index range. */
+  name_lower: string;
+  description: string;
+  personality_summary: string;
+  is_public: number;
+  avatar_key: string | null;
+  avatar_mime_type: string | null;
+  tts_voice_id: string | null;
+  created_micros: number;
+  updated_micros: number;
+}
+
+export interface MemoriesTable {
+  position: Generated<number>;
+  id: string;
+  character_id: string;
+  text: string;
+  created_micros: number;
+}
+
+export interface ConversationsTable {
+  id: string;
+  account_id: string;
+  character_id: string;
+  created_micros: number;
+  updated_micros: number;
+  summary: string | null;
+  summary_through_position: number | null;
+}
+
+export interface ConversationSpeakersTable {
+  position: Generated<number>;
+  conversation_id: string;
+  account_id: string;
+  joined_micros: number;
+}
+
+export interface MessagesTable {
+  position: Generated<number>;
+  id: string;
+  conversation_id: string;
+  content: string;
+  mime_type: string;
+  participant_id: string;
+  participant_type: string;
+  created_micros: number;
+  file_key: string | null;
+  file_mime_type: string | null;
+  finish_reason: string | null;
+  superseded_micros: number | null;
+}
+
+export interface LedgerTransactionsTable {
+  position: Generated<number>;
+  id: string;
+  account_id: string;
+  type: string;
+  amount: number;
+  reason: string;
+  created_millis: number;
+  /** Unique: a debit is refunded at most once. */
+  refund_of: string | null;
+  reference: string | null;
+}
+
+export interface JobsTable {
+  position: Generated<number>;
+  id: string;
+  account_id: string;
+  client_id: string | null;
+  created_millis: number;
+  type: string;
+  payload: string;
+  face_model: string | null;
+  photos: string | null;
+  status: string;
+  output_files: string;
+  transaction_id: string | null;
+  external_id: string | null;
+  started_millis: number | null;
+  failure: string | null;
+  settled: number;
+  lease_owner: string | null;
+  lease_expires_millis: number | null;
+  claims: Generated<number>;
+}
+
+export interface JobStatusesTable {
+  position: Generated<number>;
+  id: string;
+  job_id: string;
+  status: string;
+  created_millis: number;
+}
+
+export interface FaceModelsTable {
+  id: string;
+  character_id: string;
+  job_id: string;
+  created_millis: number;
+  status: string;
+  archive_key: string | null;
+  archive_mime_type: string | null;
+  trigger_token: string | null;
+  failure: string | null;
+}
+
+export interface DiscordChannelLinksTable {
+  channel_id: string;
+  conversation_id: string;
+  guild_id: string | null;
+}
+
+export interface DiscordVoiceFollowersTable {
+  channel_id: string;
+  discord_user_id: string;
+}
+
+export interface DiscordDmCharactersTable {
+  discord_user_id: string;
+  character_id: string;
+}
+
+export interface DiscordDmConversationsTable {
+  discord_user_id: string;
+  character_id: string;
+  conversation_id: string;
+}
+
+export interface DiscordUsersTable {
+  discord_user_id: string;
+  account_id: string;
+}
+
+export interface JobDeliveriesTable {
+  position: Generated<number>;
+  job_id: string;
+  kind: string;
+  application_id: string;
+  interaction_token: string;
+  token_expires_millis: number;
+  channel_id: string;
+  user_id: string;
+  title: string;
+}
+
+export interface FactsTable {
+  key: string;
+  value: string;
+}
+
+/** SQLite only: the log processes poll for job changes (PostgreSQL uses NOTIFY). */
+export interface JobSignalsTable {
+  position: Generated<number>;
+  job_id: string;
+  created_millis: number;
+}

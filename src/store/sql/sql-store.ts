@@ -1,0 +1,136 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Repositories, RepositoryStore } from '../../core/repositories.js';
+import { SqlAccountRepository } from './account-repository.js';
+import { SqlCharacterRepository, SqlMemoryRepository } from './character-repository.js';
+import { SqlConversationRepository } from './conversation-repository.js';
+import { SqlJobRepository } from './job-repository.js';
+import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
+import { SqlLedgerRepository } from './ledger-repository.js';
+import { type SqlDialectName, migrateToLatest } from './migrations.js';
+import { NodeSqliteDialect } from './node-sqlite-dialect.js';
+import type { Database } from './schema.js';
+import type { SqlContext } from './sql-context.js';
+import { SqlDiscordLinkRepository, SqlFaceModelRepository, SqlFactRepository, SqlJobDeliveryRepository } from './small-repositories.js';
+
+export interface SqlStoreOptions {
+  /** PostgreSQL connections per process. */
+  poolSize?: number;
+  /** SQLite: how long a writer waits for another process's write lock. */
+  busyTimeoutMs?: number;
+  /** PostgreSQL: told when an idle pooled connection fails (the pool replaces it); ignored otherwise. */
+  onConnectionError?: (error: Error) => void;
+  /** SQLite: how often the job signal log is read while someone listens. */
+  signalPollMs?: number;
+}
+
+/** The repository store over SQL, plus what tests and benchmarks need to see. */
+export interface SqlStore extends RepositoryStore {
+  readonly dialect: SqlDialectName;
+}
+
+/**
+ * Opens the store named by `url` and migrates it to the latest schema:
+ * `sqlite://data/likeness.db` (relative to the working directory), `sqlite:///abs/path.db`,
+ * `sqlite://:memory:`, or `postgres://user@host:port/database`.
+ */
+export async function openSqlStore(url: string, options: SqlStoreOptions = {}): Promise<SqlStore> {
+  const { db, dialect } = connect(url, options);
+  try {
+    await migrateToLatest(db as Kysely<unknown>, dialect);
+    const signals = dialect === 'postgres' ? await PostgresJobSignals.open(url) : await SqliteJobSignals.open(db, options.signalPollMs);
+    return new KyselyRepositoryStore(db, dialect, signals);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+}
+
+function connect(url: string, options: SqlStoreOptions): { db: Kysely<Database>; dialect: SqlDialectName } {
+  if (url.startsWith('sqlite://')) {
+    const file = url.slice('sqlite://'.length);
+    if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    const dialect = new NodeSqliteDialect({ path: file, ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }) });
+    return { db: new Kysely<Database>({ dialect }), dialect: 'sqlite' };
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      // Our bigints are times and counts well inside 2^53: read them as numbers, not strings.
+      types: { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as 'text')) },
+    } as pg.PoolConfig);
+    // Without a listener an idle connection's failure (a server restart) would crash the process.
+    pool.on('error', (error) => options.onConnectionError?.(error));
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+  }
+  throw new Error(`The store URL must start with sqlite:// or postgres://; got "${url.split(':')[0]}:…".`);
+}
+
+class KyselyRepositoryStore implements SqlStore {
+  readonly accounts;
+  readonly characters;
+  readonly memories;
+  readonly conversations;
+  readonly ledger;
+  readonly jobs;
+  readonly faceModels;
+  readonly discordLinks;
+  readonly jobDeliveries;
+  readonly facts;
+  readonly signals;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly dialect: SqlDialectName,
+    private readonly signalListener: JobSignalListener,
+  ) {
+    const repositories = repositoriesFor({ db, dialect });
+    this.accounts = repositories.accounts;
+    this.characters = repositories.characters;
+    this.memories = repositories.memories;
+    this.conversations = repositories.conversations;
+    this.ledger = repositories.ledger;
+    this.jobs = repositories.jobs;
+    this.faceModels = repositories.faceModels;
+    this.discordLinks = repositories.discordLinks;
+    this.jobDeliveries = repositories.jobDeliveries;
+    this.facts = repositories.facts;
+    this.signals = repositories.signals;
+  }
+
+  onJobChanged(listener: (jobId: string) => void): () => void {
+    return this.signalListener.subscribe(listener);
+  }
+
+  /**
+   * On SQLite the transaction holds the process's one connection: `work` must use the
+   * repositories it is given, never this store, or it waits on itself.
+   */
+  transaction<T>(work: (repositories: Repositories) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute((transaction) => work(repositoriesFor({ db: transaction, dialect: this.dialect })));
+  }
+
+  async close(): Promise<void> {
+    await this.signalListener.close();
+    await this.db.destroy();
+  }
+}
+
+function repositoriesFor(context: SqlContext): Repositories {
+  return {
+    accounts: new SqlAccountRepository(context),
+    characters: new SqlCharacterRepository(context),
+    memories: new SqlMemoryRepository(context),
+    conversations: new SqlConversationRepository(context),
+    ledger: new SqlLedgerRepository(context),
+    jobs: new SqlJobRepository(context),
+    faceModels: new SqlFaceModelRepository(context),
+    discordLinks: new SqlDiscordLinkRepository(context),
+    jobDeliveries: new SqlJobDeliveryRepository(context),
+    facts: new SqlFactRepository(context),
+    signals: new SqlSignalRepository(context),
+  };
+}

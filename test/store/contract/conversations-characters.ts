@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { RepositoryStore } from '../../../src/core/repositories.js';
+import { characterRecord, messageRecord } from '../repository-fixtures.js';
+import { type ContractContext, outcomes } from './contract-context.js';
+
+/** Conversations, messages, characters and memories: one agreed order, no lost message, limited search. */
+export function conversationsAndCharactersContract(context: ContractContext): void {
+  const { createAccount } = context;
+  // The stores are opened in the suite's beforeAll; read them when a test runs.
+  let store: RepositoryStore;
+  let other: RepositoryStore;
+  beforeEach(() => {
+    store = context.store();
+    other = context.other();
+  });
+
+  describe('conversations and messages', () => {
+    const openConversation = async () => {
+      const { account, character } = await createAccount('talker');
+      const now = Date.now() * 1000;
+      const conversation = await store.conversations.create(
+        { id: randomUUID(), accountId: account.id, characterId: character.id, createdMicros: now, updatedMicros: now, summary: null, summaryThroughPosition: null },
+        account.id,
+      );
+      return { account, character, conversation };
+    };
+
+    it('stores every concurrent append once, in one order every store agrees on', async () => {
+      const { account, conversation } = await openConversation();
+      const appended = await Promise.all(
+        Array.from({ length: 100 }, (_, index) =>
+          (index % 2 ? other : store).conversations.append(conversation.id, messageRecord(account.id, `message ${index}`)),
+        ),
+      );
+      const fromStore = await store.conversations.messages(conversation.id);
+      const fromOther = await other.conversations.messages(conversation.id);
+      expect(fromStore).toHaveLength(100);
+      expect(fromOther).toEqual(fromStore);
+      expect(new Set(fromStore.map((message) => message.content)).size).toBe(100);
+      const positions = fromStore.map((message) => message.position);
+      expect(positions).toEqual([...positions].sort((left, right) => left - right));
+      expect(new Set(positions).size).toBe(100);
+      // Each append learned the position the readers see.
+      const byId = new Map(fromStore.map((message) => [message.id, message.position]));
+      for (const message of appended) expect(byId.get(message.id)).toBe(message.position);
+      expect(await other.conversations.countMessages(conversation.id)).toBe(100);
+    });
+
+    it('reads ranges and the newest page oldest first', async () => {
+      const { account, conversation } = await openConversation();
+      for (let index = 0; index < 10; index++) await store.conversations.append(conversation.id, messageRecord(account.id, `m${index}`));
+      const all = await store.conversations.messages(conversation.id);
+      const newest = await store.conversations.messages(conversation.id, { newest: true, limit: 3 });
+      expect(newest.map((message) => message.content)).toEqual(['m7', 'm8', 'm9']);
+      const older = await store.conversations.messages(conversation.id, { beforePosition: newest[0]!.position, newest: true, limit: 3 });
+      expect(older.map((message) => message.content)).toEqual(['m4', 'm5', 'm6']);
+      const after = await store.conversations.messages(conversation.id, { afterPosition: all[1]!.position, limit: 2 });
+      expect(after.map((message) => message.content)).toEqual(['m2', 'm3']);
+      expect((await store.conversations.lastMessage(conversation.id))?.content).toBe('m9');
+    });
+
+    it('keeps the finish reason, hides superseded replies, and continues after a clear', async () => {
+      const { account, character, conversation } = await openConversation();
+      await store.conversations.append(conversation.id, messageRecord(account.id, 'hello'));
+      const reply = await store.conversations.append(conversation.id, {
+        ...messageRecord(character.id, 'first reply'),
+        participantType: 'character',
+        finishReason: 'length',
+      });
+      expect(reply.finishReason).toBe('length');
+      expect(await other.conversations.supersede(reply.id, Date.now() * 1000)).toBe(true);
+      expect(await other.conversations.supersede(reply.id, Date.now() * 1000)).toBe(false);
+      const regenerated = await store.conversations.append(conversation.id, { ...messageRecord(character.id, 'second reply'), participantType: 'character', finishReason: 'stop' });
+      expect((await store.conversations.messages(conversation.id)).map((message) => message.content)).toEqual(['hello', 'second reply']);
+      const history = await store.conversations.messages(conversation.id, { includeSuperseded: true });
+      expect(history.map((message) => [message.content, message.supersededMicros !== null])).toEqual([
+        ['hello', false],
+        ['first reply', true],
+        ['second reply', false],
+      ]);
+      await store.conversations.setSummary(conversation.id, 'They said hello.', regenerated.position);
+      expect(await other.conversations.get(conversation.id)).toMatchObject({ summary: 'They said hello.', summaryThroughPosition: regenerated.position });
+      await store.conversations.clear(conversation.id, Date.now() * 1000);
+      expect(await store.conversations.messages(conversation.id)).toEqual([]);
+      expect(await store.conversations.get(conversation.id)).toMatchObject({ summary: null, summaryThroughPosition: null });
+      const next = await store.conversations.append(conversation.id, messageRecord(account.id, 'again'));
+      expect(next.position).toBeGreaterThan(regenerated.position);
+    });
+
+    it('adds speakers once, in the order they joined, and lists conversations newest first', async () => {
+      const { account, conversation } = await openConversation();
+      const guest = (await createAccount('guest')).account;
+      const results = await Promise.all([
+        store.conversations.addSpeaker(conversation.id, guest.id, 1),
+        other.conversations.addSpeaker(conversation.id, guest.id, 2),
+      ]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await other.conversations.speakers(conversation.id)).toEqual([account.id, guest.id]);
+      const second = await store.conversations.create({ ...conversation, id: randomUUID() }, account.id);
+      expect((await store.conversations.listFor(account.id)).map((each) => each.id)).toEqual([second.id, conversation.id]);
+      expect((await store.conversations.listFor(guest.id)).map((each) => each.id)).toEqual([conversation.id]);
+    });
+
+    it('refuses a message for a conversation that does not exist', async () => {
+      await expect(store.conversations.append(randomUUID(), messageRecord('nobody', 'x'))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
+  });
+
+  describe('characters and memories', () => {
+    it('finds own characters by substring and public ones by prefix, never private ones of others, at most the limit', async () => {
+      const tag = randomUUID().slice(0, 6);
+      const owner = await createAccount('owner');
+      const stranger = await createAccount('stranger');
+      const own = await store.characters.create(characterRecord(owner.account.id, `My ${tag} Friend`));
+      await store.characters.create(characterRecord(stranger.account.id, `${tag} Secret`));
+      const publicOnes = [];
+      for (let index = 0; index < 5; index++) {
+        publicOnes.push(await store.characters.create(characterRecord(stranger.account.id, `${tag.toUpperCase()} Public ${index}`, { isPublic: true })));
+      }
+      const found = await other.characters.search(tag, { accountId: owner.account.id, limit: 4 });
+      expect(found.map((character) => character.id)).toEqual([own.id, ...publicOnes.slice(0, 3).map((character) => character.id)]);
+      const all = await other.characters.search(tag, { accountId: owner.account.id, limit: 50 });
+      expect(all).toHaveLength(6);
+      expect(await store.characters.search('%', { accountId: owner.account.id, limit: 10 })).toEqual([]);
+      const admin = await store.characters.search(tag, { accountId: null, limit: 50 });
+      expect(admin).toHaveLength(6);
+    });
+
+    it('updates a character and its name in search', async () => {
+      const owner = await createAccount('rename');
+      const name = `Zed${randomUUID().slice(0, 6)}`;
+      await store.characters.update({ ...owner.character, name, isPublic: true });
+      const stranger = await createAccount('looker');
+      expect((await other.characters.search(name.toLowerCase(), { accountId: stranger.account.id, limit: 5 })).map((each) => each.id)).toEqual([
+        owner.character.id,
+      ]);
+    });
+
+    it('holds at most the maximum of memories under concurrent adds', async () => {
+      const { character } = await createAccount('memory');
+      const adds = Array.from({ length: 12 }, (_, index) =>
+        (index % 2 ? other : store).memories.add(character.id, { id: randomUUID(), text: `fact ${index}`, createdMicros: index }, 5),
+      );
+      const { values, codes } = await outcomes(adds);
+      expect(values).toHaveLength(5);
+      expect(codes).toEqual(Array(7).fill('CONFLICT'));
+      const memories = await store.memories.list(character.id);
+      expect(memories).toHaveLength(5);
+      expect(await store.memories.remove(character.id, memories[0]!.id)).toBe(true);
+      expect(await store.memories.remove(character.id, memories[0]!.id)).toBe(false);
+    });
+  });
+}

@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError } from '../../src/core/errors.js';
+import type { JobType } from '../../src/core/records.js';
+import { openSqlStore } from '../../src/store/sql/sql-store.js';
+import { messageRecord, newAccountRecords, transactionRecord } from './repository-fixtures.js';
+
+/**
+ * One "service process" of the multi-process test, forked with an IPC channel. It opens the
+ * store (migrating at the same moment as its siblings), then does what the parent asks and
+ * answers with what it saw. Not a test file: the parent asserts.
+ */
+
+export type WorkerCommand =
+  | { type: 'work'; accountId: string; conversationId: string; usernames: string[]; appends: number; debits: number }
+  | { type: 'check-key'; keyHash: string }
+  | { type: 'hold'; types: JobType[]; count: number; leaseMs: number }
+  | { type: 'take-over'; types: JobType[]; count: number; leaseMs: number; deadlineMs: number }
+  | { type: 'read-messages'; conversationId: string };
+
+const [url, name = 'worker'] = process.argv.slice(2);
+if (!url) throw new Error('usage: multi-process-worker <store url> <name>');
+const store = await openSqlStore(url, { poolSize: 6 });
+const send = (message: unknown) => process.send?.(message);
+
+process.on('message', (command: WorkerCommand) => {
+  handle(command).then(
+    (result) => send({ type: command.type, ok: true, result }),
+    (error: unknown) => send({ type: command.type, ok: false, error: String(error) }),
+  );
+});
+process.on('disconnect', () => {
+  void store.close().finally(() => process.exit(0));
+});
+send({ type: 'ready', name });
+
+async function handle(command: WorkerCommand): Promise<unknown> {
+  switch (command.type) {
+    case 'work': {
+      const append = async () => {
+        // One writer appends in sequence, so its own messages must keep their order.
+        for (let index = 0; index < command.appends; index++) {
+          await store.conversations.append(command.conversationId, messageRecord(command.accountId, `${name}:${index}`));
+        }
+      };
+      const debit = async () => {
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: command.debits }, () => store.ledger.debit(transactionRecord(command.accountId, 'debit', 1, 'image'))),
+        );
+        const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+        if (refused.some((outcome) => !(outcome.reason instanceof AppError && outcome.reason.code === 'BALANCE_INSUFFICIENT'))) {
+          throw new Error('a debit failed for another reason than the balance');
+        }
+        return outcomes.length - refused.length;
+      };
+      const createUsernames = async () => {
+        const created: string[] = [];
+        await Promise.all(
+          command.usernames.map(async (username) => {
+            try {
+              await store.accounts.create(newAccountRecords(username, 5));
+              created.push(username.toLowerCase());
+            } catch (error) {
+              if (!(error instanceof AppError && error.code === 'USERNAME_TAKEN')) throw error;
+            }
+          }),
+        );
+        return created;
+      };
+      const claimJobs = async () => {
+        const claimed: string[] = [];
+        for (;;) {
+          const claim = await store.jobs.claim({ workerId: name, types: ['IMAGE_INFERENCE'], nowMillis: Date.now(), leaseMs: 60_000 });
+          if (!claim) return claimed;
+          claimed.push(claim.job.id);
+          await store.jobs.transition(claim.job.id, { id: randomUUID(), status: 'SUCCESS', createdMillis: Date.now() });
+          if (!(await store.jobs.settle(claim.job.id))) throw new Error(`job ${claim.job.id} was settled by someone else`);
+        }
+      };
+      const [, debited, created, claimed] = await Promise.all([append(), debit(), createUsernames(), claimJobs()]);
+      return { debited, created, claimed };
+    }
+    case 'check-key':
+      return (await store.accounts.findByApiKeyHash(command.keyHash))?.id ?? null;
+    case 'hold': {
+      const held: string[] = [];
+      while (held.length < command.count) {
+        const claim = await store.jobs.claim({ workerId: name, types: command.types, nowMillis: Date.now(), leaseMs: command.leaseMs });
+        if (!claim) break;
+        await store.jobs.transition(claim.job.id, { id: randomUUID(), status: 'IN_PROGRESS', createdMillis: Date.now() }, { startedMillis: Date.now() });
+        held.push(claim.job.id);
+      }
+      return held;
+    }
+    case 'take-over': {
+      // What a surviving process's runner does: claim expired leases, then fail and refund.
+      const finished: Array<{ jobId: string; claims: number }> = [];
+      const deadline = Date.now() + command.deadlineMs;
+      while (finished.length < command.count && Date.now() < deadline) {
+        const claim = await store.jobs.claim({ workerId: name, types: command.types, nowMillis: Date.now(), leaseMs: command.leaseMs });
+        if (!claim) {
+          await sleep(100);
+          continue;
+        }
+        const job = await store.jobs.transition(
+          claim.job.id,
+          { id: randomUUID(), status: 'FAILED', createdMillis: Date.now() },
+          { failure: { code: 'ENGINE_FAILED', message: 'The process running it stopped.' } },
+        );
+        if (job?.transactionId) {
+          await store.ledger.refund(transactionRecord(job.accountId, 'refund', 1, 'job failed', { refundOf: job.transactionId }));
+        }
+        await store.jobs.settle(claim.job.id);
+        await store.signals.jobChanged(claim.job.id);
+        finished.push({ jobId: claim.job.id, claims: claim.claims });
+      }
+      return finished;
+    }
+    case 'read-messages':
+      return (await store.conversations.messages(command.conversationId)).map((message) => message.id);
+  }
+}

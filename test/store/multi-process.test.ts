@@ -1,0 +1,202 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RepositoryStore } from '../../src/core/repositories.js';
+import type { TransactionRecord } from '../../src/core/records.js';
+import { openSqlStore } from '../../src/store/sql/sql-store.js';
+import type { WorkerCommand } from './multi-process-worker.js';
+import { createTestDatabase } from './postgres-database.js';
+import { hashKey, jobRecord, newAccountRecords, transactionRecord, uniqueUsername } from './repository-fixtures.js';
+
+const workerPath = fileURLToPath(new URL('./multi-process-worker.ts', import.meta.url));
+
+/** A forked service process and a way to ask it things. */
+class Worker {
+  readonly process: ChildProcess;
+  readonly ready: Promise<unknown>;
+
+  constructor(url: string, readonly name: string) {
+    this.process = fork(workerPath, [url, name], {
+      execArgv: ['--import', 'tsx', '--disable-warning=ExperimentalWarning'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.ready = this.#next('ready');
+  }
+
+  async ask<T>(command: WorkerCommand): Promise<T> {
+    const answer = this.#next(command.type);
+    this.process.send(command);
+    const reply = (await answer) as { ok: boolean; result?: T; error?: string };
+    if (!reply.ok) throw new Error(`${this.name}: ${reply.error}`);
+    return reply.result as T;
+  }
+
+  #next(type: string): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (message: { type?: string }) => {
+        if (message.type !== type) return;
+        this.process.off('message', onMessage);
+        this.process.off('exit', onExit);
+        resolve(message);
+      };
+      const onExit = (code: number | null) => reject(new Error(`${this.name} exited (${code}) before answering ${type}`));
+      this.process.on('message', onMessage);
+      this.process.once('exit', onExit);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.process.exitCode !== null || this.process.signalCode !== null) return;
+    const exited = once(this.process, 'exit');
+    this.process.disconnect();
+    await exited;
+  }
+}
+
+function sum(transactions: TransactionRecord[]): number {
+  return transactions.reduce((total, transaction) => total + (transaction.type === 'debit' ? -transaction.amount : transaction.amount), 0);
+}
+
+/**
+ * Service processes on one database, started at once (so they also migrate at once), then
+ * made to race on every invariant; the parent reads the outcome from the database.
+ */
+function describeMultiProcess(name: string, processCount: number, createDatabase: () => Promise<{ url: string; drop(): Promise<void> }>): void {
+  describe(`${processCount} processes on one ${name} database`, () => {
+    let database: { url: string; drop(): Promise<void> };
+    let workers: Worker[] = [];
+    let store: RepositoryStore;
+
+    beforeAll(async () => {
+      database = await createDatabase();
+      workers = Array.from({ length: processCount }, (_, index) => new Worker(database.url, `process-${index}`));
+      await Promise.all(workers.map((worker) => worker.ready));
+      store = await openSqlStore(database.url);
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await store?.close();
+      await database?.drop();
+    });
+
+    it('holds every invariant while all processes append, debit, create usernames and claim jobs at once', async () => {
+      const owner = newAccountRecords(uniqueUsername('owner'), 60);
+      await store.accounts.create(owner);
+      const conversationId = randomUUID();
+      await store.conversations.create(
+        { id: conversationId, accountId: owner.account.id, characterId: owner.character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
+        owner.account.id,
+      );
+      const jobs = [];
+      for (let index = 0; index < 30; index++) jobs.push(await store.jobs.create(jobRecord(owner.account.id)));
+      const names = Array.from({ length: 5 }, () => uniqueUsername('Shared'));
+      const appends = 100;
+      const debits = 50;
+
+      const results = await Promise.all(
+        workers.map((worker, index) =>
+          worker.ask<{ debited: number; created: string[]; claimed: string[] }>({
+            type: 'work',
+            accountId: owner.account.id,
+            conversationId,
+            // Each process spells the names its own way: uniqueness must ignore case.
+            usernames: names.map((username) => (index % 2 ? username.toUpperCase() : username.toLowerCase())),
+            appends,
+            debits,
+          }),
+        ),
+      );
+
+      // Messages: none lost or doubled, one order seen by every process, each writer's order kept.
+      const messages = await store.conversations.messages(conversationId);
+      expect(messages).toHaveLength(appends * processCount);
+      expect(new Set(messages.map((message) => message.content)).size).toBe(appends * processCount);
+      const orders = await Promise.all(workers.map((worker) => worker.ask<string[]>({ type: 'read-messages', conversationId })));
+      for (const order of orders) expect(order).toEqual(messages.map((message) => message.id));
+      for (const worker of workers) {
+        const own = messages.filter((message) => message.content.startsWith(`${worker.name}:`)).map((message) => message.content);
+        expect(own).toEqual(Array.from({ length: appends }, (_, index) => `${worker.name}:${index}`));
+      }
+
+      // Ledger: exactly the balance was spent, and the balance is the ledger's sum.
+      expect(results.reduce((total, result) => total + result.debited, 0)).toBe(60);
+      expect(await store.ledger.balance(owner.account.id)).toBe(0);
+      expect(sum(await store.ledger.transactions(owner.account.id))).toBe(0);
+
+      // Usernames: each taken exactly once across the processes, whatever the case.
+      const created = results.flatMap((result) => result.created).sort();
+      expect(created).toEqual(names.map((username) => username.toLowerCase()).sort());
+
+      // Jobs: each claimed by exactly one process, once.
+      const claimed = results.flatMap((result) => result.claimed).sort();
+      expect(claimed).toEqual(jobs.map((job) => job.id).sort());
+      for (const job of jobs) expect(await store.jobs.get(job.id)).toMatchObject({ status: 'SUCCESS', settled: true });
+    }, 60_000);
+
+    it('revokes a rotated key in every process at once', async () => {
+      const records = newAccountRecords(uniqueUsername('keys'), 0);
+      await store.accounts.create(records);
+      const seen = await Promise.all(workers.map((worker) => worker.ask<string | null>({ type: 'check-key', keyHash: records.apiKeyHash })));
+      expect(seen).toEqual(workers.map(() => records.account.id));
+      const next = hashKey(`lk_${randomUUID()}`);
+      await store.accounts.rotateApiKey(records.account.id, next, Date.now());
+      const old = await Promise.all(workers.map((worker) => worker.ask<string | null>({ type: 'check-key', keyHash: records.apiKeyHash })));
+      expect(old).toEqual(workers.map(() => null));
+      const fresh = await Promise.all(workers.map((worker) => worker.ask<string | null>({ type: 'check-key', keyHash: next })));
+      expect(fresh).toEqual(workers.map(() => records.account.id));
+    }, 30_000);
+
+    it('finishes and refunds the jobs of a process killed with SIGKILL once their lease expires', async () => {
+      const payer = newAccountRecords(uniqueUsername('payer'), 10);
+      await store.accounts.create(payer);
+      const jobs = [];
+      for (let index = 0; index < 3; index++) {
+        const job = jobRecord(payer.account.id, 'FACE_MODEL_TRAINING');
+        const debit = await store.ledger.debit(transactionRecord(payer.account.id, 'debit', 2, 'training', { reference: job.id }));
+        jobs.push(await store.jobs.create({ ...job, transactionId: debit.id }));
+      }
+      expect(await store.ledger.balance(payer.account.id)).toBe(4);
+      const [victim, survivor] = workers as [Worker, Worker];
+      const held = await victim.ask<string[]>({ type: 'hold', types: ['FACE_MODEL_TRAINING'], count: 3, leaseMs: 1_500 });
+      expect(held.sort()).toEqual(jobs.map((job) => job.id).sort());
+      victim.process.kill('SIGKILL');
+      await once(victim.process, 'exit');
+      const heard = new Set<string>();
+      const stopListening = store.onJobChanged((jobId) => heard.add(jobId));
+      const started = Date.now();
+      const finished = await survivor.ask<Array<{ jobId: string; claims: number }>>({
+        type: 'take-over',
+        types: ['FACE_MODEL_TRAINING'],
+        count: 3,
+        leaseMs: 10_000,
+        deadlineMs: 15_000,
+      });
+      expect(finished.map((each) => each.jobId).sort()).toEqual(jobs.map((job) => job.id).sort());
+      expect(finished.every((each) => each.claims === 2)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      // The parent hears, from another process, that each job changed.
+      for (let waited = 0; waited < 5_000 && heard.size < 3; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      stopListening();
+      expect([...heard].sort()).toEqual(jobs.map((job) => job.id).sort());
+      for (const job of jobs) {
+        expect(await store.jobs.get(job.id)).toMatchObject({ status: 'FAILED', settled: true });
+      }
+      expect(await store.ledger.balance(payer.account.id)).toBe(10);
+      const ledger = await store.ledger.transactions(payer.account.id);
+      expect(ledger.filter((transaction) => transaction.type === 'refund')).toHaveLength(3);
+      expect(sum(ledger)).toBe(10);
+    }, 30_000);
+  });
+}
+
+describeMultiProcess('PostgreSQL', 3, createTestDatabase);
+
+describeMultiProcess('SQLite (WAL) file', 3, async () => {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-multi-'));
+  return { url: `sqlite://${path.join(directory, 'store.db')}`, drop: () => rm(directory, { recursive: true, force: true }) };
+});

@@ -1,0 +1,112 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { NewAccountRecords, NewStoredMessage } from '../../src/core/repositories.js';
+import type { CharacterRecord, JobRecord, JobType, TransactionRecord } from '../../src/core/records.js';
+
+/** Records as the core would build them, for the repository contract and the multi-process test. */
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function characterRecord(accountId: string, name: string, change: Partial<CharacterRecord> = {}): CharacterRecord {
+  return {
+    id: randomUUID(),
+    accountId,
+    name,
+    description: '',
+    personalitySummary: '',
+    isPublic: false,
+    avatar: { key: 'avatars/default.png', mimeType: 'image/png' },
+    ttsVoiceId: null,
+    createdMicros: Date.now() * 1000,
+    updatedMicros: Date.now() * 1000,
+    ...change,
+  };
+}
+
+export function newAccountRecords(username: string, startingBalance = 100): NewAccountRecords & { apiKey: string } {
+  const accountId = randomUUID();
+  const character = characterRecord(accountId, username);
+  const apiKey = `lk_${randomUUID()}`;
+  return {
+    account: {
+      id: accountId,
+      createdMillis: Date.now(),
+      username,
+      isVerified: false,
+      isDisabled: false,
+      isSubscribed: false,
+      meta: { dateOfBirth: null, referredByAccountId: null },
+      tags: ['test'],
+      characterId: character.id,
+      profilePictureUrl: null,
+    },
+    character,
+    apiKey,
+    apiKeyHash: hashKey(apiKey),
+    startingCredit: startingBalance > 0 ? transactionRecord(accountId, 'credit', startingBalance, 'starting balance') : null,
+  };
+}
+
+export function transactionRecord(
+  accountId: string,
+  type: TransactionRecord['type'],
+  amount: number,
+  reason: string,
+  change: Partial<TransactionRecord> = {},
+): TransactionRecord {
+  return { id: randomUUID(), accountId, type, amount, reason, createdMillis: Date.now(), refundOf: null, reference: null, ...change };
+}
+
+export function messageRecord(participantId: string, content: string): NewStoredMessage {
+  return {
+    id: randomUUID(),
+    content,
+    mimeType: 'text/plain',
+    participantId,
+    participantType: 'account',
+    createdMicros: Date.now() * 1000,
+    file: null,
+  };
+}
+
+export function jobRecord(accountId: string, type: JobType = 'IMAGE_INFERENCE'): JobRecord {
+  const now = Date.now();
+  return {
+    id: randomUUID(),
+    accountId,
+    clientId: null,
+    createdMillis: now,
+    type,
+    payload: {
+      prompt: 'a lighthouse',
+      negative_prompt: '',
+      width: 512,
+      height: 512,
+      num_outputs: 1,
+      seed: 7,
+      guidance_scale: 7,
+      num_inference_steps: 20,
+      prompt_strength: 0.8,
+      enable_face_inpainting: false,
+      max_face_inpaint_size: 0,
+      face_inpainting_prompt: '',
+      face_inpainting_negative_prompt: '',
+    },
+    faceModel: null,
+    photos: null,
+    status: 'CREATED',
+    statuses: [{ id: randomUUID(), status: 'CREATED', createdMillis: now }],
+    outputFiles: [],
+    transactionId: randomUUID(),
+    externalId: null,
+    startedMillis: null,
+    failure: null,
+    settled: false,
+  };
+}
+
+/** A distinct username per test run (usernames are 2 to 32 characters). */
+export function uniqueUsername(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
