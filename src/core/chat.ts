@@ -154,7 +154,7 @@ export class Chat {
       }
       emit(filter.end());
       if (text.trim().length === 0) {
-        throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider });
+        throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider, purpose: 'chat' });
       }
       const stored = await this.conversations.appendMessage(conversation.id, {
         content: text.trim(),

@@ -4,6 +4,7 @@
  * Readers take `unknown` and never trust a field's presence or type.
  */
 import type { Dispatcher } from 'undici';
+import type { EnginePurpose } from '../../core/errors.js';
 import type { ChatContentPart, ChatMessage, ChatRequest, ChatUsage } from '../../core/ports.js';
 import { createEngineClient, type EngineClient, type EngineTimeouts } from '../http.js';
 
@@ -115,10 +116,11 @@ export interface OpenAICompatibleOptions extends EngineTimeouts {
 }
 
 /** The HTTP client every OpenAI-compatible adapter (chat, embeddings, speech) uses; `label` names it in error messages. */
-export function createOpenAICompatibleClient(label: string, options: Omit<OpenAICompatibleOptions, 'model'>): EngineClient {
+export function createOpenAICompatibleClient(label: string, options: Omit<OpenAICompatibleOptions, 'model'>, purpose?: EnginePurpose): EngineClient {
   return createEngineClient({
     provider: OPENAI_COMPATIBLE_PROVIDER,
     label,
+    ...(purpose === undefined ? {} : { purpose }),
     baseURL: options.baseURL,
     headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     dispatcher: options.dispatcher,

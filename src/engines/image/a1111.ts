@@ -43,6 +43,7 @@ export function createA1111ImageEngine(options: A1111ImageOptions): ImageEngine 
   const http = createImageHttp({
     provider: A1111_PROVIDER,
     label: LABEL,
+    purpose: 'image',
     baseURL: options.baseURL,
     headers: options.apiKey === undefined ? {} : { authorization: `Basic ${Buffer.from(options.apiKey).toString('base64')}` },
     dispatcher: options.dispatcher,
