@@ -1,6 +1,6 @@
 import type { Actor } from './actor.js';
 import { AsyncQueue } from './async-queue.js';
-import type { Conversations } from './conversations.js';
+import { type Conversations, withoutReplaced } from './conversations.js';
 import { AppError, EngineError, ValidationError, notFound } from './errors.js';
 import { keys } from './keys.js';
 import { decodeImage, isImageMimeType } from './media.js';
@@ -26,6 +26,12 @@ export interface Reply {
   userMessage: MessageRecord;
   /** Visible text as it arrives (reasoning removed). Throws the engine's error if it fails. */
   pieces: AsyncIterable<string>;
+  /**
+   * Settles once the engine has begun to answer: resolves with the first piece (or the end of
+   * an empty-but-finished reply), rejects with the engine's error when it failed before any
+   * text. Front ends wait for it so a refusal becomes a proper error answer, not a stream.
+   */
+  started: Promise<void>;
   /** The stored reply; rejects with the engine's error, and then nothing was stored. */
   done: Promise<MessageRecord>;
 }
@@ -37,7 +43,15 @@ export interface ChatOptions {
   memoryCount: number;
   maxTextLength: number;
   maxImageBytes: number;
+  /**
+   * Longest reply kept, in characters: the engine is not read past it, and the reply is stored
+   * cut with finish reason `length` (default `defaultMaxReplyCharacters`).
+   */
+  maxReplyCharacters?: number;
 }
+
+/** A reply longer than this is cut: about ten pages, far beyond any reply limit in tokens we set. */
+export const defaultMaxReplyCharacters = 32_000;
 
 export const defaultChatOptions: Omit<ChatOptions, 'contextTokens' | 'maxReplyTokens'> = {
   memoryCount: 12,
@@ -95,9 +109,35 @@ export class Chat {
     return this.#start(conversation, character, message, mode.stream);
   }
 
-  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, stream: boolean): Reply {
+  /**
+   * Answers the conversation's last message from a person again (after a failed or unwanted
+   * reply). Their message is not stored a second time; the newest reply after it, if any, is
+   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out.
+   */
+  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean }): Promise<Reply> {
+    const conversation = await this.conversations.get(actor, conversationId);
+    const character = await this.#characterOf(conversation);
+    const { start, end } = await this.conversations.bounds(conversationId);
+    let reply: MessageRecord | undefined;
+    for (let to = end; to > start; to -= 32) {
+      const batch = await this.conversations.messages(conversationId, Math.max(start, to - 32), to);
+      for (const message of batch.reverse()) {
+        if (message.participantType === 'account') return this.#start(conversation, character, message, mode.stream, reply?.id);
+        reply ??= message;
+      }
+    }
+    throw new AppError('CONFLICT', 'There is no message to answer again yet: send one first.');
+  }
+
+  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, stream: boolean, replaces?: string): Reply {
     const pieces = new AsyncQueue<string>();
-    const done = this.#generate(conversation, character, userMessage, pieces, stream);
+    let markStarted: (failure?: unknown) => void = () => {};
+    const started = new Promise<void>((resolve, reject) => {
+      markStarted = (failure) => (failure === undefined ? resolve() : reject(failure));
+    });
+    // Callers that never wait for the start must not see an unhandled rejection.
+    started.catch(() => undefined);
+    const done = this.#generate(conversation, character, userMessage, pieces, stream, markStarted, replaces);
     // `done` is also handed to the caller; this keeps an unobserved failure from being unhandled.
     const settled = done.catch(() => undefined);
     this.#inFlight.add(settled);
@@ -108,6 +148,7 @@ export class Chat {
       createdSeconds: Math.floor(this.clock.nowMillis() / 1000),
       userMessage,
       pieces,
+      started,
       done,
     };
   }
@@ -134,25 +175,41 @@ export class Chat {
     userMessage: MessageRecord,
     pieces: AsyncQueue<string>,
     stream: boolean,
+    markStarted: (failure?: unknown) => void,
+    replaces: string | undefined,
   ): Promise<MessageRecord> {
     const log = { conversationId: conversation.id, characterId: character.id, messageId: userMessage.id };
+    const limit = this.options.maxReplyCharacters ?? defaultMaxReplyCharacters;
     try {
-      const request = await this.#request(conversation, character, userMessage);
+      const request = await this.#request(conversation, character, userMessage, replaces);
       const filter = new ThinkFilter();
       let text = '';
+      let finishReason: string | undefined;
+      let capped = false;
       const emit = (piece: string) => {
-        if (piece.length === 0) return;
+        if (piece.length === 0 || capped) return;
+        if (text.length + piece.length > limit) {
+          piece = cutAt(piece, limit - text.length);
+          capped = true;
+        }
         text += piece;
         pieces.push(piece);
+        markStarted();
       };
       if (stream) {
         for await (const part of this.model.stream(request)) {
           if (part.type === 'text') emit(filter.push(part.text));
+          else finishReason = part.finishReason;
+          // Leaving the loop stops reading the engine: the rest of an endless answer is never read.
+          if (capped) break;
         }
       } else {
-        emit(filter.push((await this.model.generate(request)).text));
+        const result = await this.model.generate(request);
+        finishReason = result.finishReason;
+        emit(filter.push(result.text));
       }
       emit(filter.end());
+      if (capped) finishReason = 'length';
       if (text.trim().length === 0) {
         throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider, purpose: 'chat' });
       }
@@ -162,11 +219,16 @@ export class Chat {
         participantId: character.id,
         participantType: 'character',
         file: null,
+        ...(finishReason === undefined || finishReason === 'unknown' ? {} : { finishReason }),
+        ...(replaces === undefined ? {} : { replaces }),
       });
+      if (capped) this.logger.info({ ...log, limit }, 'reply cut at the reply limit');
+      markStarted();
       pieces.end();
       return stored;
     } catch (error) {
       this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
+      markStarted(error);
       pieces.fail(error);
       throw error;
     }
@@ -178,7 +240,7 @@ export class Chat {
    * that were still being answered when it arrived) come before it, as the people saw them;
    * other people's later messages wait for their own replies.
    */
-  async #request(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord): Promise<ChatRequest> {
+  async #request(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, replaces?: string): Promise<ChatRequest> {
     const { start, end: now } = await this.conversations.bounds(conversation.id);
     const { end } = await this.#find(conversation.id, userMessage.id);
     const later = end < now ? (await this.conversations.messages(conversation.id, end, now)).filter((message) => message.participantType === 'character') : [];
@@ -202,7 +264,8 @@ export class Chat {
         used += estimateTokens(message.content);
       }
     }
-    const history = await buildHistory(newestFirst, { budget, accounts, files: this.files });
+    // Replaced replies (and the one being regenerated) are not what the character said.
+    const history = await buildHistory(withoutReplaced(newestFirst, replaces), { budget, accounts, files: this.files });
     return { messages: [{ role: 'system', content: system }, ...history], maxTokens: this.options.maxReplyTokens };
   }
 
@@ -242,4 +305,11 @@ export class Chat {
     }
     throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg or image/webp');
   }
+}
+
+/** The first `length` characters of `text`, never ending in half a surrogate pair. */
+function cutAt(text: string, length: number): string {
+  const cut = text.slice(0, Math.max(0, length));
+  const last = cut.charCodeAt(cut.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
 }

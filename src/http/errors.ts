@@ -1,3 +1,4 @@
+import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { AppError, type ErrorCode } from '../core/errors.js';
@@ -60,10 +61,22 @@ export function handleError(logger: Logger) {
     const appError = toAppError(error);
     const status = statusOf(appError);
     const fields = { method: context.req.method, path: context.req.path, code: appError.code, status };
-    if (status >= 500) logger.error({ ...fields, err: error }, 'request failed');
+    if (clientLeft(context)) {
+      // Not our failure: reading the body of a request the client abandoned fails on the way.
+      logger.info({ method: fields.method, path: fields.path, err: error }, 'client closed the connection before the answer');
+    } else if (status >= 500) logger.error({ ...fields, err: error }, 'request failed');
     else logger.debug(fields, 'request refused');
     const retryAfter = appError.details?.retryAfterSeconds;
     if (typeof retryAfter === 'number') context.header('Retry-After', String(retryAfter));
     return context.json(errorBody(appError), status as 400);
   };
+}
+
+/** Whether the client hung up: its request was cut off mid-body, or our answer's socket is gone. */
+function clientLeft(context: Context): boolean {
+  const bindings = context.env as Partial<HttpBindings> | undefined;
+  const incoming = bindings?.incoming;
+  const outgoing = bindings?.outgoing;
+  if (incoming === undefined || outgoing === undefined) return false;
+  return (incoming.destroyed && !incoming.complete) || (outgoing.destroyed && !outgoing.writableEnded);
 }
