@@ -112,9 +112,10 @@ export class Chat {
   /**
    * Answers the conversation's last message from a person again (after a failed or unwanted
    * reply). Their message is not stored a second time; the newest reply after it, if any, is
-   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out.
+   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. With
+   * `messageId` (a button under one reply), only that message may be the one answered again.
    */
-  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean }): Promise<Reply> {
+  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
     const character = await this.#characterOf(conversation);
     const { start, end } = await this.conversations.bounds(conversationId);
@@ -122,7 +123,12 @@ export class Chat {
     for (let to = end; to > start; to -= 32) {
       const batch = await this.conversations.messages(conversationId, Math.max(start, to - 32), to);
       for (const message of batch.reverse()) {
-        if (message.participantType === 'account') return this.#start(conversation, character, message, mode.stream, reply?.id);
+        if (message.participantType === 'account') {
+          if (mode.messageId !== undefined && mode.messageId !== message.id) {
+            throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
+          }
+          return this.#start(conversation, character, message, mode.stream, reply?.id);
+        }
         reply ??= message;
       }
     }
