@@ -53,6 +53,11 @@ export interface FakeChatScript {
   /** Answers `/embeddings` with the data list reversed (indexes still correct). */
   reverseEmbeddings?: boolean;
   failure?: FakeFailure;
+  /**
+   * A text-only model on llama-server: a request with an `image_url` part gets its 500, whose
+   * message echoes the whole prompt (system prompt and memories included).
+   */
+  textOnly?: boolean;
 }
 
 /** A JSON request body as received. */
@@ -158,6 +163,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (!known) return sendError(response, 404, `Unknown route ${incoming.method} ${path}`, 'not_found_error', null);
     const current = typeof script === 'function' ? script(body, path) : script;
     const failure = current.failure;
+    if (current.textOnly && JSON.stringify(body.messages ?? []).includes('"image_url"')) {
+      const prompt = JSON.stringify(body.messages);
+      return sendError(response, 500, `Failed to parse messages: Unsupported content part type: "image_url"; messages = ${prompt}`, 'server_error', 500);
+    }
     if (failure?.kind === 'hang') return;
     if (failure?.kind === 'http') {
       const text = failure.rawBody ?? JSON.stringify({ error: { message: failure.message, type: failure.type ?? 'server_error', code: failure.code ?? null } });

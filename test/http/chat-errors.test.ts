@@ -1,9 +1,16 @@
 import { connect } from 'node:net';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
 import { type Harness, readEvents, startHarness } from './harness.js';
 
 const secret = 'Private note: the bank PIN is 4321';
+
+function tinyPng(): string {
+  const image = new PNG({ width: 4, height: 4 });
+  image.data.fill(120);
+  return PNG.sync.write(image).toString('base64');
+}
 
 /** llama-server's 500 for a request it cannot handle repeats the whole prompt in its message. */
 function promptEcho(body: FakeRequestBody): string {
@@ -16,8 +23,14 @@ describe('engine failures reach clients only in our words', () => {
   let owner: { id: string; characterId: string; key: string };
   let stranger: { id: string; characterId: string; key: string };
   let conversationId: string;
-  /** Every text a client was shown, to search for what must never be there. */
-  const shown: string[] = [];
+  /** Checks a text a client was shown for what must never be there. */
+  function shown(...texts: string[]): void {
+    for (const text of texts) {
+      expect(text).not.toContain('4321');
+      expect(text).not.toContain('sk-live-0123456789abcdef');
+      expect(text).not.toContain(api.llm.baseURL.replace(/\/v1$/, ''));
+    }
+  }
 
   function stream(route: string, body: unknown, key = stranger.key): Promise<Response> {
     return fetch(`${api.url}/api/v0/conversations/${conversationId}/${route}`, {
@@ -38,17 +51,20 @@ describe('engine failures reach clients only in our words', () => {
   });
   afterAll(async () => {
     await api.close();
-    for (const text of shown) {
-      expect(text).not.toContain('4321');
-      expect(text).not.toContain('sk-live-0123456789abcdef');
-      expect(text).not.toContain(api.llm.baseURL.replace(/\/v1$/, ''));
-    }
   });
 
   it('does not show another owner’s memories echoed in a llama-server 500, synchronously or streamed', async () => {
+    // A text-only model on llama-server refuses an image part with a 500 echoing the whole prompt.
+    api.llm.setScript({ flavor: 'llama-server', textOnly: true });
+    const image = await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: stranger.key, body: { data: tinyPng(), mimeType: 'image/png' } });
+    shown(JSON.stringify(image.body));
+    expect(image.status).toBe(502);
+    expect(image.body.error.code).toBe('ENGINE_FAILED');
+    expect(JSON.stringify(api.llm.requests.at(-1)!.body.messages)).toContain('image_url');
+
     api.llm.setScript((body) => ({ failure: { kind: 'http', status: 500, message: promptEcho(body), type: 'server_error', code: 500 } }));
     const sync = await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: stranger.key, body: { data: 'What is the PIN?' } });
-    shown.push(JSON.stringify(sync.body));
+    shown(JSON.stringify(sync.body));
     expect(sync.status).toBe(502);
     expect(sync.body.error).toEqual({ code: 'ENGINE_FAILED', message: 'The chat engine failed to answer. Try again; if it keeps failing, tell the operator.' });
     // The secret did reach the engine, and so was in the engine's answer.
@@ -56,7 +72,7 @@ describe('engine failures reach clients only in our words', () => {
 
     const streamed = await stream('chat/stream', { data: 'What is the PIN?' });
     const text = await streamed.text();
-    shown.push(text);
+    shown(text);
     expect(streamed.status).toBe(502);
     expect(streamed.headers.get('content-type')).toContain('application/json');
     expect(JSON.parse(text).error.code).toBe('ENGINE_FAILED');
@@ -73,14 +89,14 @@ describe('engine failures reach clients only in our words', () => {
     const response = await stream('chat/stream', { data: 'hi' });
     expect(response.status).toBe(200);
     const events = await readEvents(response);
-    shown.push(...events);
+    shown(...events);
     expect(JSON.parse(events.at(-1)!)).toMatchObject({ success: false, error: { code: 'ENGINE_FAILED' } });
     expect(JSON.parse(events[0]!).choices[0].delta.content).toBe('Hello');
 
     api.llm.setScript({ failure: { kind: 'http', status: 401, message: `Incorrect API key provided: sk-live-0123456789abcdef at ${api.llm.baseURL}`, type: 'invalid_request_error', code: 'invalid_api_key' } });
     const refused = await stream('chat/stream', { data: 'hi' });
     const body = (await refused.json()) as { error: { code: string; message: string } };
-    shown.push(JSON.stringify(body));
+    shown(JSON.stringify(body));
     expect(refused.status).toBe(502);
     expect(body.error.code).toBe('ENGINE_MISCONFIGURED');
   });
@@ -89,14 +105,14 @@ describe('engine failures reach clients only in our words', () => {
     api.llm.setScript({ failure: { kind: 'http', status: 400, message: `the request exceeds the available context size, try increasing it. ${secret}`, type: 'exceed_context_size_error', code: 400 } });
     const tooLong = await stream('chat/stream', { data: 'hi' });
     const body = (await tooLong.json()) as { error: { code: string; message: string } };
-    shown.push(JSON.stringify(body));
+    shown(JSON.stringify(body));
     expect(tooLong.status).toBe(400);
     expect(body.error.code).toBe('ENGINE_CONTEXT_EXCEEDED');
     expect(body.error.message).toContain('clear the conversation');
 
     api.llm.setScript({ failure: { kind: 'http', status: 503, message: 'Loading model', type: 'unavailable_error', code: 503 } });
     const loading = await stream('chat/stream', { data: 'hi' });
-    shown.push(await loading.text());
+    shown(await loading.text());
     expect(loading.status).toBe(503);
   });
 
