@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { AppError, type ErrorCode } from '../core/errors.js';
+import { AppError, EngineError, type ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 
 const statusByCode: Record<ErrorCode, number> = {
@@ -65,6 +65,8 @@ export function handleError(logger: Logger) {
       // Not our failure: reading the body of a request the client abandoned fails on the way.
       logger.info({ method: fields.method, path: fields.path, err: error }, 'client closed the connection before the answer');
     } else if (status >= 500) logger.error({ ...fields, err: error }, 'request failed');
+    // An engine's refusal is the operator's to read: its words (err.upstream) are logged only.
+    else if (error instanceof EngineError) logger.warn({ ...fields, err: error }, 'engine refused the request');
     else logger.debug(fields, 'request refused');
     const retryAfter = appError.details?.retryAfterSeconds;
     if (typeof retryAfter === 'number') context.header('Retry-After', String(retryAfter));

@@ -109,6 +109,8 @@ describe('engine failures reach clients only in our words', () => {
     expect(tooLong.status).toBe(400);
     expect(body.error.code).toBe('ENGINE_CONTEXT_EXCEEDED');
     expect(body.error.message).toContain('clear the conversation');
+    const logged = logLines.find((line) => line.msg === 'engine refused the request');
+    expect((logged?.err as { upstream?: string } | undefined)?.upstream).toContain('exceeds the available context size');
 
     api.llm.setScript({ failure: { kind: 'http', status: 503, message: 'Loading model', type: 'unavailable_error', code: 503 } });
     const loading = await stream('chat/stream', { data: 'hi' });
