@@ -34,7 +34,11 @@ export async function streamReply(context: Context<HttpEnv>, reply: Reply, logge
   const open = () => !response.destroyed && !response.writableEnded;
   try {
     for await (const piece of reply.pieces) {
-      if (!open()) break;
+      if (!open()) {
+        // The client's choice, not a failure: the reply goes on and is stored.
+        logger.info({ replyId: reply.id }, 'client left the stream; the reply is still stored');
+        break;
+      }
       response.write(chunk(piece, null));
     }
     const stored = await reply.done;

@@ -118,7 +118,7 @@ describe('engine failures reach clients only in our words', () => {
     expect(loading.status).toBe(503);
   });
 
-  it('logs a client that hangs up mid-request at info, not as an internal error', async () => {
+  it('logs a client that hangs up mid-request or mid-stream at info, not as an internal error', async () => {
     const before = logLines.length;
     const port = Number(new URL(api.url).port);
     await new Promise<void>((resolve, reject) => {
@@ -135,6 +135,18 @@ describe('engine failures reach clients only in our words', () => {
       socket.on('error', reject);
     });
     await expect.poll(() => logLines.slice(before).some((line) => line.msg === 'client closed the connection before the answer')).toBe(true);
+
+    api.llm.setScript({ tokens: Array.from({ length: 40 }, (_, index) => `word${index} `), tokensPerSecond: 40 });
+    const controller = new AbortController();
+    const response = await fetch(`${api.url}/api/v0/conversations/${conversationId}/chat/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stranger.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: 'Talk for a while' }),
+      signal: controller.signal,
+    });
+    await response.body!.getReader().read();
+    controller.abort();
+    await expect.poll(() => logLines.slice(before).some((line) => line.msg === 'client left the stream; the reply is still stored'), { timeout: 3_000 }).toBe(true);
     expect(logLines.slice(before).filter((line) => (line.level as number) >= 50)).toEqual([]);
   });
 });
