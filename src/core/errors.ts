@@ -84,6 +84,11 @@ export interface EngineErrorOptions extends AppErrorOptions {
   retryable?: boolean;
   /** Chosen from `status` and the detail when absent (see `engineCodeFor`). */
   code?: EngineErrorCode;
+  /**
+   * A message we wrote for this very case, to show instead of the one chosen by code. It must
+   * hold nothing the engine said and no address: only what the person or operator can do.
+   */
+  publicMessage?: string;
 }
 
 /** How long the log excerpt of an engine's own words may be. */
@@ -107,7 +112,8 @@ export class EngineError extends AppError {
   /** `detail` is what happened in the adapter's words, the engine's text included: it goes to the log only. */
   constructor(detail: string, options: EngineErrorOptions) {
     const code = options.code ?? engineCodeFor(options.status, detail);
-    super(code, engineMessage(code, options.purpose, options.status), options.cause === undefined ? {} : { cause: options.cause });
+    const message = options.publicMessage ?? engineMessage(code, options.purpose, options.status);
+    super(code, message, options.cause === undefined ? {} : { cause: options.cause });
     Object.defineProperty(this, 'upstream', { value: redactUpstream(detail), enumerable: false });
     this.provider = options.provider;
     this.purpose = options.purpose;
