@@ -27,9 +27,9 @@ export interface Reply {
   /** Visible text as it arrives (reasoning removed). Throws the engine's error if it fails. */
   pieces: AsyncIterable<string>;
   /**
-   * Settles once the engine has begun to answer: resolves with the first piece (or the end of
-   * an empty-but-finished reply), rejects with the engine's error when it failed before any
-   * text. Front ends wait for it so a refusal becomes a proper error answer, not a stream.
+   * Settles once the engine has begun to answer: resolves with its first part (or the end of
+   * a whole, unstreamed reply), rejects with the engine's error when it failed before that.
+   * Front ends wait for it so a refusal becomes a proper error answer, not a stream.
    */
   started: Promise<void>;
   /** The stored reply; rejects with the engine's error, and then nothing was stored. */
@@ -204,6 +204,8 @@ export class Chat {
       };
       if (stream) {
         for await (const part of this.model.stream(request)) {
+          // The engine has answered, even if its first text is reasoning the filter holds back.
+          markStarted();
           if (part.type === 'text') emit(filter.push(part.text));
           else finishReason = part.finishReason;
           // Leaving the loop stops reading the engine: the rest of an endless answer is never read.

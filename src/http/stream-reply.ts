@@ -30,7 +30,7 @@ export async function streamReply(context: Context<HttpEnv>, reply: Reply, logge
   // Everything but the piece is the same in every chunk of a reply: build it once.
   const prefix = `data: {"id":${JSON.stringify(reply.id)},"object":"chat.completion.chunk","created":${reply.createdSeconds},"model":${JSON.stringify(reply.model)},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":`;
   const chunk = (content: string, finishReason: string | null) =>
-    `${prefix}${JSON.stringify(content)}},"finish_reason":${JSON.stringify(finishReason)}}]}\n\n`;
+    `${prefix}${JSON.stringify(content)}},"finish_reason":${finishReason === null ? 'null' : JSON.stringify(finishReason)}}]}\n\n`;
   const open = () => !response.destroyed && !response.writableEnded;
   try {
     for await (const piece of reply.pieces) {
