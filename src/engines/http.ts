@@ -34,7 +34,15 @@ export interface EngineClientOptions extends EngineTimeouts {
   headers?: Record<string, string>;
   /** A caller-owned dispatcher; when absent the client owns an `Agent` built from the timeouts. */
   dispatcher?: Dispatcher;
+  /**
+   * Largest JSON answer `readJson` reads (default `DEFAULT_MAX_JSON_BYTES`); past it the body is
+   * dropped and the call fails, so an endless answer cannot fill the memory.
+   */
+  maxJsonBytes?: number;
 }
+
+/** 32 MiB: far above any chat completion or embedding list we ask for. */
+export const DEFAULT_MAX_JSON_BYTES = 32 * 1024 * 1024;
 
 export interface EngineRequest {
   method?: Dispatcher.HttpMethod;
@@ -156,12 +164,16 @@ export function createEngineClient(options: EngineClientOptions): EngineClient {
     throw error(`${label} answered ${status}: ${upstreamMessage(text) || 'no details'}`, { status });
   };
 
+  const maxJsonBytes = options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
   const readJson: EngineClient['readJson'] = async (response, signal) => {
     let text: string;
     try {
-      text = await response.body.text();
+      text = await readLimited(response.body, maxJsonBytes + 1);
     } catch (thrown) {
       throw translate(thrown, signal);
+    }
+    if (Buffer.byteLength(text) > maxJsonBytes) {
+      throw error(`${label} sent a JSON answer larger than ${maxJsonBytes} bytes; it was not read further.`, { status: response.statusCode, retryable: false });
     }
     try {
       return JSON.parse(text) as unknown;

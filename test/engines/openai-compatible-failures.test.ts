@@ -28,6 +28,14 @@ describe('OpenAI-compatible chat model: failures', () => {
     expect(error).toMatchObject({ status: 503, retryable: true, code: 'ENGINE_UNAVAILABLE', provider: 'openai-compatible' });
   });
 
+  it('stops reading a whole answer past its byte limit instead of holding all of it', async () => {
+    context.fake.setScript({ reply: 'z'.repeat(200_000) });
+    const error = await failureOf(context.model({ maxJsonBytes: 100_000 }).generate(userSays('talk')));
+    expect(error).toMatchObject({ code: 'ENGINE_FAILED', retryable: false });
+    expect(error.upstream).toContain('larger than 100000 bytes');
+    expect((await context.model().generate(userSays('talk'))).text).toHaveLength(200_000);
+  });
+
   it('marks a client error as not retryable, for generate as well', async () => {
     context.fake.setScript({ failure: { kind: 'http', status: 400, message: 'context length exceeded', type: 'invalid_request_error' } });
     const error = await failureOf(context.model().generate(userSays('hi')));

@@ -113,6 +113,8 @@ export interface OpenAICompatibleOptions extends EngineTimeouts {
   model: string;
   /** A caller-owned undici dispatcher; by default the client owns an agent with the timeouts. */
   dispatcher?: Dispatcher;
+  /** Largest whole (unstreamed) JSON answer read; see `EngineClientOptions.maxJsonBytes`. */
+  maxJsonBytes?: number;
 }
 
 /** The HTTP client every OpenAI-compatible adapter (chat, embeddings, speech) uses; `label` names it in error messages. */
@@ -127,5 +129,6 @@ export function createOpenAICompatibleClient(label: string, options: Omit<OpenAI
     connectTimeoutMs: options.connectTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs,
+    ...(options.maxJsonBytes === undefined ? {} : { maxJsonBytes: options.maxJsonBytes }),
   });
 }
