@@ -2,12 +2,15 @@ import {
   ApplicationCommandOptionType,
   ChannelType,
   type ChatInputCommandInteraction,
+  MessageFlags,
   PermissionFlagsBits,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
   ThreadAutoArchiveDuration,
 } from 'discord.js';
 import { type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { explainError } from '../src/bot/explain-error.js';
+import { parseRegenerateButton } from '../src/bot/reply-buttons.js';
 import { replyChannelOf } from '../src/bot/reply-channel.js';
 import { AppError } from '../src/core/errors.js';
 
@@ -69,6 +72,31 @@ export default {
     await answer(interaction, `Your conversation with **${character.name}** is in <#${thread.id}>.`);
     if (first) {
       await context.runner.answer(actor, conversation.id, [{ data: first }], replyChannelOf(thread));
+    }
+  },
+  /** 🔄 under a reply: a new reply to the same message, replacing the old one. */
+  async button(interaction, context) {
+    const button = parseRegenerateButton(interaction.customId);
+    if (!button) throw new AppError('NOT_FOUND', 'This button comes from an older version of the bot and no longer works.');
+    const { actor } = await context.accountOf(interaction.user);
+    try {
+      await context.core.conversations.get(actor, button.conversationId);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'NOT_FOUND') {
+        throw new AppError('FORBIDDEN', 'Only people taking part in this conversation can ask for a new reply.');
+      }
+      throw error;
+    }
+    if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    const channel = replyChannelOf(interaction.channel);
+    await interaction.deferUpdate();
+    // The reply under the button is being replaced: its button goes.
+    await interaction.editReply({ components: [] });
+    try {
+      await context.runner.regenerate(actor, button.conversationId, button.messageId, channel);
+    } catch (error) {
+      // Acknowledged as an update already: a failure is told privately, not written over the reply.
+      await interaction.followUp({ content: explainError(error), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
     }
   },
 } satisfies Command;

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { defaultMaxReplyCharacters } from './core/chat.js';
 import { defaultSummaryOptions } from './core/summaries.js';
 import { defaultServerLimits } from './http/server-limits.js';
 import { defaultImageLimits } from './media/sharp-image-codec.js';
@@ -72,6 +73,7 @@ const variables = {
   LLM_CONNECT_TIMEOUT_MS: integer(10_000, 100, 600_000),
   LLM_HEADERS_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
   LLM_IDLE_TIMEOUT_MS: integer(60_000, 100, 3_600_000),
+  CHAT_MAX_REPLY_CHARACTERS: integer(defaultMaxReplyCharacters, 100, 10_000_000),
   LLM_SUMMARY_MIN_MESSAGES: integer(defaultSummaryOptions.minimumMessages, 1, 10_000),
   LLM_SUMMARY_MAX_TOKENS: integer(defaultSummaryOptions.maxSummaryTokens, 32, 100_000),
   UPLOAD_IMAGE_MAX_PIXELS: integer(defaultImageLimits.maxPixels, 1_000_000, 400_000_000),
@@ -179,6 +181,8 @@ function toConfig(values: Variables, workingDirectory: string) {
       idleTimeoutMs: values.LLM_IDLE_TIMEOUT_MS,
       /** The rolling summary of what fell out of the context window. */
       summary: { minimumMessages: values.LLM_SUMMARY_MIN_MESSAGES, maxSummaryTokens: values.LLM_SUMMARY_MAX_TOKENS },
+      /** Longest reply kept; the engine is not read past it and the reply is stored cut (`length`). */
+      maxReplyCharacters: values.CHAT_MAX_REPLY_CHARACTERS,
     },
     /** Largest width × height of an image people send (chat, avatar, face photos). */
     uploadImageMaxPixels: values.UPLOAD_IMAGE_MAX_PIXELS,

@@ -89,7 +89,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     options: {
       startingBalance: config.startingBalance,
       adminApiKey: config.adminApiKey,
-      chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary },
+      chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary, maxReplyCharacters: config.llm.maxReplyCharacters },
       images: config.images,
     },
   });

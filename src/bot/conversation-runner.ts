@@ -1,10 +1,11 @@
 import type { Actor } from '../core/actor.js';
-import type { ChatInput } from '../core/chat.js';
+import type { ChatInput, Reply } from '../core/chat.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import { KeyedLock } from '../store/keyed-lock.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import { explainError } from './explain-error.js';
+import { finishNote, regenerateRow } from './reply-buttons.js';
 import { SentenceCollector } from './sentence-collector.js';
 import { type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
 
@@ -39,16 +40,44 @@ export class ConversationRunner {
     for (const input of inputs) stored.push(await this.core.chat.post(actor, conversationId, input));
     const last = stored.at(-1)!;
     await this.#turns.run(conversationId, async () => {
-      const reply = await this.core.chat.respond(actor, conversationId, last.id, { stream: true });
-      const written = await writeStreamingReply(channel, onSentence ? teeSentences(reply.pieces, onSentence) : reply.pieces, {
-        pacer: this.pacer,
-        logger: this.logger,
-        explain: (error) => `⚠️ ${explainError(error)}`,
-      });
-      await reply.done.catch(() => undefined);
-      if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
+      await this.#write(await this.core.chat.respond(actor, conversationId, last.id, { stream: true }), conversationId, last.id, channel, onSentence);
     });
   }
+
+  /**
+   * Writes a new reply to `messageId`, the conversation's latest message (the 🔄 button), in
+   * turn with other replies; the core replaces the previous reply.
+   */
+  async regenerate(actor: Actor, conversationId: string, messageId: string, channel: ReplyChannel): Promise<void> {
+    await this.#turns.run(conversationId, async () => {
+      await this.#write(await this.core.chat.regenerate(actor, conversationId, { stream: true, messageId }), conversationId, messageId, channel);
+    });
+  }
+
+  async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<void> {
+    const pieces = withFinishNote(reply);
+    const written = await writeStreamingReply(channel, onSentence ? teeSentences(pieces, onSentence) : pieces, {
+      pacer: this.pacer,
+      logger: this.logger,
+      explain: (error) => `⚠️ ${explainError(error)}`,
+    });
+    await reply.done.catch(() => undefined);
+    if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
+    // A finished or failed reply can be asked for again.
+    const lastMessageId = written.messageIds.at(-1);
+    if (lastMessageId !== undefined && channel.setButtons) {
+      await channel.setButtons(lastMessageId, [regenerateRow({ conversationId, messageId })]).catch((error: unknown) => {
+        this.logger.warn({ err: error, conversationId }, 'could not add the try-again button');
+      });
+    }
+  }
+}
+
+/** The reply's pieces, then a note when it did not end on its own (cut at the reply limit). */
+async function* withFinishNote(reply: Reply): AsyncGenerator<string> {
+  yield* reply.pieces;
+  const note = finishNote((await reply.done).finishReason);
+  if (note !== '') yield note;
 }
 
 /** Passes pieces through unchanged, handing each finished sentence to `onSentence` on the way. */

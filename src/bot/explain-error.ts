@@ -19,32 +19,16 @@ export interface ExplainOptions {
   messageSaved?: boolean;
 }
 
-/** Which engine failed, in words: its provider when the error names one (`espeak`, `replicate`, …). */
-function engineName(error: AppError): string {
-  return error instanceof EngineError ? `The ${error.provider} engine` : 'The engine';
-}
-
 /**
  * One sentence a person can act on, for anything that went wrong. Core errors already carry
- * such a message; engine failures say which engine, not the person, is at fault.
+ * such a message, and an engine's is written by us from its code (what the engine said and
+ * where it lives go to the log only); a chat user also learns that their message is kept.
  */
 export function explainError(error: unknown, options: ExplainOptions = {}): string {
-  if (error instanceof AppError) {
-    const saved = options.messageSaved ?? true;
-    const engine = engineName(error);
-    switch (error.code) {
-      case 'ENGINE_UNAVAILABLE':
-        return saved
-          ? `${engine} is down right now, so I cannot answer. Your message is saved; try again in a while. (${error.message})`
-          : `${engine} is down right now. Try again in a while. (${error.message})`;
-      case 'ENGINE_TIMEOUT':
-        return `${engine} took too long to answer. ${saved ? 'Your message is saved; try again.' : 'Try again.'} (${error.message})`;
-      case 'ENGINE_FAILED':
-        return `${engine} failed to answer. ${saved ? 'Your message is saved; try again.' : 'Try again.'} (${error.message})`;
-      default:
-        return error.message;
-    }
+  if (error instanceof EngineError) {
+    return options.messageSaved ?? true ? `${error.message} Your message is saved.` : error.message;
   }
+  if (error instanceof AppError) return error.message;
   if (error instanceof DiscordAPIError && typeof error.code === 'number' && discordCodes[error.code]) {
     return discordCodes[error.code]!;
   }

@@ -16,5 +16,9 @@ export function replyChannelOf(channel: Channel): ReplyChannel {
       if (!('messages' in channel)) throw new AppError('INTERNAL', 'This channel has no messages to edit.');
       await channel.messages.edit(messageId, { content, allowedMentions: { parse: [] } });
     },
+    setButtons: async (messageId, rows) => {
+      if (!('messages' in channel)) throw new AppError('INTERNAL', 'This channel has no messages to edit.');
+      await channel.messages.edit(messageId, { components: rows });
+    },
   };
 }

@@ -1,3 +1,4 @@
+import type { APIActionRowComponent, APIButtonComponent } from 'discord.js';
 import type { Logger } from '../core/ports.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import { discordMessageLimit, splitMessage } from './split-message.js';
@@ -9,6 +10,8 @@ export interface ReplyChannel {
   /** Sends a message; returns its id. */
   send(content: string): Promise<string>;
   edit(messageId: string, content: string): Promise<void>;
+  /** Puts button rows under a message sent here, keeping its text. */
+  setButtons?(messageId: string, rows: APIActionRowComponent<APIButtonComponent>[]): Promise<void>;
 }
 
 export interface StreamingReplyOptions {

@@ -9,6 +9,13 @@ import type { Speech } from './speech.js';
 
 export type ReplyFormat = 'text' | 'audio';
 
+/** The spec's synchronous answer; `finishReason` (added) says why the reply ended, when known. */
+export interface SyncAnswer {
+  data: string;
+  mimeType: string;
+  finishReason?: string;
+}
+
 const textTypes = ['text/plain', 'text/*', '*/*'];
 const audioTypes = ['audio/mp3', 'audio/mpeg', 'audio/*'];
 
@@ -38,17 +45,34 @@ export class Answers {
   }
 
   /** Sends the message and waits for the whole reply, in the form `allow` asks for. */
-  async answer(actor: Actor, conversationId: string, input: ChatInput): Promise<{ data: string; mimeType: string }> {
+  async answer(actor: Actor, conversationId: string, input: ChatInput): Promise<SyncAnswer> {
     const format = this.format(input.allow, false);
     if (format === 'audio') await this.#speakingCharacter(actor, conversationId);
-    const reply = await this.chat.send(actor, conversationId, input, { stream: false });
+    return this.#deliver(await this.chat.send(actor, conversationId, input, { stream: false }), format);
+  }
+
+  /** Answers the last message again (see `Chat.regenerate`), in the form `allow` asks for. */
+  async regenerate(actor: Actor, conversationId: string, allow: readonly string[] | undefined): Promise<SyncAnswer> {
+    const format = this.format(allow, false);
+    if (format === 'audio') await this.#speakingCharacter(actor, conversationId);
+    return this.#deliver(await this.chat.regenerate(actor, conversationId, { stream: false }), format);
+  }
+
+  /** Starts a streamed (text) new answer to the last message. */
+  async regenerateStream(actor: Actor, conversationId: string, allow: readonly string[] | undefined): Promise<Reply> {
+    this.format(allow, true);
+    return this.chat.regenerate(actor, conversationId, { stream: true });
+  }
+
+  async #deliver(reply: Reply, format: ReplyFormat): Promise<SyncAnswer> {
     const stored = await reply.done;
-    if (format === 'text' || !this.speech) return { data: stored.content, mimeType: 'text/plain' };
+    const finish = stored.finishReason === undefined ? {} : { finishReason: stored.finishReason };
+    if (format === 'text' || !this.speech) return { data: stored.content, mimeType: 'text/plain', ...finish };
     const character = await this.#character(stored.participantId);
     const file = await this.speech.speakAs(character, stored.content);
     const bytes = await this.files.read(file.key);
     if (!bytes) throw notFound('Audio', file.key);
-    return { data: bytes.toString('base64'), mimeType: 'audio/mp3' };
+    return { data: bytes.toString('base64'), mimeType: 'audio/mp3', ...finish };
   }
 
   /** Starts a streamed (text) reply, after checking what the caller allows. */

@@ -75,11 +75,19 @@ export class Characters {
     return character;
   }
 
-  /** A character the actor owns (or any, for the admin); others get FORBIDDEN if they can see it. */
-  async getOwned(actor: Actor, characterId: string): Promise<CharacterRecord> {
+  /**
+   * A character the actor owns (or any, for the admin); others get FORBIDDEN if they can see it,
+   * in words about what they tried: `change` (default) or `read` something only the owner may.
+   */
+  async getOwned(actor: Actor, characterId: string, purpose: 'change' | 'read' = 'change'): Promise<CharacterRecord> {
     const character = await this.get(actor, characterId);
     if (actor.type === 'account' && character.accountId !== actor.accountId) {
-      throw new AppError('FORBIDDEN', `Only the owner of character "${character.name}" may change it.`);
+      throw new AppError(
+        'FORBIDDEN',
+        purpose === 'read'
+          ? `Only the owner of character "${character.name}" can read its memories.`
+          : `Only the owner of character "${character.name}" may change it.`,
+      );
     }
     return character;
   }

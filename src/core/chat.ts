@@ -29,6 +29,12 @@ export interface Reply {
   userMessage: MessageRecord;
   /** Visible text as it arrives (reasoning removed). Throws the engine's error if it fails. */
   pieces: AsyncIterable<string>;
+  /**
+   * Settles once the engine has begun to answer: resolves with its first part (or the end of
+   * a whole, unstreamed reply), rejects with the engine's error when it failed before that.
+   * Front ends wait for it so a refusal becomes a proper error answer, not a stream.
+   */
+  started: Promise<void>;
   /** The stored reply; rejects with the engine's error, and then nothing was stored. */
   done: Promise<MessageRecord>;
 }
@@ -42,7 +48,15 @@ export interface ChatOptions {
   maxImageBytes: number;
   /** The rolling summary of what fell out of the context window. */
   summary: SummaryOptions;
+  /**
+   * Longest reply kept, in characters: the engine is not read past it, and the reply is stored
+   * cut with finish reason `length` (default `defaultMaxReplyCharacters`).
+   */
+  maxReplyCharacters?: number;
 }
+
+/** A reply longer than this is cut: about ten pages, far beyond any reply limit in tokens we set. */
+export const defaultMaxReplyCharacters = 32_000;
 
 export const defaultChatOptions: Omit<ChatOptions, 'contextTokens' | 'maxReplyTokens'> = {
   memoryCount: 12,
@@ -124,9 +138,41 @@ export class Chat {
     return this.#start(conversation, character, message, mode.stream);
   }
 
-  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, stream: boolean): Reply {
+  /**
+   * Answers the conversation's last message from a person again (after a failed or unwanted
+   * reply). Their message is not stored a second time; the newest reply after it, if any, is
+   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. With
+   * `messageId` (a button under one reply), only that message may be the one answered again.
+   */
+  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
+    const conversation = await this.conversations.get(actor, conversationId);
+    const character = await this.#characterOf(conversation);
+    const { start, end } = await this.conversations.bounds(conversationId);
+    let reply: MessageRecord | undefined;
+    for (let to = end; to > start; to -= 32) {
+      const batch = await this.conversations.messages(conversationId, Math.max(start, to - 32), to);
+      for (const message of batch.reverse()) {
+        if (message.participantType === 'account') {
+          if (mode.messageId !== undefined && mode.messageId !== message.id) {
+            throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
+          }
+          return this.#start(conversation, character, message, mode.stream, reply?.id);
+        }
+        reply ??= message;
+      }
+    }
+    throw new AppError('CONFLICT', 'There is no message to answer again yet: send one first.');
+  }
+
+  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, stream: boolean, replaces?: string): Reply {
     const pieces = new AsyncQueue<string>();
-    const done = this.#generate(conversation, character, userMessage, pieces, stream);
+    let markStarted: (failure?: unknown) => void = () => {};
+    const started = new Promise<void>((resolve, reject) => {
+      markStarted = (failure) => (failure === undefined ? resolve() : reject(failure));
+    });
+    // Callers that never wait for the start must not see an unhandled rejection.
+    started.catch(() => undefined);
+    const done = this.#generate(conversation, character, userMessage, pieces, stream, markStarted, replaces);
     // `done` is also handed to the caller; this keeps an unobserved failure from being unhandled.
     const settled = done.catch(() => undefined);
     this.#inFlight.add(settled);
@@ -137,6 +183,7 @@ export class Chat {
       createdSeconds: Math.floor(this.clock.nowMillis() / 1000),
       userMessage,
       pieces,
+      started,
       done,
     };
   }
@@ -163,30 +210,48 @@ export class Chat {
     userMessage: MessageRecord,
     pieces: AsyncQueue<string>,
     stream: boolean,
+    markStarted: (failure?: unknown) => void,
+    replaces: string | undefined,
   ): Promise<MessageRecord> {
     const log = { conversationId: conversation.id, characterId: character.id, messageId: userMessage.id };
+    const limit = this.options.maxReplyCharacters ?? defaultMaxReplyCharacters;
     try {
       const filter = new ThinkFilter();
       let text = '';
+      let finishReason: string | undefined;
+      let capped = false;
       const emit = (piece: string) => {
-        if (piece.length === 0) return;
+        if (piece.length === 0 || capped) return;
+        if (text.length + piece.length > limit) {
+          piece = cutAt(piece, limit - text.length);
+          capped = true;
+        }
         text += piece;
         pieces.push(piece);
+        markStarted();
       };
       let finish: { usage?: ChatUsage | undefined; truncated?: boolean | undefined } = {};
       const run = async (request: ChatRequest) => {
         if (stream) {
           for await (const part of this.model.stream(request)) {
+            // The engine has answered, even if its first text is reasoning the filter holds back.
+            markStarted();
             if (part.type === 'text') emit(filter.push(part.text));
-            else finish = part;
+            else {
+              finish = part;
+              finishReason = part.finishReason;
+            }
+            // Leaving the loop stops reading the engine: the rest of an endless answer is never read.
+            if (capped) break;
           }
         } else {
           const result = await this.model.generate(request);
           finish = result;
+          finishReason = result.finishReason;
           emit(filter.push(result.text));
         }
       };
-      let plan = await this.#plan(conversation, character, userMessage, 1);
+      let plan = await this.#plan(conversation, character, userMessage, 1, replaces);
       try {
         await run(plan.request);
       } catch (error) {
@@ -203,12 +268,13 @@ export class Chat {
         // Our count was short of the engine's: never leave a conversation only /clear can mend.
         this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the engine found the prompt too long; trying once more with less history');
         await this.#smallerContext(plan);
-        plan = await this.#plan(conversation, character, userMessage, shrunkHistoryShare);
+        plan = await this.#plan(conversation, character, userMessage, shrunkHistoryShare, replaces);
         await run(plan.request);
       }
       emit(filter.end());
+      if (capped) finishReason = 'length';
       if (text.trim().length === 0) {
-        throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider });
+        throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider, purpose: 'chat' });
       }
       const stored = await this.conversations.appendMessage(conversation.id, {
         content: text.trim(),
@@ -216,13 +282,18 @@ export class Chat {
         participantId: character.id,
         participantType: 'character',
         file: null,
+        ...(finishReason === undefined || finishReason === 'unknown' ? {} : { finishReason }),
+        ...(replaces === undefined ? {} : { replaces }),
       });
+      if (capped) this.logger.info({ ...log, limit }, 'reply cut at the reply limit');
+      markStarted();
       pieces.end();
       await this.#learn(plan, finish, log);
       if (plan.firstKept > plan.historyStart) this.#background(this.#summaries.update(character, conversation.id, plan.firstKept));
       return stored;
     } catch (error) {
       this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
+      markStarted(error);
       pieces.fail(error);
       throw error;
     }
@@ -259,9 +330,10 @@ export class Chat {
     void work.finally(() => this.#inFlight.delete(work));
   }
 
-  async #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, share: number): Promise<PromptPlan> {
+  /** `replaces`: the reply being regenerated, left out of the history like every replaced one. */
+  async #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, share: number, replaces?: string): Promise<PromptPlan> {
     const { end } = await this.#find(conversation.id, userMessage.id);
-    return this.#window.plan(conversation, character, userMessage, end, share);
+    return this.#window.plan(conversation, character, userMessage, end, share, replaces);
   }
 
   /** A message of the conversation and the list index just after it, searching from the newest. */
@@ -303,4 +375,11 @@ export class Chat {
     }
     throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg or image/webp');
   }
+}
+
+/** The first `length` characters of `text`, never ending in half a surrogate pair. */
+function cutAt(text: string, length: number): string {
+  const cut = text.slice(0, Math.max(0, length));
+  const last = cut.charCodeAt(cut.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
 }

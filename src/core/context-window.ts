@@ -82,8 +82,10 @@ export class ContextWindow {
    * after it (to earlier messages still being answered when it arrived) come before it, as the
    * people saw them; other people's later messages wait for their own replies. `share` is the
    * part of the remaining context the history may use (less after the engine refused).
+   * Replaced replies, and `replaces` (the reply being regenerated), are not what the character
+   * said: they are left out.
    */
-  async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, end: number, share = 1): Promise<PromptPlan> {
+  async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, end: number, share = 1, replaces?: string): Promise<PromptPlan> {
     const { start, end: now } = await this.conversations.bounds(conversation.id);
     const later = end < now ? (await this.conversations.messages(conversation.id, end, now)).filter((message) => message.participantType === 'character') : [];
     const before = await this.conversations.messages(conversation.id, Math.max(start, end - 1 - memoryQueryMessages), end - 1);
@@ -117,8 +119,11 @@ export class ContextWindow {
       used += await measure(batch);
       newestFirst.push(...batch);
     }
+    const omit = new Set(newestFirst.flatMap((message) => (message.replaces === undefined ? [] : [message.replaces])));
+    if (replaces !== undefined) omit.add(replaces);
     const history = await buildHistory(newestFirst, {
       budget,
+      omit,
       textCost: (message) => costs.get(message.id) ?? 0,
       seeImages,
       accounts,

@@ -134,3 +134,14 @@ export class Conversations {
     });
   }
 }
+
+/**
+ * Messages as people should read them: a reply that a later, regenerated reply `replaces` is
+ * left out (the list is append-only, so the old reply stays stored). `alsoReplaced` names a
+ * reply being replaced right now, before its successor is stored.
+ */
+export function withoutReplaced<T extends MessageRecord>(messages: readonly T[], alsoReplaced?: string): T[] {
+  const replaced = new Set(messages.flatMap((message) => (message.replaces === undefined ? [] : [message.replaces])));
+  if (alsoReplaced !== undefined) replaced.add(alsoReplaced);
+  return replaced.size === 0 ? [...messages] : messages.filter((message) => !replaced.has(message.id));
+}

@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'ENGINE_FAILED'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_UNAVAILABLE'
+  | 'ENGINE_CONTEXT_EXCEEDED'
+  | 'ENGINE_MISCONFIGURED'
   | 'NOT_CONFIGURED'
   | 'INTERNAL';
 
@@ -65,14 +67,30 @@ export class ValidationError extends AppError {
   }
 }
 
+export type EngineErrorCode = Extract<
+  ErrorCode,
+  'ENGINE_FAILED' | 'ENGINE_TIMEOUT' | 'ENGINE_UNAVAILABLE' | 'ENGINE_CONTEXT_EXCEEDED' | 'ENGINE_MISCONFIGURED'
+>;
+
+/** What an engine does for us, which is how a person knows it: "the chat engine". */
+export type EnginePurpose = 'chat' | 'embedding' | 'speech' | 'image' | 'training';
+
 export interface EngineErrorOptions extends AppErrorOptions {
   /** Which engine failed, e.g. `openai-compatible`. */
   provider: string;
+  /** What the engine is for; names it in the message a person reads. */
+  purpose?: EnginePurpose | undefined;
   /** The upstream HTTP status, when the engine answered at all. */
   status?: number;
   /** Whether the same request may succeed when tried again later. */
   retryable?: boolean;
-  code?: Extract<ErrorCode, 'ENGINE_FAILED' | 'ENGINE_TIMEOUT' | 'ENGINE_UNAVAILABLE'>;
+  /** Chosen from `status` and the detail when absent (see `engineCodeFor`). */
+  code?: EngineErrorCode;
+  /**
+   * A message we wrote for this very case, to show instead of the one chosen by code. It must
+   * hold nothing the engine said and no address: only what the person or operator can do.
+   */
+  publicMessage?: string;
   /** What the engine's refusal means, when the adapter recognised it, so the core can act on it. */
   reason?: EngineFailureReason;
 }
@@ -83,21 +101,85 @@ export interface EngineErrorOptions extends AppErrorOptions {
  */
 export type EngineFailureReason = 'context-exceeded' | 'images-unsupported';
 
-/** A failure of an external engine, keeping the upstream status and message. */
+/** How long the log excerpt of an engine's own words may be. */
+export const MAXIMUM_UPSTREAM_CHARACTERS = 500;
+
+/**
+ * A failure of an external engine. Its `message` is always one we wrote from the code, the
+ * status and the engine's purpose: engines echo prompts (llama-server's 500 repeats the whole
+ * prompt, other people's private memories included), internal addresses and keys in their
+ * errors, so what they said never reaches an answer. That detail, bounded and redacted, is
+ * kept in `upstream` for the log only; it is not enumerable, so no serializer emits it.
+ */
 export class EngineError extends AppError {
   override readonly name = 'EngineError';
   readonly provider: string;
+  readonly purpose: EnginePurpose | undefined;
   readonly status: number | undefined;
   readonly retryable: boolean;
   readonly reason: EngineFailureReason | undefined;
+  declare readonly upstream: string;
 
-  constructor(message: string, options: EngineErrorOptions) {
-    super(options.code ?? 'ENGINE_FAILED', message, options);
+  /** `detail` is what happened in the adapter's words, the engine's text included: it goes to the log only. */
+  constructor(detail: string, options: EngineErrorOptions) {
+    const code = options.code ?? engineCodeFor(options.status, detail);
+    const message = options.publicMessage ?? engineMessage(code, options.purpose, options.status);
+    super(code, message, options.cause === undefined ? {} : { cause: options.cause });
+    Object.defineProperty(this, 'upstream', { value: redactUpstream(detail), enumerable: false });
     this.provider = options.provider;
     this.reason = options.reason;
+    this.purpose = options.purpose;
     this.status = options.status;
     this.retryable = options.retryable ?? isRetryableStatus(options.status);
   }
+}
+
+/** llama-server, vLLM, OpenAI and Ollama each say "the prompt is too long" in their own words. */
+const CONTEXT_EXCEEDED = /context (size|length|window)|exceeds? the (available )?context|maximum context|too many tokens|prompt is too long|context_length_exceeded/i;
+
+/** The stable code for an engine's answer: by status, and for a refusal, by what it refused. */
+export function engineCodeFor(status: number | undefined, detail = ''): EngineErrorCode {
+  if (status === undefined) return 'ENGINE_FAILED';
+  if ((status === 400 || status === 413 || status === 422) && CONTEXT_EXCEEDED.test(detail)) return 'ENGINE_CONTEXT_EXCEEDED';
+  if (status === 401 || status === 403 || status === 404) return 'ENGINE_MISCONFIGURED';
+  if (status === 408 || status === 504) return 'ENGINE_TIMEOUT';
+  if (status === 429 || status === 502 || status === 503) return 'ENGINE_UNAVAILABLE';
+  return 'ENGINE_FAILED';
+}
+
+/** What happened and what to do, for a person; nothing in it comes from the engine. */
+export function engineMessage(code: EngineErrorCode, purpose: EnginePurpose | undefined, status?: number): string {
+  const engine = purpose === undefined ? 'An engine we use' : `The ${purpose} engine`;
+  switch (code) {
+    case 'ENGINE_UNAVAILABLE':
+      return status === 429
+        ? `${engine} is busy right now. Try again in a minute.`
+        : `${engine} cannot be reached right now. Try again in a minute; if it lasts, tell the operator.`;
+    case 'ENGINE_TIMEOUT':
+      return `${engine} took too long to answer. Try again in a moment.`;
+    case 'ENGINE_CONTEXT_EXCEEDED':
+      return `This conversation is too long for ${engine.charAt(0).toLowerCase()}${engine.slice(1)} to read at once. Send a shorter message, or clear the conversation to start afresh.`;
+    case 'ENGINE_MISCONFIGURED':
+      return `${engine} is not set up correctly on our side (it refused our credentials or model). Nothing you sent is at fault; the operator has to fix it.`;
+    case 'ENGINE_FAILED':
+      return status !== undefined && status >= 400 && status < 500
+        ? `${engine} refused this request. Try rephrasing it or leaving out images; if it keeps happening, tell the operator.`
+        : `${engine} failed to answer. Try again; if it keeps failing, tell the operator.`;
+  }
+}
+
+/**
+ * An engine's words made fit for the log: data URLs and long base64 runs (images, audio),
+ * bearer tokens, API keys and credentials in URLs removed, and the whole bounded.
+ */
+export function redactUpstream(text: string, limit = MAXIMUM_UPSTREAM_CHARACTERS): string {
+  const redacted = text
+    .replace(/data:[\w.+-]+\/[\w.+-]+(;[\w=.+-]+)*;base64,[A-Za-z0-9+/=]*/gi, 'data:[redacted]')
+    .replace(/[A-Za-z0-9+/]{200,}={0,2}/g, (run) => `[${run.length} base64 characters]`)
+    .replace(/\b(bearer|basic)\s+[\w.~+/=-]+/gi, '$1 [redacted]')
+    .replace(/\b(sk|r8|xi|hf)[-_][\w-]{12,}/g, '[redacted key]')
+    .replace(/\b([a-z][a-z\d+.-]*:\/\/)[^\s/@:]*(:[^\s/@]*)?@/gi, '$1[redacted]@');
+  return redacted.length <= limit ? redacted : `${redacted.slice(0, limit)}…`;
 }
 
 /** 408, 409, 429 and 5xx are worth retrying; other answers will not change by waiting. */

@@ -31,7 +31,7 @@ export class Memories {
   ) {}
 
   async list(actor: Actor, characterId: string): Promise<MemoryRecord[]> {
-    await this.characters.getOwned(actor, characterId);
+    await this.characters.getOwned(actor, characterId, 'read');
     return (await this.#read(characterId)).items;
   }
 

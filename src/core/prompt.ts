@@ -53,6 +53,8 @@ export interface HistoryOptions {
   textCost(message: MessageRecord): number;
   /** Whether images may go as pixels (false once the model refused them). */
   seeImages: boolean;
+  /** Ids of messages to leave out (replaced replies); they still count as kept, at no cost. */
+  omit?: ReadonlySet<string>;
   /** Names of account speakers; prefixed to their lines when several people share the conversation. */
   accounts: ReadonlyMap<string, AccountRecord>;
   files: FileStore;
@@ -75,10 +77,14 @@ export interface History {
  */
 export async function buildHistory(newestFirst: readonly MessageRecord[], options: HistoryOptions): Promise<History> {
   const severalPeople = options.accounts.size > 1;
-  const kept: { message: MessageRecord; placeholder?: string }[] = [];
+  const kept: { message: MessageRecord; placeholder?: string; omitted?: true }[] = [];
   let used = 0;
   let images = 0;
   for (const message of newestFirst) {
+    if (options.omit?.has(message.id)) {
+      kept.push({ message, omitted: true });
+      continue;
+    }
     const text = options.textCost(message);
     const isImage = message.file !== null && message.mimeType.startsWith('image/');
     const first = kept.length === 0;
@@ -102,7 +108,8 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
   }
   const turns: ChatMessage[] = [];
   let withImages = false;
-  for (const { message, placeholder } of [...kept].reverse()) {
+  for (const { message, placeholder, omitted } of [...kept].reverse()) {
+    if (omitted) continue;
     const role = message.participantType === 'character' ? 'assistant' : 'user';
     const speaker = severalPeople && role === 'user' ? options.accounts.get(message.participantId)?.username : undefined;
     const parts: ChatContentPart[] = [];

@@ -92,6 +92,13 @@ export interface MessageRecord {
   createdMicros: number;
   /** The stored file of an image (or, later, audio) message. */
   file: FileReference | null;
+  /**
+   * Why a character's reply ended, as the engine said (`stop`, `length`, …), or `length` when
+   * we stopped reading at our own limit. Absent on people's messages and older replies.
+   */
+  finishReason?: string;
+  /** The id of the reply this one replaces (a regenerated reply); reads show only the newest. */
+  replaces?: string;
 }
 
 export type TransactionType = 'credit' | 'debit' | 'refund';

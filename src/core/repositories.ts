@@ -91,7 +91,7 @@ export interface StoredConversation {
 }
 
 /** A message as stored: its place in the conversation and what became of it. */
-export interface StoredMessage extends MessageRecord {
+export interface StoredMessage extends Omit<MessageRecord, 'finishReason'> {
   conversationId: string;
   /** Given by the database at append: every process agrees on it; later messages have larger ones. */
   position: number;

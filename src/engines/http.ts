@@ -4,7 +4,7 @@
  * `EngineError`. Nothing here knows which engine it talks to; callers pass a provider name.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { EngineError, type EngineErrorOptions, type EngineFailureReason } from '../core/errors.js';
+import { EngineError, type EngineErrorOptions, type EngineFailureReason, type EnginePurpose } from '../core/errors.js';
 
 /** How long an engine may take at each step. undici's own 300 s defaults are never used. */
 export interface EngineTimeouts {
@@ -25,14 +25,24 @@ export const DEFAULT_ENGINE_TIMEOUTS: Required<EngineTimeouts> = {
 export interface EngineClientOptions extends EngineTimeouts {
   /** Which engine this is, e.g. `openai-compatible`; copied onto every `EngineError`. */
   provider: string;
-  /** How messages name the engine to a person, e.g. `Chat engine`. */
+  /** How log details name the engine, e.g. `Chat engine`. */
   label: string;
+  /** What the engine is for; the messages people read name it by this, never by its address. */
+  purpose?: EnginePurpose;
   baseURL: string;
   /** Headers sent with every request, e.g. authorization. */
   headers?: Record<string, string>;
   /** A caller-owned dispatcher; when absent the client owns an `Agent` built from the timeouts. */
   dispatcher?: Dispatcher;
+  /**
+   * Largest JSON answer `readJson` reads (default `DEFAULT_MAX_JSON_BYTES`); past it the body is
+   * dropped and the call fails, so an endless answer cannot fill the memory.
+   */
+  maxJsonBytes?: number;
 }
+
+/** 32 MiB: far above any chat completion or embedding list we ask for. */
+export const DEFAULT_MAX_JSON_BYTES = 32 * 1024 * 1024;
 
 export interface EngineRequest {
   method?: Dispatcher.HttpMethod;
@@ -59,8 +69,11 @@ export interface EngineClient {
   readJson(response: EngineResponse, signal?: AbortSignal): Promise<unknown>;
   /** Sends `body` as JSON and parses a JSON answer. */
   postJson(path: string, body: unknown, signal?: AbortSignal): Promise<unknown>;
-  /** Builds an `EngineError` for this engine. */
-  error(message: string, options?: Omit<EngineErrorOptions, 'provider'>): EngineError;
+  /**
+   * Builds an `EngineError` for this engine. `detail` (which may quote the engine) is kept for
+   * the log only; the error's message is written from its code and status.
+   */
+  error(detail: string, options?: Omit<EngineErrorOptions, 'provider' | 'purpose'>): EngineError;
   /** Maps a thrown value to an `EngineError`, or returns the abort reason when `signal` fired. */
   translate(thrown: unknown, signal?: AbortSignal): unknown;
   /** Closes the agent this client owns; a caller-owned dispatcher is left alone. */
@@ -99,8 +112,8 @@ export function createEngineClient(options: EngineClientOptions): EngineClient {
   const displayURL = withoutCredentials(baseURL);
   const { provider, label } = options;
 
-  const error: EngineClient['error'] = (message, errorOptions = {}) =>
-    new EngineError(message, { ...errorOptions, provider });
+  const error: EngineClient['error'] = (detail, errorOptions = {}) =>
+    new EngineError(detail, { ...errorOptions, provider, purpose: options.purpose });
 
   const translate: EngineClient['translate'] = (thrown, signal) => {
     if (signal?.aborted) return signal.reason;
@@ -154,12 +167,16 @@ export function createEngineClient(options: EngineClientOptions): EngineClient {
     throw error(`${label} answered ${status}: ${upstreamMessage(text) || 'no details'}`, reason === undefined ? { status } : { status, reason });
   };
 
+  const maxJsonBytes = options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
   const readJson: EngineClient['readJson'] = async (response, signal) => {
     let text: string;
     try {
-      text = await response.body.text();
+      text = await readLimited(response.body, maxJsonBytes + 1);
     } catch (thrown) {
       throw translate(thrown, signal);
+    }
+    if (Buffer.byteLength(text) > maxJsonBytes) {
+      throw error(`${label} sent a JSON answer larger than ${maxJsonBytes} bytes; it was not read further.`, { status: response.statusCode, retryable: false });
     }
     try {
       return JSON.parse(text) as unknown;

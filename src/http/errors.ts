@@ -1,6 +1,7 @@
+import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { AppError, type ErrorCode } from '../core/errors.js';
+import { AppError, EngineError, type ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 
 const statusByCode: Record<ErrorCode, number> = {
@@ -22,6 +23,8 @@ const statusByCode: Record<ErrorCode, number> = {
   ENGINE_FAILED: 502,
   ENGINE_TIMEOUT: 502,
   ENGINE_UNAVAILABLE: 503,
+  ENGINE_CONTEXT_EXCEEDED: 400,
+  ENGINE_MISCONFIGURED: 502,
   NOT_CONFIGURED: 503,
 };
 
@@ -59,10 +62,24 @@ export function handleError(logger: Logger) {
     const appError = toAppError(error);
     const status = statusOf(appError);
     const fields = { method: context.req.method, path: context.req.path, code: appError.code, status };
-    if (status >= 500) logger.error({ ...fields, err: error }, 'request failed');
+    if (clientLeft(context)) {
+      // Not our failure: reading the body of a request the client abandoned fails on the way.
+      logger.info({ method: fields.method, path: fields.path, err: error }, 'client closed the connection before the answer');
+    } else if (status >= 500) logger.error({ ...fields, err: error }, 'request failed');
+    // An engine's refusal is the operator's to read: its words (err.upstream) are logged only.
+    else if (error instanceof EngineError) logger.warn({ ...fields, err: error }, 'engine refused the request');
     else logger.debug(fields, 'request refused');
     const retryAfter = appError.details?.retryAfterSeconds;
     if (typeof retryAfter === 'number') context.header('Retry-After', String(retryAfter));
     return context.json(errorBody(appError), status as 400);
   };
+}
+
+/** Whether the client hung up: its request was cut off mid-body, or our answer's socket is gone. */
+function clientLeft(context: Context): boolean {
+  const bindings = context.env as Partial<HttpBindings> | undefined;
+  const incoming = bindings?.incoming;
+  const outgoing = bindings?.outgoing;
+  if (incoming === undefined || outgoing === undefined) return false;
+  return (incoming.destroyed && !incoming.complete) || (outgoing.destroyed && !outgoing.writableEnded);
 }

@@ -77,6 +77,8 @@ export class Serializers {
       participant_id: message.participantId,
       participant_type: message.participantType,
       created: isoMicros(message.createdMicros),
+      // Added member: why a reply ended (`length` when it was cut), when known.
+      ...(message.finishReason === undefined ? {} : { finish_reason: message.finishReason }),
     };
   }
 

@@ -7,15 +7,19 @@ import { errorBody, toAppError } from './errors.js';
 
 /**
  * Relays a reply as the spec's chunk objects over `text/event-stream`: one `data:` event per
- * piece, a last chunk with `finish_reason: "stop"`, then `data: [DONE]`. An engine failure
- * mid-stream ends with one `data: {"success":false,"error":{…}}` event and no `[DONE]`, so
- * clients that wait for `[DONE]` see the failure. If the client leaves, the reply still
- * completes and is stored.
+ * piece, a last chunk with the reply's finish reason (`stop`, or `length` when it was cut,
+ * or what else the engine said), then `data: [DONE]`. Nothing is answered before the engine
+ * has begun: a failure before any text (engine down, refused key, conversation too long) is
+ * thrown to the error handler and becomes a proper 4xx/5xx JSON answer. A failure after the
+ * first piece ends with one `data: {"success":false,"error":{…}}` event and no `[DONE]`, so
+ * clients that wait for `[DONE]` see it. If the client leaves, the reply still completes and
+ * is stored.
  *
  * Events are written straight to Node's response: going through a web ReadableStream cost
  * several times more CPU per piece than everything else on the relay path.
  */
 export async function streamReply(context: Context<HttpEnv>, reply: Reply, logger: Logger): Promise<Response> {
+  await reply.started;
   const response = context.env.outgoing;
   response.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -25,16 +29,20 @@ export async function streamReply(context: Context<HttpEnv>, reply: Reply, logge
   response.flushHeaders();
   // Everything but the piece is the same in every chunk of a reply: build it once.
   const prefix = `data: {"id":${JSON.stringify(reply.id)},"object":"chat.completion.chunk","created":${reply.createdSeconds},"model":${JSON.stringify(reply.model)},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":`;
-  const chunk = (content: string, finishReason: 'stop' | null) =>
-    `${prefix}${JSON.stringify(content)}},"finish_reason":${finishReason === null ? 'null' : '"stop"'}}]}\n\n`;
+  const chunk = (content: string, finishReason: string | null) =>
+    `${prefix}${JSON.stringify(content)}},"finish_reason":${finishReason === null ? 'null' : JSON.stringify(finishReason)}}]}\n\n`;
   const open = () => !response.destroyed && !response.writableEnded;
   try {
     for await (const piece of reply.pieces) {
-      if (!open()) break;
+      if (!open()) {
+        // The client's choice, not a failure: the reply goes on and is stored.
+        logger.info({ replyId: reply.id }, 'client left the stream; the reply is still stored');
+        break;
+      }
       response.write(chunk(piece, null));
     }
-    await reply.done;
-    if (open()) response.end(`${chunk('', 'stop')}data: [DONE]\n\n`);
+    const stored = await reply.done;
+    if (open()) response.end(`${chunk('', stored.finishReason ?? 'stop')}data: [DONE]\n\n`);
   } catch (error) {
     const appError = toAppError(error);
     logger.debug({ code: appError.code, replyId: reply.id }, 'stream ended with an error event');

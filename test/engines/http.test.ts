@@ -21,14 +21,14 @@ describe('engine HTTP plumbing', () => {
       const error = client.translate(thrown);
       expect(error).toBeInstanceOf(EngineError);
       expect(error).toMatchObject({ code, provider: 'speech-test', retryable: true });
-      expect((error as EngineError).message).toMatch(message);
+      expect((error as EngineError).upstream).toMatch(message);
     }
   });
 
   it('never puts credentials from the base URL into messages', () => {
     const error = client.translate(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })) as EngineError;
     expect(client.displayURL).toBe('http://127.0.0.1:9/v1');
-    expect(error.message).toBe('Speech engine at http://127.0.0.1:9/v1 is unreachable (ECONNREFUSED).');
+    expect(error.upstream).toBe('Speech engine at http://127.0.0.1:9/v1 is unreachable (ECONNREFUSED).');
   });
 
   it('returns the abort reason when the signal fired', () => {

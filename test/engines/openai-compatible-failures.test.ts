@@ -24,20 +24,28 @@ describe('OpenAI-compatible chat model: failures', () => {
     context.fake.setScript({ failure: { kind: 'http', status: 503, message: 'model is loading', type: 'unavailable_error', code: 503 } });
     const error = await failureOf(collect(context.model().stream(userSays('hi'))));
 
-    expect(error.message).toBe('Chat engine answered 503: model is loading');
-    expect(error).toMatchObject({ status: 503, retryable: true, code: 'ENGINE_FAILED', provider: 'openai-compatible' });
+    expect(error.upstream).toBe('Chat engine answered 503: model is loading');
+    expect(error).toMatchObject({ status: 503, retryable: true, code: 'ENGINE_UNAVAILABLE', provider: 'openai-compatible' });
+  });
+
+  it('stops reading a whole answer past its byte limit instead of holding all of it', async () => {
+    context.fake.setScript({ reply: 'z'.repeat(200_000) });
+    const error = await failureOf(context.model({ maxJsonBytes: 100_000 }).generate(userSays('talk')));
+    expect(error).toMatchObject({ code: 'ENGINE_FAILED', retryable: false });
+    expect(error.upstream).toContain('larger than 100000 bytes');
+    expect((await context.model().generate(userSays('talk'))).text).toHaveLength(200_000);
   });
 
   it('marks a client error as not retryable, for generate as well', async () => {
     context.fake.setScript({ failure: { kind: 'http', status: 400, message: 'context length exceeded', type: 'invalid_request_error' } });
     const error = await failureOf(context.model().generate(userSays('hi')));
-    expect(error).toMatchObject({ status: 400, retryable: false, message: 'Chat engine answered 400: context length exceeded' });
+    expect(error).toMatchObject({ status: 400, retryable: false, upstream: 'Chat engine answered 400: context length exceeded' });
   });
 
   it('falls back to the raw body, shortened, when the error is not JSON', async () => {
     context.fake.setScript({ failure: { kind: 'http', status: 502, message: '', rawBody: `<html>Bad Gateway${'.'.repeat(2000)}</html>` } });
     const error = await failureOf(collect(context.model().stream(userSays('hi'))));
-    expect(error.message).toMatch(/^Chat engine answered 502: <html>Bad Gateway\.+…$/);
+    expect(error.upstream).toMatch(/^Chat engine answered 502: <html>Bad Gateway\.+…$/);
     expect(error.message.length).toBeLessThan(400);
   });
 
@@ -47,7 +55,7 @@ describe('OpenAI-compatible chat model: failures', () => {
     const model = createOpenAICompatibleChatModel({ baseURL: guarded.baseURL, apiKey: 'wrong', model: 'm' });
     try {
       const error = await failureOf(model.generate(userSays('hi')));
-      expect(error).toMatchObject({ status: 401, retryable: false, message: 'Chat engine answered 401: Incorrect API key provided.' });
+      expect(error).toMatchObject({ status: 401, retryable: false, upstream: 'Chat engine answered 401: Incorrect API key provided.' });
     } finally {
       await model.close();
       await guarded.close();
@@ -58,7 +66,7 @@ describe('OpenAI-compatible chat model: failures', () => {
     context.fake.setScript({ tokens: ['a', 'b', 'c'], failure: { kind: 'error-event', afterTokens: 2, message: 'out of memory', code: 500 } });
     const error = await failureOf(collect(context.model().stream(userSays('x'))));
 
-    expect(error.message).toBe('Chat engine failed mid-answer: out of memory');
+    expect(error.upstream).toBe('Chat engine failed mid-answer: out of memory');
     expect(error).toMatchObject({ status: 500, retryable: true });
     expect(error.parts).toEqual([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }]);
   });
@@ -67,14 +75,14 @@ describe('OpenAI-compatible chat model: failures', () => {
     context.fake.setScript({ flavor: 'llama-server', tokens: ['a', 'b'], failure: { kind: 'legacy-error-line', afterTokens: 1, message: 'slot unavailable' } });
     const error = await failureOf(collect(context.model().stream(userSays('x'))));
 
-    expect(error.message).toBe('Chat engine failed mid-answer: slot unavailable');
+    expect(error.upstream).toBe('Chat engine failed mid-answer: slot unavailable');
     expect(error.parts).toEqual([{ type: 'text', text: 'a' }]);
   });
 
   it('fails when the stream ends without [DONE] and without a finish reason', async () => {
     context.fake.setScript({ tokens: ['a', 'b'], failure: { kind: 'end-without-done' } });
     const error = await failureOf(collect(context.model().stream(userSays('x'))));
-    expect(error.message).toMatch(/ended before \[DONE\]/);
+    expect(error.upstream).toMatch(/ended before \[DONE\]/);
     expect(error.retryable).toBe(true);
     expect(error.parts).toEqual([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }]);
   });
@@ -82,14 +90,14 @@ describe('OpenAI-compatible chat model: failures', () => {
   it('fails when the connection drops mid-stream', async () => {
     context.fake.setScript({ tokens: ['a', 'b', 'c'], failure: { kind: 'drop', afterTokens: 1 } });
     const error = await failureOf(collect(context.model().stream(userSays('x'))));
-    expect(error.message).toMatch(/closed the connection before the answer was complete/);
+    expect(error.upstream).toMatch(/closed the connection before the answer was complete/);
     expect(error).toMatchObject({ code: 'ENGINE_FAILED', retryable: true });
   });
 
   it('fails on a malformed data event', async () => {
     context.fake.setScript({ tokens: ['a'], failure: { kind: 'malformed' } });
     const error = await failureOf(collect(context.model().stream(userSays('x'))));
-    expect(error.message).toMatch(/^Chat engine sent a malformed stream event: \{"choices"/);
+    expect(error.upstream).toMatch(/^Chat engine sent a malformed stream event: \{"choices"/);
     expect(error.retryable).toBe(false);
   });
 
@@ -99,7 +107,7 @@ describe('OpenAI-compatible chat model: failures', () => {
     const error = await failureOf(collect(context.model({ headersTimeoutMs: 200 }).stream(userSays('x'))));
 
     expect(error).toMatchObject({ code: 'ENGINE_TIMEOUT', retryable: true });
-    expect(error.message).toMatch(/did not start answering within 200 ms/);
+    expect(error.upstream).toMatch(/did not start answering within 200 ms/);
     expect(performance.now() - started).toBeLessThan(2_500);
   });
 
@@ -108,7 +116,7 @@ describe('OpenAI-compatible chat model: failures', () => {
     const error = await failureOf(collect(context.model({ bodyTimeoutMs: 200 }).stream(userSays('x'))));
 
     expect(error).toMatchObject({ code: 'ENGINE_TIMEOUT' });
-    expect(error.message).toMatch(/went silent for more than 200 ms/);
+    expect(error.upstream).toMatch(/went silent for more than 200 ms/);
     expect(error.parts).toEqual([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }]);
   });
 
@@ -130,7 +138,7 @@ describe('OpenAI-compatible chat model: failures', () => {
     try {
       const error = await failureOf(collect(model.stream(userSays('x'))));
       expect(error).toMatchObject({ code: 'ENGINE_UNAVAILABLE', retryable: true, status: undefined });
-      expect(error.message).toContain(baseURL);
+      expect(error.upstream).toContain(baseURL);
     } finally {
       await model.close();
     }

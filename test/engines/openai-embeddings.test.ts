@@ -53,7 +53,7 @@ describe('OpenAI-compatible embedder', () => {
     expect(error).toMatchObject({
       status: 501,
       provider: 'openai-compatible',
-      message: 'Embedding engine answered 501: This server does not support embeddings. Start it with `--embeddings`',
+      upstream: 'Embedding engine answered 501: This server does not support embeddings. Start it with `--embeddings`',
     });
   });
 

@@ -172,6 +172,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const known = incoming.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/embeddings');
     if (!known) return sendError(response, 404, `Unknown route ${incoming.method} ${path}`, 'not_found_error', null);
     const failure = current.failure;
+    // A text-only model refuses image parts this way whatever the flavor (llama-server's words).
+    if (current.textOnly && refuseImageParts(response, body)) return;
     if (failure?.kind === 'hang') return;
     if (failure?.kind === 'http') {
       const text = failure.rawBody ?? JSON.stringify({ error: { message: failure.message, type: failure.type ?? 'server_error', code: failure.code ?? null } });
@@ -457,15 +459,19 @@ function answerLlamaServerRoute(response: ServerResponse, method: string, path: 
   return false;
 }
 
+/** llama-server's 500 for image parts on a model without a vision projector. True when it refused. */
+function refuseImageParts(response: ServerResponse, body: FakeRequestBody): boolean {
+  if (!hasImageParts(body)) return false;
+  // The real message echoes the whole prompt, system prompt and memories included.
+  const message = `Failed to parse messages: Unsupported content part type: "image_url"; messages = ${JSON.stringify(body.messages)}`;
+  response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+  response.end(JSON.stringify({ error: { code: 500, message, type: 'server_error' } }));
+  return true;
+}
+
 /** What llama-server answers before generating: the image-part 500, the context 400. True when it refused. */
 function refuseLikeLlamaServer(response: ServerResponse, body: FakeRequestBody, script: FakeChatScript): boolean {
-  if (script.textOnly && hasImageParts(body)) {
-    // The real message echoes the whole prompt, system prompt and memories included.
-    const message = `Failed to parse messages: Unsupported content part type: "image_url"; messages = ${JSON.stringify(body.messages)}`;
-    response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({ error: { code: 500, message, type: 'server_error' } }));
-    return true;
-  }
+  if (script.textOnly && refuseImageParts(response, body)) return true;
   const prompt = fakePromptTokens(body);
   if (script.slotContext !== undefined && !script.contextShift && prompt > script.slotContext) {
     response.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { DestinationStream } from 'pino';
 import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
@@ -34,7 +35,12 @@ export async function freePort(): Promise<number> {
 
 /** The whole service as `npm start` wires it, on loopback, with a fake chat engine. */
 export async function startHarness(
-  options: { script?: FakeScriptSource; environment?: Record<string, string> } = {},
+  options: {
+    script?: FakeScriptSource;
+    environment?: Record<string, string>;
+    /** Where the service logs (at info and above), for tests that read the log; silent otherwise. */
+    logDestination?: DestinationStream;
+  } = {},
 ): Promise<Harness> {
   const llm = await startFakeOpenAI({ script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-http-'));
@@ -52,7 +58,7 @@ export async function startHarness(
     LOG_LEVEL: 'silent',
     ...options.environment,
   });
-  const logger = createLogger(config.logLevel);
+  const logger = options.logDestination ? createLogger('info', options.logDestination) : createLogger(config.logLevel);
   let service: RunningService = await startService(config, logger);
   const url = service.url;
 

@@ -51,6 +51,7 @@ describe('personalised images on AUTOMATIC1111', () => {
     const missing = await harness.call('POST', '/api/v0/images', { key: account.key, body });
     expect(missing.status).toBe(502);
     expect(missing.body.error.message).toContain(`models/Lora/likeness-${modelId}.safetensors`);
+    expect(missing.body.error.message).not.toContain('127.0.0.1');
     expect(missing.body.error.message).toContain('refunded');
     expect(await balance()).toBe(before);
 

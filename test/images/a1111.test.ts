@@ -83,9 +83,9 @@ describe('AUTOMATIC1111 image engine', () => {
   it('refuses a face model whose LoRA is not installed, saying how to install it', async () => {
     const error = await engineFailure(engine.generate(request({ faceModel: { ...FACE, id: 'face-2' } }), recordingRun()));
     expect(error).toMatchObject({ provider: 'automatic1111', retryable: false });
-    expect(error.message).toContain('lora.safetensors');
-    expect(error.message).toContain('models/Lora/likeness-face-2.safetensors');
-    expect(error.message).toContain('POST /sdapi/v1/refresh-loras');
+    expect(error.upstream).toContain('lora.safetensors');
+    expect(error.upstream).toContain('models/Lora/likeness-face-2.safetensors');
+    expect(error.upstream).toContain('POST /sdapi/v1/refresh-loras');
     expect(fake.requests.map((recorded) => recorded.path)).toEqual(['/sdapi/v1/loras', '/sdapi/v1/refresh-loras', '/sdapi/v1/loras']);
   });
 
@@ -138,13 +138,13 @@ describe('AUTOMATIC1111 image engine', () => {
     fake.failNext('CUDA out of memory. Tried to allocate 2.00 GiB');
     const error = await engineFailure(engine.generate(request(), recordingRun()));
     expect(error).toMatchObject({ status: 500, retryable: true });
-    expect(error.message).toBe('AUTOMATIC1111 answered 500: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB');
+    expect(error.upstream).toBe('AUTOMATIC1111 answered 500: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB');
   });
 
   it('reports validation failures field by field, as not worth retrying', async () => {
     const error = await engineFailure(engine.generate(request({ payload: samplePayload({ width: 96.5 }) }), recordingRun()));
     expect(error).toMatchObject({ status: 422, retryable: false });
-    expect(error.message).toContain('width: value is not a valid integer');
+    expect(error.upstream).toContain('width: value is not a valid integer');
   });
 
   it('names an unknown sampler', async () => {
@@ -152,7 +152,7 @@ describe('AUTOMATIC1111 image engine', () => {
     const error = await engineFailure(withSampler.generate(request(), recordingRun()));
     await withSampler.close();
     expect(error).toMatchObject({ status: 404, retryable: false });
-    expect(error.message).toContain('Sampler not found');
+    expect(error.upstream).toContain('Sampler not found');
   });
 
   it('refuses an answer made with another seed', async () => {
@@ -161,7 +161,7 @@ describe('AUTOMATIC1111 image engine', () => {
     const error = await engineFailure(other.generate(request(), recordingRun()));
     await other.close();
     await overriding.close();
-    expect(error.message).toContain('seed 7 instead of 1234');
+    expect(error.upstream).toContain('seed 7 instead of 1234');
   });
 
   it('reads the real image type from the bytes', async () => {
@@ -183,7 +183,7 @@ describe('AUTOMATIC1111 image engine', () => {
     await Promise.all([allowed.close(), refused.close()]);
     await guarded.close();
     expect(error).toMatchObject({ status: 401, retryable: false });
-    expect(error.message).toContain('Incorrect username or password');
+    expect(error.upstream).toContain('Incorrect username or password');
   });
 
   it('times out when txt2img never answers', async () => {
@@ -192,6 +192,6 @@ describe('AUTOMATIC1111 image engine', () => {
     const error = await engineFailure(impatient.generate(request(), recordingRun()));
     await impatient.close();
     expect(error).toMatchObject({ code: 'ENGINE_TIMEOUT', retryable: true });
-    expect(error.message).toContain('did not start answering within 150 ms');
+    expect(error.upstream).toContain('did not start answering within 150 ms');
   });
 });

@@ -69,14 +69,14 @@ describe('Cog image engine', () => {
     fake.failNext('CUDA out of memory');
     const error = await engineFailure(engine.generate(request(), recordingRun()));
     expect(error).toMatchObject({ provider: 'cog', retryable: false });
-    expect(error.message).toBe('Cog prediction job-1 failed: CUDA out of memory');
+    expect(error.upstream).toBe('Cog prediction job-1 failed: CUDA out of memory');
   });
 
   it('reports invalid input field by field', async () => {
     const { engine } = await cogWith();
     const error = await engineFailure(engine.generate(request({ payload: samplePayload({ num_outputs: 9 }) }), recordingRun()));
     expect(error).toMatchObject({ status: 422, retryable: false });
-    expect(error.message).toContain('input.num_outputs: Must be less than or equal to 4');
+    expect(error.upstream).toContain('input.num_outputs: Must be less than or equal to 4');
   });
 
   it('waits while the container is busy with another prediction (409), then runs', async () => {
@@ -98,7 +98,7 @@ describe('Cog image engine', () => {
     fake.answerNext({ method: 'PUT' }, { status: 409, body: { error: 'At capacity - all prediction slots busy', status: 'failed' } }, 3);
     const error = await engineFailure(engine.generate(request(), recordingRun()));
     expect(error).toMatchObject({ status: 409, retryable: true });
-    expect(error.message).toBe('Cog answered 409: At capacity - all prediction slots busy');
+    expect(error.upstream).toBe('Cog answered 409: At capacity - all prediction slots busy');
   });
 
   it('waits for a container that is still starting', async () => {
@@ -113,8 +113,8 @@ describe('Cog image engine', () => {
     fake.setHealth('SETUP_FAILED', 'Loading weights\nOSError: sdxl weights not found at /src/weights');
     const error = await engineFailure(engine.generate(request(), recordingRun()));
     expect(error).toMatchObject({ code: 'ENGINE_UNAVAILABLE', retryable: false });
-    expect(error.message).toContain('is SETUP_FAILED and needs a restart');
-    expect(error.message).toContain('OSError: sdxl weights not found');
+    expect(error.upstream).toContain('is SETUP_FAILED and needs a restart');
+    expect(error.upstream).toContain('OSError: sdxl weights not found');
     expect(puts(fake)).toHaveLength(1);
   });
 

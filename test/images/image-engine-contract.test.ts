@@ -129,7 +129,7 @@ describe.each(Object.keys(subjects))('ImageEngine contract: %s', (name) => {
     subject.fake.failNext('the GPU fell off the bus');
     const error = await engineFailure(subject.engine.generate(request(), recordingRun()));
     expect(error.provider).toBe(subject.engine.provider);
-    expect(error.message).toContain('the GPU fell off the bus');
+    expect(error.upstream).toContain('the GPU fell off the bus');
   });
 
   it('reports an unreachable engine as unavailable and worth retrying', async () => {

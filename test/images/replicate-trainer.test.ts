@@ -82,7 +82,7 @@ describe('Replicate face trainer', () => {
     const notZip = files.put('photos.txt', Buffer.from('not a zip'));
     const error = await engineFailure(trainerWith().train({ jobId: 'job-10', imagesUrl: notZip }, recordingRun()));
     expect(error).toMatchObject({ provider: 'replicate', retryable: false });
-    expect(error.message).toMatch(/^Replicate training \w+ failed: input_images is not a zip file$/);
+    expect(error.upstream).toMatch(/^Replicate training \w+ failed: input_images is not a zip file$/);
   });
 
   it('follows the same training after a restart', async () => {

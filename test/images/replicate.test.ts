@@ -87,8 +87,8 @@ describe('Replicate image engine', () => {
     files.remove('gone.tar');
     const error = await engineFailure(engineWith().generate(request({ faceModel: { id: 'gone', archiveUrl, triggerToken: '<s0><s1>' } }), recordingRun()));
     expect(error).toMatchObject({ provider: 'replicate', retryable: false });
-    expect(error.message).toContain('failed: Failed to download LoRA weights');
-    expect(error.message).toContain('HTTP 404');
+    expect(error.upstream).toContain('failed: Failed to download LoRA weights');
+    expect(error.upstream).toContain('HTTP 404');
   });
 
   it('reports progress from the tqdm lines in the logs', async () => {
@@ -176,7 +176,7 @@ describe('Replicate image engine', () => {
     fake.failNext('NSFW content detected. Try running it again, or try a different prompt.');
     const error = await engineFailure(engineWith().generate(request(), recordingRun()));
     expect(error).toMatchObject({ provider: 'replicate', retryable: false });
-    expect(error.message).toMatch(/^Replicate prediction \w+ failed: NSFW content detected/);
+    expect(error.upstream).toMatch(/^Replicate prediction \w+ failed: NSFW content detected/);
   });
 
   it('says so when the prediction was canceled at the engine by someone else', async () => {
@@ -186,17 +186,17 @@ describe('Replicate image engine', () => {
     const id = await run.firstSubmission;
     await fetch(`${fake.apiURL}/predictions/${id}/cancel`, { method: 'POST', headers: { authorization: 'Bearer test-token' } });
     const error = await outcome;
-    expect(error.message).toContain('was canceled at the engine');
+    expect(error.upstream).toContain('was canceled at the engine');
   });
 
   it('maps 401 and 422 answers to errors with Replicate\'s detail', async () => {
     const unauthorized = await engineFailure(engineWith({ apiToken: 'wrong' }).generate(request(), recordingRun()));
     expect(unauthorized).toMatchObject({ status: 401, retryable: false });
-    expect(unauthorized.message).toBe('Replicate answered 401: You did not pass a valid authentication token');
+    expect(unauthorized.upstream).toBe('Replicate answered 401: You did not pass a valid authentication token');
 
     const invalid = await engineFailure(engineWith().generate(request({ payload: samplePayload({ num_outputs: 5 }) }), recordingRun()));
     expect(invalid).toMatchObject({ status: 422, retryable: false });
-    expect(invalid.message).toContain('input.num_outputs: Must be less than or equal to 4');
+    expect(invalid.upstream).toContain('input.num_outputs: Must be less than or equal to 4');
   });
 
   it('waits out a 429 as retry-after says, then creates the prediction', async () => {
@@ -212,7 +212,7 @@ describe('Replicate image engine', () => {
     fake.rateLimitNext(0.01, 5);
     const error = await engineFailure(engineWith({ rateLimitRetries: 1 }).generate(request(), recordingRun()));
     expect(error).toMatchObject({ status: 429, retryable: true });
-    expect(error.message).toContain('Request was throttled');
+    expect(error.upstream).toContain('Request was throttled');
     expect(creations()).toHaveLength(2);
   });
 
@@ -230,7 +230,7 @@ describe('Replicate image engine', () => {
     fake.answerNext({ method: 'POST' }, { status: 503, body: { title: 'Service Unavailable', detail: 'Replicate is temporarily unavailable', status: 503 } });
     const error = await engineFailure(engineWith().generate(request(), recordingRun()));
     expect(error).toMatchObject({ status: 503, retryable: true });
-    expect(error.message).toContain('Replicate is temporarily unavailable');
+    expect(error.upstream).toContain('Replicate is temporarily unavailable');
   });
 
   it('rides out a few failed polls', async () => {
@@ -245,7 +245,7 @@ describe('Replicate image engine', () => {
     fake.expireFiles();
     const error = await engineFailure(engine.generate(request(), recordingRun({ resumeId: run.submittedIds[0]! })));
     expect(error).toMatchObject({ status: 404, retryable: false });
-    expect(error.message).toContain('expired or removed');
+    expect(error.upstream).toContain('expired or removed');
   });
 
   it('runs as many predictions at once as it is given, four by default', async () => {

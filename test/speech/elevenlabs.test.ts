@@ -105,7 +105,7 @@ describe('ElevenLabs speech engine', () => {
     const wrong = createElevenLabsSpeechEngine({ baseURL: fake.baseURL, apiKey: 'wrong' });
     try {
       const error = await engineFailure(wrong.synthesize({ text: 'Hi', voiceId: RACHEL }));
-      expect(error).toMatchObject({ status: 401, retryable: false, code: 'ENGINE_FAILED', message: 'ElevenLabs answered 401: Invalid API key' });
+      expect(error).toMatchObject({ status: 401, retryable: false, code: 'ENGINE_MISCONFIGURED', upstream: 'ElevenLabs answered 401: Invalid API key' });
     } finally {
       await wrong.close();
     }
@@ -115,22 +115,21 @@ describe('ElevenLabs speech engine', () => {
     fake.script = { failure: { kind: 'http', status: 422, message: 'text is too long' } };
     const invalid = await engineFailure(engine.synthesize({ text: 'Hi', voiceId: RACHEL }));
     expect(invalid).toMatchObject({ status: 422, retryable: false });
-    expect(invalid.message).toContain('text is too long');
+    expect(invalid.upstream).toContain('text is too long');
 
     fake.script = { failure: { kind: 'http', status: 429 } };
     const limited = await engineFailure(collect(engine.stream({ text: 'Hi', voiceId: RACHEL })));
     expect(limited).toMatchObject({ status: 429, retryable: true });
-    expect(limited.message).toBe('ElevenLabs answered 429: Too many concurrent requests for your subscription. Please upgrade or try again later.');
+    expect(limited.upstream).toBe('ElevenLabs answered 429: Too many concurrent requests for your subscription. Please upgrade or try again later.');
 
     fake.script = { failure: { kind: 'http', status: 500, message: 'Something broke.' } };
     const broken = await engineFailure(engine.cloneVoice({ name: 'x', samples: [{ filename: 'a.wav', mimeType: 'audio/wav', data: new Uint8Array(10) }] }));
-    expect(broken).toMatchObject({ status: 500, retryable: true, message: 'ElevenLabs answered 500: Something broke.' });
+    expect(broken).toMatchObject({ status: 500, retryable: true, upstream: 'ElevenLabs answered 500: Something broke.' });
   });
 
   it('names an unknown voice in a validation error', async () => {
     const error = await validationFailure(engine.synthesize({ text: 'Hi', voiceId: 'noSuchVoice123' }));
-    expect(error.message).toContain('noSuchVoice123');
-    expect(error.message).toContain('was not found');
+    expect(error.message).toBe('voiceId: ElevenLabs has no voice "noSuchVoice123".');
     await validationFailure(engine.synthesize({ text: 'Hi', voiceId: '../v1/voices' }));
     expect(fake.requests).toHaveLength(1);
   });
@@ -143,7 +142,7 @@ describe('ElevenLabs speech engine', () => {
     fake.script = { failure: { kind: 'drop', afterBytes: 1001 } };
     const dropped = await engineFailure(engine.synthesize({ text: 'Hello, dropped world', voiceId: RACHEL }));
     expect(dropped).toMatchObject({ code: 'ENGINE_FAILED', retryable: true, provider: 'elevenlabs' });
-    expect(dropped.message).toMatch(/closed the connection/);
+    expect(dropped.upstream).toMatch(/closed the connection/);
   });
 
   it('refuses empty text before calling the engine', async () => {

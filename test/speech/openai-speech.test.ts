@@ -68,20 +68,20 @@ describe('OpenAI-style speech engine against OpenAI', () => {
   it('turns the server\'s refusal of a configured voice into a validation error', async () => {
     await withEngine({}, { voices: ['alloy', 'retired'] }, async (own) => {
       const error = await validationFailure(own.synthesize({ text: 'Hi', voiceId: 'retired' }));
-      expect(error.message).toContain("Invalid value for 'voice'");
+      expect(error.message).toContain('no voice "retired"');
     });
   });
 
   it('keeps status and message of 401, 422, 429 and 500', async () => {
     await withEngine({ apiKey: 'right' }, { apiKey: 'wrong' }, async (wrong) => {
       const error = await engineFailure(wrong.synthesize({ text: 'Hi', voiceId: 'nova' }));
-      expect(error).toMatchObject({ status: 401, retryable: false, code: 'ENGINE_FAILED' });
-      expect(error.message).toMatch(/^Speech engine answered 401: Incorrect API key provided/);
+      expect(error).toMatchObject({ status: 401, retryable: false, code: 'ENGINE_MISCONFIGURED' });
+      expect(error.upstream).toMatch(/^Speech engine answered 401: Incorrect API key provided/);
     });
     for (const [status, retryable] of [[422, false], [429, true], [500, true]] as const) {
       fake.script = { failure: { kind: 'http', status, message: `failure ${status}` } };
       const error = await engineFailure(engine.synthesize({ text: 'Hi', voiceId: 'nova' }));
-      expect(error).toMatchObject({ status, retryable, provider: 'openai-compatible', message: `Speech engine answered ${status}: failure ${status}` });
+      expect(error).toMatchObject({ status, retryable, provider: 'openai-compatible', upstream: `Speech engine answered ${status}: failure ${status}` });
     }
   });
 
@@ -143,7 +143,7 @@ describe('OpenAI-style speech engine against other servers', () => {
     await withEngine({ formats: ['mp3'] }, { responseFormat: 'wav' }, async (engine) => {
       const error = await engineFailure(engine.synthesize({ text: 'Hi', voiceId: 'alloy' }));
       expect(error).toMatchObject({ status: 400, retryable: false });
-      expect(error.message).toContain("Invalid value for 'response_format'");
+      expect(error.upstream).toContain("Invalid value for 'response_format'");
     });
   });
 });

@@ -33,7 +33,7 @@ export interface OpenAICompatibleChatModel extends ChatModel {
 const LABEL = 'Chat engine';
 
 export function createOpenAICompatibleChatModel(options: OpenAICompatibleChatOptions): OpenAICompatibleChatModel {
-  const client = createOpenAICompatibleClient(LABEL, options);
+  const client = createOpenAICompatibleClient(LABEL, options, 'chat');
   const { model } = options;
 
   return {

@@ -16,7 +16,7 @@ export interface OpenAICompatibleEmbedder extends Embedder {
 const LABEL = 'Embedding engine';
 
 export function createOpenAICompatibleEmbedder(options: OpenAICompatibleEmbedderOptions): OpenAICompatibleEmbedder {
-  const client = createOpenAICompatibleClient(LABEL, options);
+  const client = createOpenAICompatibleClient(LABEL, options, 'embedding');
 
   async function embed(texts: readonly string[], callOptions: CallOptions = {}): Promise<number[][]> {
     if (texts.length === 0) return [];

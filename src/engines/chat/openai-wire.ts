@@ -4,7 +4,7 @@
  * Readers take `unknown` and never trust a field's presence or type.
  */
 import type { Dispatcher } from 'undici';
-import type { EngineFailureReason } from '../../core/errors.js';
+import type { EngineFailureReason, EnginePurpose } from '../../core/errors.js';
 import type { ChatContentPart, ChatMessage, ChatRequest, ChatUsage } from '../../core/ports.js';
 import { createEngineClient, type EngineClient, type EngineTimeouts } from '../http.js';
 
@@ -132,18 +132,22 @@ export interface OpenAICompatibleOptions extends EngineTimeouts {
   model: string;
   /** A caller-owned undici dispatcher; by default the client owns an agent with the timeouts. */
   dispatcher?: Dispatcher;
+  /** Largest whole (unstreamed) JSON answer read; see `EngineClientOptions.maxJsonBytes`. */
+  maxJsonBytes?: number;
 }
 
 /** The HTTP client every OpenAI-compatible adapter (chat, embeddings, speech) uses; `label` names it in error messages. */
-export function createOpenAICompatibleClient(label: string, options: Omit<OpenAICompatibleOptions, 'model'>): EngineClient {
+export function createOpenAICompatibleClient(label: string, options: Omit<OpenAICompatibleOptions, 'model'>, purpose?: EnginePurpose): EngineClient {
   return createEngineClient({
     provider: OPENAI_COMPATIBLE_PROVIDER,
     label,
+    ...(purpose === undefined ? {} : { purpose }),
     baseURL: options.baseURL,
     headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     dispatcher: options.dispatcher,
     connectTimeoutMs: options.connectTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs,
+    ...(options.maxJsonBytes === undefined ? {} : { maxJsonBytes: options.maxJsonBytes }),
   });
 }

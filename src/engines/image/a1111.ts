@@ -43,6 +43,7 @@ export function createA1111ImageEngine(options: A1111ImageOptions): ImageEngine 
   const http = createImageHttp({
     provider: A1111_PROVIDER,
     label: LABEL,
+    purpose: 'image',
     baseURL: options.baseURL,
     headers: options.apiKey === undefined ? {} : { authorization: `Basic ${Buffer.from(options.apiKey).toString('base64')}` },
     dispatcher: options.dispatcher,
@@ -102,7 +103,13 @@ async function ensureLora(http: ImageHttp, name: string, faceModelId: string, si
     `Face model ${faceModelId} is not installed on the ${LABEL} server at ${http.client.displayURL}. ` +
       `Extract lora.safetensors from the face model's archive (trained_model.tar), copy it to models/Lora/${name}.safetensors on that server, ` +
       'then refresh its LoRA list with POST /sdapi/v1/refresh-loras (or restart it).',
-    { retryable: false },
+    {
+      retryable: false,
+      // Written by us and free of the server's address: the operator's next step, told to whoever asked.
+      publicMessage:
+        `Face model ${faceModelId} is not installed on the image server yet: the operator has to copy its lora.safetensors ` +
+        `to models/Lora/${name}.safetensors there and refresh the server's LoRA list. Until then no image can use this face.`,
+    },
   );
 }
 

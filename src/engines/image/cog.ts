@@ -39,6 +39,7 @@ export function createCogImageEngine(options: CogImageOptions): ImageEngine {
   const http = createImageHttp({
     provider: COG_PROVIDER,
     label: LABEL,
+    purpose: 'image',
     baseURL: options.baseURL,
     dispatcher: options.dispatcher,
     connectTimeoutMs: options.connectTimeoutMs,

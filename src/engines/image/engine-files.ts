@@ -59,8 +59,10 @@ export async function fetchOutput(
     const failure = http.failure(answer);
     // File URLs expire (Replicate's after about an hour); waiting will not bring them back.
     const expired = answer.status === 404 || answer.status === 403 || answer.status === 410;
-    throw http.client.error(`Output file ${url.split('?')[0]} could not be downloaded${expired ? ' (expired or removed)' : ''}: ${failure.message}`, {
+    throw http.client.error(`Output file ${url.split('?')[0]} could not be downloaded${expired ? ' (expired or removed)' : ''}: ${failure.upstream}`, {
       status: answer.status,
+      // A missing file is not a set-up fault of the engine, whatever its status says.
+      code: 'ENGINE_FAILED',
       retryable: !expired && failure.retryable,
     });
   }

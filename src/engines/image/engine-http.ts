@@ -7,7 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Dispatcher, request } from 'undici';
-import type { EngineError } from '../../core/errors.js';
+import type { EngineError, EnginePurpose } from '../../core/errors.js';
 import { type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, resolveEngineTimeouts, truncate, upstreamMessage } from '../http.js';
 
 /**
@@ -23,6 +23,7 @@ export interface ImageHttpOptions extends EngineTimeouts {
   provider: string;
   /** How messages name the engine, e.g. `Replicate`. */
   label: string;
+  purpose?: EnginePurpose;
   baseURL: string;
   /** Credentials and the like: sent to the base URL's origin only, never to file hosts. */
   headers?: Record<string, string>;

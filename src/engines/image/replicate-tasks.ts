@@ -6,7 +6,7 @@
  * another.
  */
 import type { Dispatcher } from 'undici';
-import { EngineError } from '../../core/errors.js';
+import { EngineError, type EnginePurpose } from '../../core/errors.js';
 import type { EngineRun } from '../../core/ports.js';
 import type { EngineTimeouts } from '../http.js';
 import { type ImageHttp, createImageHttp, isSuccess } from './engine-http.js';
@@ -42,10 +42,11 @@ const DEFAULT_RATE_LIMIT_WAIT_MS = 1_000;
 const CANCEL_TIMEOUT_MS = 10_000;
 
 /** Predictions and trainings over one connection pool; `pollIntervalMs` paces the polls. */
-export function createReplicateTasks(options: ReplicateConnectionOptions, pollIntervalMs: number): ReplicateTasks {
+export function createReplicateTasks(options: ReplicateConnectionOptions, pollIntervalMs: number, purpose: EnginePurpose = 'image'): ReplicateTasks {
   const http = createImageHttp({
     provider: REPLICATE_PROVIDER,
     label: LABEL,
+    purpose,
     baseURL: options.baseURL ?? 'https://api.replicate.com/v1',
     headers: { authorization: `Bearer ${options.apiToken}` },
     dispatcher: options.dispatcher,

@@ -38,7 +38,7 @@ export function createReplicateFaceTrainer(options: ReplicateFaceTrainerOptions)
   if (destination === undefined || destination.version !== undefined) {
     throw new AppError('NOT_CONFIGURED', `Replicate training destination must be owner/model, not "${options.destination}".`);
   }
-  const tasks = createReplicateTasks(options, options.pollIntervalMs ?? 5000);
+  const tasks = createReplicateTasks(options, options.pollIntervalMs ?? 5000, 'training');
   const { http } = tasks;
   const tokenString = options.tokenString ?? 'TOK';
   const target = `/models/${encodeURIComponent(trainer.owner)}/${encodeURIComponent(trainer.name)}/versions/${encodeURIComponent(trainer.version)}/trainings`;

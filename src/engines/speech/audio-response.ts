@@ -77,9 +77,10 @@ export async function* pcmPieces(
  */
 export function unknownVoiceAsValidation(thrown: unknown, voiceId: string, engineName: string): unknown {
   if (!(thrown instanceof EngineError) || thrown.status === undefined) return thrown;
-  const aboutVoice = /voice/i.test(thrown.message) && /not found|not exist|unknown|invalid value/i.test(thrown.message);
+  const aboutVoice = /voice/i.test(thrown.upstream) && /not found|not exist|unknown|invalid value/i.test(thrown.upstream);
   if ([400, 404, 422].includes(thrown.status) && aboutVoice) {
-    return ValidationError.field('voiceId', `${engineName} has no voice "${voiceId}" (${thrown.message})`);
+    // The engine's own words stay in the log: only the caller's voice id is repeated.
+    return ValidationError.field('voiceId', `${engineName} has no voice "${voiceId}".`);
   }
   return thrown;
 }

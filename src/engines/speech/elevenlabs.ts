@@ -59,6 +59,7 @@ export function createElevenLabsSpeechEngine(options: ElevenLabsSpeechOptions): 
   const client = createEngineClient({
     provider: ELEVENLABS_PROVIDER,
     label: LABEL,
+    purpose: 'speech',
     baseURL: options.baseURL ?? 'https://api.elevenlabs.io',
     headers: { 'xi-api-key': options.apiKey },
     dispatcher: options.dispatcher,

@@ -59,7 +59,7 @@ export class EspeakThread {
   async close(): Promise<void> {
     const running = this.#running;
     if (running === undefined) return;
-    this.#stop(running, new EngineError('The espeak engine was closed.', { provider: ESPEAK_PROVIDER, retryable: false }));
+    this.#stop(running, new EngineError('The espeak engine was closed.', { provider: ESPEAK_PROVIDER, purpose: 'speech', retryable: false }));
     await running.worker.terminate();
   }
 
@@ -112,5 +112,5 @@ export class EspeakThread {
 }
 
 function engineFailure(message: string, code: 'ENGINE_FAILED' | 'ENGINE_UNAVAILABLE' = 'ENGINE_FAILED', cause?: unknown): EngineError {
-  return new EngineError(message, { provider: ESPEAK_PROVIDER, code, retryable: true, cause });
+  return new EngineError(message, { provider: ESPEAK_PROVIDER, purpose: 'speech', code, retryable: true, cause });
 }

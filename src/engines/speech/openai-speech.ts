@@ -58,7 +58,7 @@ const LABEL = 'Speech engine';
 const DISCOVERY_TIMEOUT_MS = 5_000;
 
 export function createOpenAISpeechEngine(options: OpenAISpeechOptions): OpenAISpeechEngine {
-  const client = createOpenAICompatibleClient(LABEL, options);
+  const client = createOpenAICompatibleClient(LABEL, options, 'speech');
   const format = options.responseFormat ?? 'pcm';
   const pcmSampleRate = options.pcmSampleRate ?? 24_000;
   const maxTextLength = options.maxTextLength ?? 4096;

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { ValidationError } from '../../core/errors.js';
+import { withoutReplaced } from '../../core/conversations.js';
+import { accountInScope } from '../account-scope.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { streamReply } from '../stream-reply.js';
@@ -28,8 +29,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/', async (context) => {
     const body = await readJson(context, createBody);
     const actor = context.get('actor');
-    const accountId = actor.type === 'account' ? actor.accountId : body.accountId;
-    if (!accountId) throw ValidationError.field('accountId', 'is required with the admin key');
+    const accountId = accountInScope(actor, body.accountId, 'accountId');
     const conversation = await core.conversations.create(actor, accountId, body.characterId);
     return context.json({ success: true, id: conversation.id }, 201);
   });
@@ -37,8 +37,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.get('/', async (context) => {
     const actor = context.get('actor');
     const query = readQuery(context, z.object({ accountId: uuid.optional() }));
-    const accountId = actor.type === 'account' ? actor.accountId : query.accountId;
-    if (!accountId) throw ValidationError.field('query.accountId', 'is required with the admin key');
+    const accountId = accountInScope(actor, query.accountId, 'query.accountId');
     const conversations = await core.conversations.listFor(actor, accountId);
     const views = await Promise.all(conversations.map((conversation) => core.conversations.view(conversation)));
     return context.json({ success: true, conversations: views.map((view) => serializers.conversation(view)) });
@@ -56,7 +55,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     const sources = [conversation, view.character, ...view.accounts, bounds, summary, dependencies.signer.expiry()];
     let body = reads.get(conversation.id, sources);
     if (body === undefined) {
-      const messages = await core.conversations.messages(conversation.id);
+      const messages = withoutReplaced(await core.conversations.messages(conversation.id));
       body = serializers.conversationWithMessagesJson(view, messages, summary?.text ?? null);
       reads.set(conversation.id, sources, body);
     }
@@ -73,6 +72,21 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
     const reply = await core.answers.stream(context.get('actor'), conversationId, body);
+    return streamReply(context, reply, dependencies.logger);
+  });
+
+  // Answers the last message again; the previous reply is replaced, the message not stored twice.
+  const regenerateBody = z.object({ allow: chatBody.shape.allow });
+  app.post('/:conversationId/regenerate', limit, async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const body = await readJson(context, regenerateBody);
+    return context.json(await core.answers.regenerate(context.get('actor'), conversationId, body.allow));
+  });
+
+  app.post('/:conversationId/regenerate/stream', limit, async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const body = await readJson(context, regenerateBody);
+    const reply = await core.answers.regenerateStream(context.get('actor'), conversationId, body.allow);
     return streamReply(context, reply, dependencies.logger);
   });
 

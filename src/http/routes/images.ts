@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { AppError, ValidationError } from '../../core/errors.js';
 import { feedbackLimits } from '../../core/images/jobs.js';
+import { accountInScope } from '../account-scope.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { pageQuery, readJson, readQuery, uuid, uuidParam } from '../validation.js';
@@ -59,8 +60,7 @@ export function imageRoutes(dependencies: RouteDependencies & { synchronousImage
     const actor = context.get('actor');
     const query = readQuery(context, pageQuery.extend({ accountId: uuid.optional() }));
     // An account lists its own jobs; the admin names whose.
-    const accountId = actor.type === 'account' ? actor.accountId : query.accountId;
-    if (!accountId) throw ValidationError.field('query.accountId', 'is required with the admin key');
+    const accountId = accountInScope(actor, query.accountId, 'query.accountId');
     const page = await core.images.list(actor, accountId, query.limit, query.cursor);
     return context.json({
       success: true,

@@ -94,7 +94,7 @@ describe('face models', () => {
     (await harness.trainer.runs.nth(0)).fail(engineRefused());
     await final(job.id);
     await expect.poll(async () => (await harness.core.characters.faceModels(actor, characterId))[0]?.status).toBe('FAILED');
-    expect((await harness.core.characters.faceModels(actor, characterId))[0]?.failure).toContain('prompt is flagged');
+    expect((await harness.core.characters.faceModels(actor, characterId))[0]?.failure).toContain('refused this request');
     await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(5);
   });
 
