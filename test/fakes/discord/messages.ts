@@ -9,6 +9,7 @@ import { emptyMessage } from './errors.js';
 import type { Dispatcher } from './gateway.js';
 import { isEmpty, type AttachmentInput, type MessageInput } from './message-input.js';
 import { gatewayMessageObject, messageObject } from './serialize.js';
+import { isOgg } from './voice-messages.js';
 import type { ChannelRecord, DiscordState, MessageRecord } from './state.js';
 
 /** What a new message is besides its visible parts. */
@@ -132,6 +133,7 @@ export class MessageService {
       }
       const file = { bytes: input.file.bytes, filename: input.filename, contentType: input.file.contentType };
       const stored = storeAttachment(this.#state, this.#cdnBase(), channelId, file, input.description);
+      if (input.voice !== undefined && isOgg(stored.content_type)) stored.content_type = 'audio/ogg';
       if (input.voice?.durationSecs !== undefined) stored.duration_secs = input.voice.durationSecs;
       if (input.voice?.waveform !== undefined) stored.waveform = input.voice.waveform;
       result.push(stored);

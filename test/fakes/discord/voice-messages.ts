@@ -11,6 +11,15 @@ import { DiscordHttpError } from './errors.js';
 import type { MessageInput } from './message-input.js';
 import type { ChannelRecord, MessageRecord } from './state.js';
 
+/**
+ * Ogg, however the client labelled it: discord.js sniffs the bytes and may send `application/ogg` or
+ * `audio/ogg; codecs=opus`; Discord stores a voice message's file as `audio/ogg` either way.
+ */
+export function isOgg(contentType: string | undefined): boolean {
+  const base = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  return base === 'audio/ogg' || base === 'application/ogg' || base === 'audio/opus';
+}
+
 const refuse = (code: number, message: string): DiscordHttpError => new DiscordHttpError(400, { message, code });
 
 /** At most 256 one-byte samples, base64-encoded. */
@@ -25,7 +34,7 @@ export function checkVoiceMessage(context: FakeContext, channel: ChannelRecord, 
   }
   const attachments = input.attachments ?? [];
   const only = attachments[0];
-  if (attachments.length !== 1 || only === undefined || only.kind !== 'upload' || attachmentContentType(only.filename, only.file.contentType) !== 'audio/ogg') {
+  if (attachments.length !== 1 || only === undefined || only.kind !== 'upload' || !isOgg(attachmentContentType(only.filename, only.file.contentType))) {
     throw refuse(50160, 'Voice messages must have a single audio attachment.');
   }
   const waveform = only.voice?.waveform;
