@@ -183,6 +183,17 @@ describe('fake Discord webhooks', () => {
     expect(setup.fake.rateLimitHits.byRoute['POST /webhooks/{webhook.id}/{webhook.token}']).toBe(1);
   });
 
+  it('gives headers @discordjs/rest paces a webhook by, so a burst of executes and edits meets no 429', async () => {
+    const channel = await newChannel('paced');
+    const webhook = await channel.createWebhook({ name: 'Likeness' });
+    const sender = webhookClient(webhook.id, webhook.token!);
+    const before = setup.fake.rateLimitHits.total;
+    const sent = await Promise.all(Array.from({ length: 7 }, (_, index) => sender.send({ content: `burst ${index}`, username: 'Ada' })));
+    for (const [index, message] of sent.slice(0, 6).entries()) await sender.editMessage(message.id, { content: `burst ${index}, edited` });
+    expect(setup.fake.rateLimitHits.total - before).toBe(0);
+    expect(setup.fake.messages(channel.id)).toHaveLength(7);
+  });
+
   it('accepts a voice message only as Discord does: one Ogg file with duration and waveform, no content, SEND_VOICE_MESSAGES', async () => {
     const channel = await newChannel('voice-notes');
     const webhook = await channel.createWebhook({ name: 'Likeness' });
