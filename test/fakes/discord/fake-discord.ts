@@ -13,6 +13,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIBaseVoiceState, APIChannel, APIUser } from 'discord-api-types/v10';
+import { PermissionFlagsBits } from 'discord-api-types/v10';
 import type { FakeContext, InteractionTimeLimits } from './context.js';
 import { DiscordDriver, type ButtonPress, type FakeMessage, type ModalSubmission, type SentInteraction, type UserMessage } from './driver.js';
 import { FakeGateway, type GatewayStats } from './gateway.js';
@@ -27,9 +28,10 @@ import { channelRoutes } from './routes/channels.js';
 import { interactionRoutes } from './routes/interactions.js';
 import { threadRoutes } from './routes/threads.js';
 import { userRoutes } from './routes/users.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { channelObject, guildCreateObject } from './serialize.js';
 import { addTextChannel, joinGuild, makeGuild, makeToken, makeUser, type FakeGuild, type GuildSpec, type UserSpec } from './setup.js';
-import { DiscordState, type MessageVersion } from './state.js';
+import { DiscordState, type MessageVersion, type WebhookRecord } from './state.js';
 import { createThread } from './threads.js';
 import { waitForState } from './wait-for.js';
 
@@ -100,6 +102,8 @@ export interface FakeDiscord {
   createThread(parentId: string, spec: { name: string; type?: 11 | 12; ownerId?: string }): APIChannel;
   /** Sets the bot's permissions in a channel (threads follow their parent). */
   setBotPermissions(channelId: string, permissions: bigint): void;
+  /** Grants or takes away the bot's MANAGE_WEBHOOKS in a channel (off by default, as for a bot invited with text permissions). */
+  setManageWebhooks(channelId: string, allowed: boolean): void;
   /** Moves the fake's clock forward (token expiry, message age). */
   advanceTime(milliseconds: number): void;
   /** Ends an interaction token's life now: its webhook routes answer 401/50027 from here on, as after 15 minutes. */
@@ -116,6 +120,8 @@ export interface FakeDiscord {
   /** Messages of a channel, oldest first, including ephemeral ones (flag 64), with `guild_id`. */
   messages(channelId: string): FakeMessage[];
   message(messageId: string): FakeMessage | undefined;
+  /** A channel's webhooks, deleted ones included (flag `deleted`), oldest first. */
+  webhooks(channelId: string): WebhookRecord[];
   /** Every version of a message: its creation and each edit, with timestamps. */
   messageHistory(messageId: string): MessageVersion[];
   interactionResponses(interactionId: string): InteractionResponseRecord[];
@@ -203,7 +209,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
   const server = createHttpServer({
     serverErrors,
     context,
-    router: new Router([...channelRoutes, ...threadRoutes, ...interactionRoutes, ...userRoutes, ...applicationRoutes]),
+    router: new Router([...channelRoutes, ...threadRoutes, ...interactionRoutes, ...userRoutes, ...applicationRoutes, ...webhookRoutes]),
     limiter,
     gateway,
     latencyMs: options.latencyMs ?? 0,
@@ -312,6 +318,17 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
     const channel = this.context.state.channels.get(channelId);
     if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
     channel.botPermissions = permissions;
+  }
+
+  setManageWebhooks(channelId: string, allowed: boolean): void {
+    const channel = this.context.state.channels.get(channelId);
+    if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
+    const bit = PermissionFlagsBits.ManageWebhooks;
+    channel.botPermissions = allowed ? channel.botPermissions | bit : channel.botPermissions & ~bit;
+  }
+
+  webhooks(channelId: string): WebhookRecord[] {
+    return [...this.context.state.webhooks.values()].filter((webhook) => webhook.channelId === channelId);
   }
 
   advanceTime(milliseconds: number): void {

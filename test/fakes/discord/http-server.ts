@@ -133,7 +133,7 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
   });
   // ['api', 'v10', ...rest]
   const path = `/${segments.slice(2).join('/')}`;
-  const match = segments[1] === 'v10' ? dependencies.router.match(method, segments.slice(2)) : null;
+  const match = segments[1] === 'v10' ? dependencies.router.match(method, segments.slice(2), context) : null;
   const record: RecordedRequest = { method, route: null, path, query: url.searchParams, body: undefined, files: [], status: 0, timestamp, durationMs: 0 };
   const raw = await readBody(request);
   let headers: Record<string, string> = {};

@@ -27,8 +27,14 @@ export const MESSAGE_LIMITS = {
 
 /** An attachment entry of the request: a new upload, or an existing attachment kept on edit. */
 export type AttachmentInput =
-  | { kind: 'upload'; file: UploadedFile; filename: string; description?: string }
+  | { kind: 'upload'; file: UploadedFile; filename: string; description?: string; voice?: VoiceMetadata }
   | { kind: 'keep'; id: string };
+
+/** A voice message's attachment metadata (`duration_secs`, base64 `waveform`), as the client sends it. */
+export interface VoiceMetadata {
+  durationSecs?: number;
+  waveform?: string;
+}
 
 /** The fields of a message body the fake acts on; absent means "not given". */
 export interface MessageInput {
@@ -95,7 +101,11 @@ function attachmentInputs(json: JsonObject, files: UploadedFile[]): AttachmentIn
     if (file !== undefined) {
       used.add(file);
       const filename = typeof entry['filename'] === 'string' ? entry['filename'] : file.filename;
-      inputs.push({ kind: 'upload', file, filename, ...(description === undefined ? {} : { description }) });
+      const voice: VoiceMetadata = {};
+      if (typeof entry['duration_secs'] === 'number') voice.durationSecs = entry['duration_secs'];
+      if (typeof entry['waveform'] === 'string') voice.waveform = entry['waveform'];
+      const hasVoice = voice.durationSecs !== undefined || voice.waveform !== undefined;
+      inputs.push({ kind: 'upload', file, filename, ...(description === undefined ? {} : { description }), ...(hasVoice ? { voice } : {}) });
     } else {
       inputs.push({ kind: 'keep', id });
     }

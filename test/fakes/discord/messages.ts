@@ -9,6 +9,7 @@ import { emptyMessage } from './errors.js';
 import type { Dispatcher } from './gateway.js';
 import { isEmpty, type AttachmentInput, type MessageInput } from './message-input.js';
 import { gatewayMessageObject, messageObject } from './serialize.js';
+import { isOgg } from './voice-messages.js';
 import type { ChannelRecord, DiscordState, MessageRecord } from './state.js';
 
 /** What a new message is besides its visible parts. */
@@ -19,6 +20,10 @@ export interface MessageOrigin {
   interaction?: MessageRecord['interaction'];
   /** Extra flags (Ephemeral, Loading) set by the interaction that made the message. */
   flags?: number;
+  /** The name and avatar a channel webhook's message shows (its overrides or the webhook's own). */
+  webhookAuthor?: MessageRecord['webhookAuthor'];
+  /** True once `voice-messages.ts` has checked the body: only then may IS_VOICE_MESSAGE stay set. */
+  voiceMessageChecked?: boolean;
 }
 
 /** Only this flag can be changed by a message edit; Discord ignores the others. */
@@ -42,7 +47,8 @@ export class MessageService {
     const now = this.#state.clock();
     const content = input.content ?? '';
     const attachments = this.#attachments(channel.id, input.attachments ?? [], []);
-    const flags = (input.flags ?? 0) & (EDITABLE_FLAGS | MessageFlags.SuppressNotifications | MessageFlags.IsComponentsV2);
+    const voice = origin.voiceMessageChecked === true ? MessageFlags.IsVoiceMessage : 0;
+    const flags = (input.flags ?? 0) & (EDITABLE_FLAGS | MessageFlags.SuppressNotifications | MessageFlags.IsComponentsV2 | voice);
     const message: MessageRecord = {
       id: this.#state.ids.next(),
       channelId: channel.id,
@@ -63,6 +69,7 @@ export class MessageService {
       mentionEveryone: /@(everyone|here)\b/.test(content),
       referencedMessageId: input.referencedMessageId ?? null,
       webhookId: origin.webhookId ?? null,
+      webhookAuthor: origin.webhookAuthor ?? null,
       interaction: origin.interaction ?? null,
       threadId: null,
       deleted: false,
@@ -125,7 +132,11 @@ export class MessageService {
         continue;
       }
       const file = { bytes: input.file.bytes, filename: input.filename, contentType: input.file.contentType };
-      result.push(storeAttachment(this.#state, this.#cdnBase(), channelId, file, input.description));
+      const stored = storeAttachment(this.#state, this.#cdnBase(), channelId, file, input.description);
+      if (input.voice !== undefined && isOgg(stored.content_type)) stored.content_type = 'audio/ogg';
+      if (input.voice?.durationSecs !== undefined) stored.duration_secs = input.voice.durationSecs;
+      if (input.voice?.waveform !== undefined) stored.waveform = input.voice.waveform;
+      result.push(stored);
     }
     return result;
   }

@@ -29,6 +29,9 @@ export type BucketName =
   | 'thread-members'
   | 'dm-create'
   | 'interaction-webhook'
+  | 'webhook-execute'
+  | 'webhook-message'
+  | 'webhook-manage'
   | 'commands-read'
   | 'commands-write'
   | 'guild-read'
@@ -47,6 +50,9 @@ export const DEFAULT_BUCKET_LIMITS: Readonly<Record<BucketName, BucketLimit>> = 
   'thread-members': { limit: 10, windowMs: 10_000 },
   'dm-create': { limit: 10, windowMs: 10_000 },
   'interaction-webhook': { limit: 5, windowMs: 2000 },
+  'webhook-execute': { limit: 5, windowMs: 2000 },
+  'webhook-message': { limit: 5, windowMs: 2000 },
+  'webhook-manage': { limit: 5, windowMs: 5000 },
   'commands-read': { limit: 10, windowMs: 1000 },
   'commands-write': { limit: 10, windowMs: 20_000 },
   'guild-read': { limit: 10, windowMs: 1000 },

@@ -32,6 +32,11 @@ export interface RouteDefinition {
   /** True when the route needs `Authorization: Bot <token>`; interaction routes carry none. */
   auth: boolean;
   bucket: BucketName | null;
+  /**
+   * When set, the route only matches paths it accepts: interaction webhooks and channel webhooks
+   * share Discord's `/webhooks/{id}/{token}` paths and are told apart by the id.
+   */
+  accepts?(params: Map<string, string>, context: FakeContext): boolean;
   handle(request: RouteRequest, context: FakeContext): RouteAnswer;
 }
 
@@ -65,11 +70,12 @@ export class Router {
   }
 
   /** The route for a decoded path, `'method-not-allowed'` when only the method is wrong, else null. */
-  match(method: string, segments: string[]): RouteMatch | 'method-not-allowed' | null {
+  match(method: string, segments: string[], context?: FakeContext): RouteMatch | 'method-not-allowed' | null {
     let pathMatched = false;
     for (const compiled of this.#routes) {
       const params = this.#matchSegments(compiled.segments, segments);
       if (params === null) continue;
+      if (compiled.route.accepts !== undefined && context !== undefined && !compiled.route.accepts(params, context)) continue;
       if (compiled.route.method !== method) {
         pathMatched = true;
         continue;
@@ -105,6 +111,7 @@ export class Router {
 function majorParameter(path: string, params: Map<string, string>): string {
   if (path.startsWith('/channels/')) return `channel:${params.get('channel.id') ?? ''}`;
   if (path.startsWith('/guilds/')) return `guild:${params.get('guild.id') ?? ''}`;
+  if (path.startsWith('/webhooks/{webhook.id}')) return `webhook:${params.get('webhook.id') ?? ''}`;
   if (path.startsWith('/webhooks/')) return `webhook:${params.get('application.id') ?? ''}/${params.get('interaction.token') ?? ''}`;
   return 'global';
 }

@@ -5,7 +5,9 @@
  */
 import {
   ChannelType,
+  WebhookType,
   type APIChannel,
+  type APIWebhook,
   type APIGuildMember,
   type APIMessage,
   type APIRole,
@@ -20,7 +22,7 @@ import {
   type APIGuildMemberNoUser,
 } from 'discord-api-types/v10';
 import { discordTimestamp } from './snowflake.js';
-import type { ChannelRecord, DiscordState, GuildRecord, MessageRecord } from './state.js';
+import type { ChannelRecord, DiscordState, GuildRecord, MessageRecord, WebhookRecord } from './state.js';
 
 /** A user nobody knows about any more still needs a shape; Discord shows "Deleted User". */
 function userOrPlaceholder(state: DiscordState, id: string): APIUser {
@@ -203,12 +205,32 @@ export function guildCreateObject(state: DiscordState, guild: GuildRecord, botId
   } satisfies GatewayGuildCreateDispatchData;
 }
 
+/** A channel webhook message's author: not a user, but the webhook under the name and avatar it used. */
+function webhookAuthorObject(webhookId: string, author: NonNullable<MessageRecord['webhookAuthor']>): APIUser {
+  return { id: webhookId, username: author.username, discriminator: '0000', global_name: null, avatar: author.avatar, bot: true };
+}
+
+/** A webhook as REST answers it; `user` (the creator) only to bot-authenticated requests, as Discord does. */
+export function webhookObject(state: DiscordState, webhook: WebhookRecord, withUser: boolean): APIWebhook {
+  return {
+    id: webhook.id,
+    type: WebhookType.Incoming,
+    guild_id: webhook.guildId,
+    channel_id: webhook.channelId,
+    name: webhook.name,
+    avatar: webhook.avatar,
+    token: webhook.token,
+    application_id: webhook.applicationId,
+    ...(withUser ? { user: userOrPlaceholder(state, webhook.creatorId) } : {}),
+  };
+}
+
 /** A message as REST answers it. Discord leaves `guild_id` out of REST message objects. */
 export function messageObject(state: DiscordState, message: MessageRecord): APIMessage {
   const object: APIMessage = {
     id: message.id,
     channel_id: message.channelId,
-    author: userOrPlaceholder(state, message.authorId),
+    author: message.webhookAuthor === null ? userOrPlaceholder(state, message.authorId) : webhookAuthorObject(message.authorId, message.webhookAuthor),
     content: message.content,
     timestamp: discordTimestamp(message.createdAt),
     edited_timestamp: message.editedAt === null ? null : discordTimestamp(message.editedAt),
@@ -226,7 +248,10 @@ export function messageObject(state: DiscordState, message: MessageRecord): APIM
   if (message.nonce !== null) object.nonce = message.nonce;
   if (message.webhookId !== null) {
     object.webhook_id = message.webhookId;
-    object.application_id = message.webhookId;
+    // Interaction webhooks are the application; a channel webhook names the application that made it, if any.
+    const webhook = state.webhooks.get(message.webhookId);
+    const applicationId = webhook === undefined ? message.webhookId : webhook.applicationId;
+    if (applicationId !== null) object.application_id = applicationId;
   }
   if (message.interaction !== null) {
     const user = userOrPlaceholder(state, message.interaction.userId);

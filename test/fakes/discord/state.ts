@@ -87,13 +87,30 @@ export interface MessageRecord {
   mentionIds: string[];
   mentionEveryone: boolean;
   referencedMessageId: string | null;
-  /** Set on messages sent through an application's interaction webhook. */
+  /** Set on messages sent through an application's interaction webhook or a channel webhook. */
   webhookId: string | null;
+  /** A channel webhook's message: the author it shows (`authorId` is then the webhook id). */
+  webhookAuthor: { username: string; avatar: string | null; avatarUrl: string | null } | null;
   interaction: { id: string; type: number; name: string; userId: string } | null;
   /** Thread started from this message, if any. */
   threadId: string | null;
   deleted: boolean;
   versions: MessageVersion[];
+}
+
+/** A channel webhook (type 1, "Incoming"), made with `POST /channels/{id}/webhooks`. */
+export interface WebhookRecord {
+  id: string;
+  token: string;
+  channelId: string;
+  guildId: string;
+  name: string;
+  /** Avatar hash, or null for the default avatar. */
+  avatar: string | null;
+  creatorId: string;
+  /** The application that made it (the bot's), so its messages carry `application_id`. */
+  applicationId: string | null;
+  deleted: boolean;
 }
 
 /** An uploaded file the fake serves back from its CDN path. */
@@ -116,6 +133,7 @@ export class DiscordState {
   /** Recipient user id → DM channel id. */
   readonly directMessageChannels = new Map<string, string>();
   readonly files = new Map<string, StoredFile>();
+  readonly webhooks = new Map<string, WebhookRecord>();
   readonly typing = new Map<string, number[]>();
   readonly globalCommands: APIApplicationCommand[] = [];
   readonly guildCommands = new Map<string, APIApplicationCommand[]>();

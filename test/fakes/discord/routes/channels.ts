@@ -10,6 +10,7 @@ import type { RouteAnswer, RouteDefinition, RouteRequest } from '../router.js';
 import { channelObject } from '../serialize.js';
 import { isTextBased, type ChannelRecord } from '../state.js';
 import { addThreadMember, channelUpdated } from '../threads.js';
+import { checkVoiceMessage, checkVoiceMessageEdit } from '../voice-messages.js';
 
 const cannotSendHere = (): DiscordHttpError => new DiscordHttpError(400, { message: 'Cannot send messages in a non-text channel', code: 50008 });
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
@@ -21,6 +22,7 @@ function sendMessage(request: RouteRequest, context: FakeContext): RouteAnswer {
   requirePermissions(context, channel, request.files.length > 0 ? needed | PermissionFlagsBits.AttachFiles : needed);
   reopenThread(context, channel);
   const input = readMessageInput(request.body, request.files, 'create');
+  checkVoiceMessage(context, channel, input);
   // Talking in a thread makes the bot a member of it, as on Discord.
   if (channel.thread !== null) addThreadMember(context, channel, context.bot.id);
   if (input.referencedMessageId !== undefined) {
@@ -29,12 +31,12 @@ function sendMessage(request: RouteRequest, context: FakeContext): RouteAnswer {
       throw invalidFormBody([{ path: ['message_reference'], code: 'MESSAGE_REFERENCE_UNKNOWN_MESSAGE', message: 'Unknown message' }]);
     }
   }
-  const message = context.messages.create(channel, input, { authorId: context.bot.id });
+  const message = context.messages.create(channel, input, { authorId: context.bot.id, voiceMessageChecked: true });
   return { status: 200, body: context.messages.toRest(message) };
 }
 
 /** Sending in an archived thread unarchives it, unless it is locked. */
-function reopenThread(context: FakeContext, channel: ChannelRecord): void {
+export function reopenThread(context: FakeContext, channel: ChannelRecord): void {
   if (channel.thread === null || !channel.thread.archived) return;
   if (channel.thread.locked) throw threadArchived();
   channel.thread.archived = false;
@@ -79,6 +81,7 @@ function editMessage(request: RouteRequest, context: FakeContext): RouteAnswer {
   const message = requireMessage(context, channel.id, request.param('message.id'));
   if ((message.flags & MessageFlags.Ephemeral) !== 0) throw unknownMessage();
   if (message.authorId !== context.bot.id) throw editOthersMessage();
+  checkVoiceMessageEdit(message);
   const input = readMessageInput(request.body, request.files, 'edit');
   return { status: 200, body: context.messages.toRest(context.messages.edit(message, input)) };
 }

@@ -187,13 +187,15 @@ function followUp(request: RouteRequest, context: FakeContext): RouteAnswer {
 }
 
 const webhookMessagePath = '/webhooks/{application.id}/{interaction.token}/messages';
+/** Interaction webhooks answer only for the application's id; other ids are channel webhooks (`webhooks.ts`). */
+const isInteractionWebhook = (params: Map<string, string>, context: FakeContext): boolean => params.get('application.id') === context.applicationId;
 
 export const interactionRoutes: RouteDefinition[] = [
   { method: 'POST', path: '/interactions/{interaction.id}/{interaction.token}/callback', auth: false, bucket: null, handle: callback },
-  { method: 'POST', path: '/webhooks/{application.id}/{interaction.token}', auth: false, bucket: 'interaction-webhook', handle: followUp },
+  { method: 'POST', path: '/webhooks/{application.id}/{interaction.token}', auth: false, bucket: 'interaction-webhook', accepts: isInteractionWebhook, handle: followUp },
   ...(['@original', '{message.id}'] as const).flatMap((last): RouteDefinition[] => [
-    { method: 'GET', path: `${webhookMessagePath}/${last}`, auth: false, bucket: 'interaction-webhook', handle: readWebhookMessage },
-    { method: 'PATCH', path: `${webhookMessagePath}/${last}`, auth: false, bucket: 'interaction-webhook', handle: editWebhookMessage },
-    { method: 'DELETE', path: `${webhookMessagePath}/${last}`, auth: false, bucket: 'interaction-webhook', handle: deleteWebhookMessage },
+    { method: 'GET', path: `${webhookMessagePath}/${last}`, auth: false, bucket: 'interaction-webhook', accepts: isInteractionWebhook, handle: readWebhookMessage },
+    { method: 'PATCH', path: `${webhookMessagePath}/${last}`, auth: false, bucket: 'interaction-webhook', accepts: isInteractionWebhook, handle: editWebhookMessage },
+    { method: 'DELETE', path: `${webhookMessagePath}/${last}`, auth: false, bucket: 'interaction-webhook', accepts: isInteractionWebhook, handle: deleteWebhookMessage },
   ]),
 ];

@@ -1,0 +1,149 @@
+/**
+ * The persona sender (src/bot/webhook-personas.ts) against the fake Discord through the real
+ * discord.js Client: one webhook per channel made once and reused, made again after deletion,
+ * the fallback without Manage Webhooks, streaming edits, threads, and the overrides as stored.
+ */
+import { ChannelType, Events, type Message, type TextChannel } from 'discord.js';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sanitizePersonaName, WebhookPersonas, personaReplyChannel } from '../../src/bot/webhook-personas.js';
+import { startWithClient } from './harness.js';
+
+const ada = { name: 'Ada Lovelace', avatarUrl: 'https://likeness.example/avatars/ada.png' };
+
+describe('webhook personas', () => {
+  let setup: Awaited<ReturnType<typeof startWithClient>>;
+  let personas: WebhookPersonas;
+
+  const newChannel = async (name: string, manageWebhooks = true): Promise<TextChannel> => {
+    const created = setup.fake.createTextChannel(setup.fake.guild.id, name);
+    setup.fake.setManageWebhooks(created.id, manageWebhooks);
+    const channel = await setup.client.channels.fetch(created.id);
+    if (channel?.type !== ChannelType.GuildText) throw new Error(`${name} did not reach the client`);
+    return channel;
+  };
+  const requestsTo = (route: string, channelId: string): number =>
+    setup.fake.requests.filter((request) => request.route === route && request.path === `/channels/${channelId}/webhooks`).length;
+
+  beforeAll(async () => {
+    // Twenty posts on one webhook would otherwise be paced at 5 per 2 s; pacing is not under test here.
+    setup = await startWithClient({ rateLimits: { retryAfterHeader: 'fractional', buckets: { 'webhook-execute': { limit: 100, windowMs: 1000 } } } });
+    personas = new WebhookPersonas({ client: setup.client, logger: pino({ level: 'silent' }) });
+  });
+  afterAll(() => setup.stop());
+
+  it('creates one webhook for a channel and reuses it across 20 posts, even when they start together', async () => {
+    const channel = await newChannel('twenty');
+    const results = await Promise.all(Array.from({ length: 20 }, (_, index) => personas.send(channel.id, ada, `line ${index}`)));
+    expect(results.every((result) => result.kind === 'sent')).toBe(true);
+    expect(requestsTo('POST /channels/{channel.id}/webhooks', channel.id)).toBe(1);
+    expect(requestsTo('GET /channels/{channel.id}/webhooks', channel.id)).toBe(1);
+    const webhooks = setup.fake.webhooks(channel.id);
+    expect(webhooks.map((webhook) => webhook.name)).toEqual(['Likeness']);
+    const messages = setup.fake.messages(channel.id);
+    expect(messages).toHaveLength(20);
+    expect(new Set(messages.map((message) => message.webhook_id))).toEqual(new Set([webhooks[0]!.id]));
+  });
+
+  it('reuses a webhook the bot already owns in the channel (e.g. from before a restart)', async () => {
+    const channel = await newChannel('restart');
+    const earlier = await channel.createWebhook({ name: 'Likeness' });
+    await channel.createWebhook({ name: 'Someone else’s' });
+    const fresh = new WebhookPersonas({ client: setup.client, logger: pino({ level: 'silent' }) });
+    const result = await fresh.send(channel.id, ada, 'still me');
+    expect(result).toMatchObject({ kind: 'sent', webhookId: earlier.id });
+    expect(requestsTo('POST /channels/{channel.id}/webhooks', channel.id)).toBe(2);
+  });
+
+  it('shows the character’s name and avatar on the stored message and its gateway event', async () => {
+    const channel = await newChannel('overrides');
+    const seen = new Promise<Message>((resolve) => setup.client.on(Events.MessageCreate, (message) => message.channelId === channel.id && resolve(message)));
+    const result = await personas.send(channel.id, { name: 'Clyde, the Discord bard', avatarUrl: ada.avatarUrl }, 'A song!');
+    if (result.kind !== 'sent') throw new Error('not sent');
+    const stored = setup.fake.message(result.messageId);
+    expect(stored).toMatchObject({ content: 'A song!', webhook_id: result.webhookId, author: { id: result.webhookId, username: ', the bard', bot: true } });
+    expect(stored?.author.avatar).toMatch(/^[0-9a-f]{32}$/);
+    const execute = setup.fake.requests.findLast((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
+    expect(execute?.body).toMatchObject({ username: ', the bard', avatar_url: ada.avatarUrl, allowed_mentions: { parse: [] } });
+    const message = await seen;
+    expect(message.author.username).toBe(', the bard');
+    expect(personas.isOwnPersonaMessage(message)).toBe(true);
+    const fromUser = setup.fake.sendMessage({ author: setup.user, channelId: channel.id, content: 'hello Ada' });
+    expect(personas.isOwnPersonaMessage({ webhookId: fromUser.webhook_id ?? null, applicationId: null })).toBe(false);
+  });
+
+  it('makes the webhook again after someone deletes it, and retries the post once', async () => {
+    const channel = await newChannel('deleted');
+    const first = await personas.send(channel.id, ada, 'before');
+    if (first.kind !== 'sent') throw new Error('not sent');
+    await setup.client.deleteWebhook(first.webhookId);
+    const second = await personas.send(channel.id, ada, 'after');
+    if (second.kind !== 'sent') throw new Error('not sent');
+    expect(second.webhookId).not.toBe(first.webhookId);
+    expect(setup.fake.messages(channel.id).map((message) => message.content)).toEqual(['before', 'after']);
+    expect(setup.fake.webhooks(channel.id).map((webhook) => webhook.deleted)).toEqual([true, false]);
+    const unknown = setup.fake.requests.filter((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}' && request.status === 404);
+    expect(unknown.map((request) => request.path)).toEqual([`/webhooks/${first.webhookId}/${setup.fake.webhooks(channel.id)[0]!.token}`]);
+    // The old message belonged to the deleted webhook: it cannot be edited any more.
+    await expect(personas.edit(channel.id, first.messageId, 'changed')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('signals the fallback without Manage Webhooks, explains once per channel, and works once granted', async () => {
+    const channel = await newChannel('no-permission', false);
+    const thread = await channel.threads.create({ name: 'inside' });
+    expect(await personas.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    expect(await personas.send(thread.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    expect(await personas.explanationOnce(channel.id, 'missing-permission')).toContain('Manage Webhooks');
+    expect(await personas.explanationOnce(thread.id, 'missing-permission')).toBeNull();
+    expect(setup.fake.messages(channel.id)).toHaveLength(0);
+    setup.fake.setManageWebhooks(channel.id, true);
+    expect(await personas.send(channel.id, ada, 'now as myself')).toMatchObject({ kind: 'sent' });
+  });
+
+  it('streams by editing its message, through the streaming writer’s channel interface', async () => {
+    const channel = await newChannel('streaming');
+    const reply = personaReplyChannel(personas, channel, ada);
+    const messageId = await reply.send('Once');
+    await reply.edit(messageId, 'Once upon');
+    await reply.edit(messageId, 'Once upon a time.');
+    expect(setup.fake.messageHistory(messageId).map((version) => [version.kind, version.content])).toEqual([
+      ['create', 'Once'],
+      ['edit', 'Once upon'],
+      ['edit', 'Once upon a time.'],
+    ]);
+    expect(setup.fake.message(messageId)?.author.username).toBe('Ada Lovelace');
+    const silent = await newChannel('streaming-no-permission', false);
+    await expect(personaReplyChannel(personas, silent, ada).send('x')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+  });
+
+  it('posts and edits in a thread through its parent’s webhook with thread_id', async () => {
+    const channel = await newChannel('threads');
+    const thread = await channel.threads.create({ name: 'a scene' });
+    const result = await personas.send(thread.id, ada, 'In the scene');
+    if (result.kind !== 'sent') throw new Error('not sent');
+    await personas.edit(thread.id, result.messageId, 'In the scene, edited');
+    expect(setup.fake.messages(thread.id).map((message) => [message.content, message.author.username])).toEqual([['In the scene, edited', 'Ada Lovelace']]);
+    expect(setup.fake.messages(channel.id)).toHaveLength(0);
+    expect(setup.fake.webhooks(thread.id)).toHaveLength(0);
+    expect(setup.fake.webhooks(channel.id)).toHaveLength(1);
+    const paths = setup.fake.requests.filter((request) => request.route?.startsWith('PATCH /webhooks/{webhook.id}') === true).map((request) => request.query.get('thread_id'));
+    expect(paths.at(-1)).toBe(thread.id);
+  });
+
+  it('tells a DM that personas do not exist there', async () => {
+    const dm = setup.fake.openDm(setup.user);
+    expect(await personas.send(dm, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'unsupported-channel' });
+  });
+});
+
+describe('sanitizePersonaName', () => {
+  it('keeps names Discord accepts and repairs the rest', () => {
+    expect(sanitizePersonaName('Ada Lovelace')).toBe('Ada Lovelace');
+    expect(sanitizePersonaName('DiScOrD Queen')).toBe('Queen');
+    expect(sanitizePersonaName('discdiscordord clyde')).toBe('Character');
+    expect(sanitizePersonaName('  Mr.\n  Clydesdale ')).toBe('Mr. sdale');
+    expect(sanitizePersonaName('x'.repeat(100))).toHaveLength(80);
+    expect(sanitizePersonaName('🙂'.repeat(50)).length).toBeLessThanOrEqual(80);
+    expect(sanitizePersonaName('', 'Narrator')).toBe('Narrator');
+  });
+});
