@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import OpusScript from 'opusscript';
 import type { PcmAudio } from '../core/ports.js';
 import { OGG_OPUS_GRANULE_RATE, muxOggOpus } from './ogg-opus.js';
-import { resample } from './resample.js';
+import { Resampler } from './resample.js';
 
 export const VOICE_MESSAGE_MIME_TYPE = 'audio/ogg';
 export const VOICE_MESSAGE_FILENAME = 'voice-message.ogg';
@@ -19,8 +19,6 @@ const FRAME_SAMPLES = (OGG_OPUS_GRANULE_RATE * 20) / 1000;
 /** Speech needs no more; Discord's own voice messages are about this rate. */
 const DEFAULT_BITRATE = 32_000;
 const OPUS_SET_BITRATE = 4002;
-/** About a second of frames between two turns of the event loop, so live playback keeps its 20 ms pace. */
-const FRAMES_PER_TURN = 50;
 
 export interface VoiceMessageAudio {
   /** The Ogg Opus file to upload. */
@@ -41,9 +39,8 @@ export interface VoiceMessageOptions {
 export async function encodeVoiceMessage(pcm: PcmAudio, options: VoiceMessageOptions = {}): Promise<VoiceMessageAudio> {
   if (!(pcm.sampleRate > 0)) throw new RangeError(`a voice message needs a sample rate, not ${pcm.sampleRate}`);
   const durationSeconds = pcm.samples.length / pcm.sampleRate;
-  const audio = resample(pcm, OGG_OPUS_GRANULE_RATE).samples;
-  const packets = await encodeOpus(audio, options.bitrate ?? DEFAULT_BITRATE);
-  const file = muxOggOpus(packets, { channels: 1, inputSampleRate: pcm.sampleRate, samplesPerPacket: FRAME_SAMPLES, totalSamples: audio.length });
+  const { packets, totalSamples } = await encodeOpus(pcm, options.bitrate ?? DEFAULT_BITRATE);
+  const file = muxOggOpus(packets, { channels: 1, inputSampleRate: pcm.sampleRate, samplesPerPacket: FRAME_SAMPLES, totalSamples });
   return {
     file,
     mimeType: VOICE_MESSAGE_MIME_TYPE,
@@ -53,22 +50,42 @@ export async function encodeVoiceMessage(pcm: PcmAudio, options: VoiceMessageOpt
   };
 }
 
-/** 20 ms frames of mono 48 kHz audio, the last padded with silence. */
-async function encodeOpus(samples: Int16Array, bitrate: number): Promise<Uint8Array[]> {
+/**
+ * 20 ms Opus frames of the speech at 48 kHz, the last padded with silence. The input is
+ * resampled and encoded a second at a time with a turn of the event loop between, so a minute
+ * of speech does not stall voice playback (a frame each 20 ms) in every guild meanwhile.
+ */
+async function encodeOpus(pcm: PcmAudio, bitrate: number): Promise<{ packets: Uint8Array[]; totalSamples: number }> {
+  const resampler = pcm.sampleRate === OGG_OPUS_GRANULE_RATE ? undefined : new Resampler(pcm.sampleRate, OGG_OPUS_GRANULE_RATE);
   const encoder = new OpusScript(OGG_OPUS_GRANULE_RATE, 1, OpusScript.Application.VOIP);
-  try {
-    encoder.encoderCTL(OPUS_SET_BITRATE, bitrate);
-    const packets: Uint8Array[] = [];
-    const frame = Buffer.alloc(FRAME_SAMPLES * 2);
-    for (let start = 0, count = 0; start < samples.length; start += FRAME_SAMPLES, count += 1) {
+  const packets: Uint8Array[] = [];
+  const frame = Buffer.alloc(FRAME_SAMPLES * 2);
+  let pending = new Int16Array(0);
+  let totalSamples = 0;
+  const encode = (samples: Int16Array, final: boolean) => {
+    totalSamples += samples.length;
+    const joined = new Int16Array(pending.length + samples.length);
+    joined.set(pending);
+    joined.set(samples, pending.length);
+    let start = 0;
+    for (; start + FRAME_SAMPLES <= joined.length || (final && start < joined.length); start += FRAME_SAMPLES) {
       frame.fill(0);
-      const part = samples.subarray(start, start + FRAME_SAMPLES);
+      const part = joined.subarray(start, start + FRAME_SAMPLES);
       for (let index = 0; index < part.length; index += 1) frame.writeInt16LE(part[index] ?? 0, index * 2);
       // Copied out: opusscript's answer is a view of its WebAssembly memory, reused by the next call.
       packets.push(Uint8Array.from(encoder.encode(frame, FRAME_SAMPLES)));
-      if (count % FRAMES_PER_TURN === FRAMES_PER_TURN - 1) await nextTurn();
     }
-    return packets;
+    pending = joined.slice(Math.min(start, joined.length));
+  };
+  try {
+    encoder.encoderCTL(OPUS_SET_BITRATE, bitrate);
+    for (let start = 0; start < pcm.samples.length; start += pcm.sampleRate) {
+      const slice = pcm.samples.subarray(start, start + pcm.sampleRate);
+      encode(resampler ? resampler.push(slice) : slice, false);
+      await nextTurn();
+    }
+    encode(resampler ? resampler.flush() : new Int16Array(0), true);
+    return { packets, totalSamples };
   } finally {
     encoder.delete();
   }

@@ -170,3 +170,24 @@ describe('voice message audio', () => {
     expect(waveformOf({ sampleRate: 8_000, samples: new Int16Array(800) })).toEqual(Uint8Array.from([0]));
   });
 });
+
+describe('voice message encoding and the event loop', () => {
+  it('gives the event loop a turn while it encodes, so playback elsewhere keeps its pace', async () => {
+    let finished = false;
+    const encoding = encodeVoiceMessage(toneSilenceTone(22_050, [1, 0.5, 1])).then(() => (finished = true));
+    const finishedAtFirstTurn = await new Promise<boolean>((resolve) => setImmediate(() => resolve(finished)));
+    await encoding;
+    expect(finishedAtFirstTurn).toBe(false);
+    expect(finished).toBe(true);
+  });
+
+  it('encodes 48 kHz input as it is, and audio shorter than a frame as one padded frame', async () => {
+    const exact = await encodeVoiceMessage({ sampleRate: 48_000, samples: new Int16Array(48_000 * 2).fill(3000) });
+    expect((await demux(exact.file)).packets).toHaveLength(100);
+    expect(readPages(exact.file).at(-1)!.granule).toBe(BigInt(OPUS_PRE_SKIP + 96_000));
+    const blip = await encodeVoiceMessage({ sampleRate: 16_000, samples: new Int16Array(80).fill(3000) });
+    expect((await demux(blip.file)).packets).toHaveLength(1);
+    expect(blip.durationSeconds).toBe(0.005);
+    expect(readPages(blip.file).at(-1)!.granule).toBe(BigInt(OPUS_PRE_SKIP + 240));
+  });
+});
