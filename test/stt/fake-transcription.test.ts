@@ -5,7 +5,7 @@ import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fak
 function form(fields: Record<string, string>, file?: { name: string; bytes?: Uint8Array }): FormData {
   const body = new FormData();
   for (const [name, value] of Object.entries(fields)) body.append(name, value);
-  if (file !== undefined) body.append('file', new Blob([file.bytes ?? new Uint8Array([1, 2, 3])], { type: 'audio/ogg' }), file.name);
+  if (file !== undefined) body.append('file', new Blob([file.bytes ?? new TextEncoder().encode('OggS and then some audio')], { type: 'audio/ogg' }), file.name);
   return body;
 }
 
@@ -45,12 +45,14 @@ describe('fake transcription server', () => {
     expect(await extension.json()).toEqual({ error: { message: "Invalid file format. Supported formats: ['flac', 'm4a', 'mp3', 'mp4', 'mpeg', 'mpga', 'oga', 'ogg', 'wav', 'webm']", type: 'invalid_request_error', param: 'file', code: null } });
     const format = await post(form({ model: 'whisper-1', response_format: 'xml' }, { name: 'a.ogg' }));
     expect(format.status).toBe(400);
+    const corrupted = await post(form({ model: 'whisper-1' }, { name: 'a.ogg', bytes: new TextEncoder().encode('<html>not audio</html>') }));
+    expect(await corrupted.json()).toEqual({ error: { message: 'Audio file might be corrupted or unsupported', type: 'invalid_request_error', param: 'file', code: 'invalid_value' } });
     const notMultipart = await post('{"file":"x"}');
     expect(notMultipart.status).toBe(400);
   });
 
   it('refuses a body past its limit with 413, and serves whisper.cpp\'s /inference route', async () => {
-    const tooLarge = await post(form({ model: 'whisper-1' }, { name: 'a.ogg', bytes: new Uint8Array(3_000) }));
+    const tooLarge = await post(form({ model: 'whisper-1' }, { name: 'a.ogg', bytes: new Uint8Array(3_000).fill(0x4f) }));
     expect(tooLarge.status).toBe(413);
     const inference = await fetch(`${fake.loopback.url}/inference`, { method: 'POST', body: form({ model: 'whisper-1' }, { name: 'a.wav' }) });
     expect(await inference.json()).toEqual({ text: 'Hello there.' });

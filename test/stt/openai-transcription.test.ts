@@ -100,6 +100,13 @@ describe('OpenAI-compatible transcriber against OpenAI', () => {
     expect(JSON.stringify(error)).not.toMatch(/Invalid file format/);
   });
 
+  it('says so in our words when the engine cannot decode the bytes', async () => {
+    const error = await failure(transcriber.transcribe({ ...VOICE_MESSAGE, audio: new TextEncoder().encode('<html>a proxy page saved as .ogg</html>') }));
+    expect(error.status).toBe(400);
+    expect(error.message).toMatch(/^The transcription engine could not read this audio\./);
+    expect(error.upstream).toMatch(/corrupted or unsupported/);
+  });
+
   it('never lets the engine\'s words into the message, whatever it says', async () => {
     fake.script = { failWith: { status: 500, message: 'Traceback: secret prompt about Ada at /srv/whisper/models' } };
     const error = await failure(transcriber.transcribe(VOICE_MESSAGE));

@@ -4,7 +4,7 @@
  * request's fields, and answering as the servers do: `json` `{text}`, `verbose_json` (OpenAI
  * names the language, `english`; speaches sends the code, `en`), `text` as plain text; and
  * OpenAI's error bodies `{error:{message,type,param,code}}` for a bad key (401), a missing
- * file or an unknown format (400) and a file past the size limit (413).
+ * file, an unknown extension or bytes that are not audio (400) and a body past the size limit (413).
  *
  * What it "hears" is scripted: `script.text`, or `transcripts` keyed by the file's bytes.
  */
@@ -115,6 +115,11 @@ export async function startFakeTranscription(options: FakeTranscriptionOptions =
       openAIError(response, 400, `Invalid file format. Supported formats: ['${SUPPORTED_EXTENSIONS.join("', '")}']`, 'invalid_request_error', null, 'file');
       return;
     }
+    // Real servers hand the file to ffmpeg; what does not start like audio fails there.
+    if (!looksLikeAudio(recorded.file.bytes)) {
+      openAIError(response, 400, 'Audio file might be corrupted or unsupported', 'invalid_request_error', 'invalid_value', 'file');
+      return;
+    }
     const format = recorded.fields['response_format'] ?? 'json';
     if (!RESPONSE_FORMATS.includes(format)) {
       openAIError(response, 400, `'${format}' is not one of ['json', 'text', 'srt', 'verbose_json', 'vtt'] - 'response_format'`, 'invalid_request_error', null, 'response_format');
@@ -141,6 +146,20 @@ export async function startFakeTranscription(options: FakeTranscriptionOptions =
     },
     close: () => loopback.close(),
   };
+}
+
+/** The containers ffmpeg recognises by their first bytes, written out here so the fake does not lean on the code it tests. */
+function looksLikeAudio(bytes: Buffer): boolean {
+  const start = bytes.toString('latin1', 0, 12);
+  return (
+    start.startsWith('OggS') ||
+    start.startsWith('fLaC') ||
+    start.startsWith('ID3') ||
+    (start.startsWith('RIFF') && start.slice(8) === 'WAVE') ||
+    start.slice(4, 8) === 'ftyp' ||
+    (bytes.length >= 4 && bytes.readUInt32BE(0) === 0x1a45dfa3) ||
+    (bytes.length >= 2 && bytes[0] === 0xff && ((bytes[1] ?? 0) & 0xe0) === 0xe0)
+  );
 }
 
 function answer(response: ServerResponse, format: string, script: TranscriptionScript, requestedLanguage: string | undefined, flavor: 'openai' | 'speaches'): void {
