@@ -107,6 +107,13 @@ describe('OpenAI-compatible transcriber against OpenAI', () => {
     expect(error.upstream).toMatch(/corrupted or unsupported/);
   });
 
+  it('says a refused parameter is the operator\'s to fix, not the recording\'s', async () => {
+    fake.script = { failWith: { status: 400, message: "Invalid value for 'temperature': must be between 0 and 1." } };
+    const error = await failure(transcriber.transcribe(VOICE_MESSAGE));
+    expect(error.retryable).toBe(false);
+    expect(error.message).toBe('The transcription engine refused our request; nothing in your recording is at fault. If it keeps happening, tell the operator.');
+  });
+
   it('never lets the engine\'s words into the message, whatever it says', async () => {
     fake.script = { failWith: { status: 500, message: 'Traceback: secret prompt about Ada at /srv/whisper/models' } };
     const error = await failure(transcriber.transcribe(VOICE_MESSAGE));

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { EngineError } from '../../core/errors.js';
 import type { CallOptions, Transcriber, Transcription, TranscriptionRequest } from '../../core/ports.js';
 import { OPENAI_COMPATIBLE_PROVIDER, createOpenAICompatibleClient } from '../chat/openai-wire.js';
-import { truncate, type EngineClient, type EngineTimeouts } from '../http.js';
+import { truncate, type EngineClient, type EngineResponse, type EngineTimeouts } from '../http.js';
 import { languageCode } from './languages.js';
 
 export type OpenAITranscriptionFormat = 'json' | 'verbose_json';
@@ -72,7 +72,7 @@ export function createOpenAITranscriber(options: OpenAITranscriptionOptions): Op
       if (request.language !== undefined) form.append('language', request.language);
       if (options.prompt !== undefined) form.append('prompt', options.prompt);
       // undici writes the multipart body and its boundary header itself.
-      let response;
+      let response: EngineResponse;
       try {
         response = await client.send({ path: '/audio/transcriptions', body: form, headers: { accept: 'application/json' }, signal });
       } catch (thrown) {
@@ -100,21 +100,27 @@ function checkRequest(client: EngineClient, request: TranscriptionRequest, maxAu
 }
 
 /**
- * The shared message for a 4xx speaks of rephrasing and images; for audio the person can do
- * something else, so the refusals a file causes get their own words (the engine's stay in `upstream`).
+ * The shared message for a 4xx speaks of rephrasing and images. For audio the person can do
+ * something else, so the refusals a file causes get their own words; other refusals (a
+ * parameter the server does not take) are the operator's to fix. The engine's words stay in `upstream`.
  */
 function refusalInOurWords(client: EngineClient, thrown: unknown): unknown {
   if (!(thrown instanceof EngineError) || thrown.status === undefined) return thrown;
-  const publicMessage = REFUSALS.get(thrown.status);
+  const publicMessage = refusalMessage(thrown.status, thrown.upstream);
   if (publicMessage === undefined) return thrown;
   return client.error(thrown.upstream, { status: thrown.status, retryable: false, publicMessage, cause: thrown });
 }
 
-const REFUSALS = new Map<number, string>([
-  [400, 'The transcription engine could not read this audio. Send it as Ogg, MP3, WAV, M4A or WebM; if it keeps failing, tell the operator.'],
-  [413, 'The audio is too large for the transcription engine. Send a shorter recording.'],
-  [415, 'The transcription engine could not read this audio. Send it as Ogg, MP3, WAV, M4A or WebM; if it keeps failing, tell the operator.'],
-]);
+/** What OpenAI, speaches, LocalAI and whisper.cpp say when the file itself is the trouble. */
+const ABOUT_THE_FILE = /\bfile\b|format|audio|decod|corrupt|ffmpeg/i;
+
+function refusalMessage(status: number, upstream: string): string | undefined {
+  if (status === 413) return 'The audio is too large for the transcription engine. Send a shorter recording.';
+  if (status !== 400 && status !== 415 && status !== 422) return undefined;
+  return ABOUT_THE_FILE.test(upstream)
+    ? 'The transcription engine could not read this audio. Send it as Ogg, MP3, WAV, M4A or WebM; if it keeps failing, tell the operator.'
+    : 'The transcription engine refused our request; nothing in your recording is at fault. If it keeps happening, tell the operator.';
+}
 
 function transcriptionOf(client: EngineClient, body: unknown, status: number): Transcription {
   const parsed = answerSchema.safeParse(body);
