@@ -3,10 +3,10 @@ import { createOpenAITranscriber, type OpenAITranscriptionOptions } from '../../
 import { type FakeTranscriptionOptions, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
 import { type TranscriberSubject, describeTranscriberContract } from './transcriber-contract.js';
 
-async function openAICompatible(fakeOptions: FakeTranscriptionOptions, options: Partial<OpenAITranscriptionOptions>): Promise<TranscriberSubject> {
+async function openAICompatible(fakeOptions: FakeTranscriptionOptions, options: Partial<OpenAITranscriptionOptions>, root = false): Promise<TranscriberSubject> {
   const fake = await startFakeTranscription(fakeOptions);
   // A small limit, so the oversized case does not build 25 MB.
-  const transcriber = createOpenAITranscriber({ baseURL: fake.apiURL, maxAudioBytes: 512 * 1024, ...options });
+  const transcriber = createOpenAITranscriber({ baseURL: root ? fake.loopback.url : fake.apiURL, maxAudioBytes: 512 * 1024, ...options });
   return {
     transcriber,
     hears: (text) => (fake.script = { text }),
@@ -19,3 +19,4 @@ async function openAICompatible(fakeOptions: FakeTranscriptionOptions, options: 
 describeTranscriberContract('OpenAI (json)', () => openAICompatible({ apiKey: 'sk-contract-0123456789' }, { apiKey: 'sk-contract-0123456789' }));
 describeTranscriberContract('OpenAI (verbose_json)', () => openAICompatible({ flavor: 'openai' }, { responseFormat: 'verbose_json' }));
 describeTranscriberContract('speaches (verbose_json)', () => openAICompatible({ flavor: 'speaches' }, { responseFormat: 'verbose_json', model: 'Systran/faster-whisper-small' }));
+describeTranscriberContract('whisper.cpp (/inference)', () => openAICompatible({}, { path: '/inference' }, true));

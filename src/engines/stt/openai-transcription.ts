@@ -30,6 +30,12 @@ export interface OpenAITranscriptionOptions extends EngineTimeouts {
   responseFormat?: OpenAITranscriptionFormat;
   /** Words the speech is likely to hold (names of characters), passed as `prompt`. */
   prompt?: string;
+  /**
+   * Appended to the base URL; default `/audio/transcriptions`. whisper.cpp's `whisper-server`
+   * serves the same fields at `/inference` (base URL without `/v1`) unless started with
+   * `--inference-path /v1/audio/transcriptions`.
+   */
+  path?: string;
   /** Default 25 MiB, OpenAI's limit; larger files are refused before any byte is sent. */
   maxAudioBytes?: number;
   /** Largest answer read, default 1 MiB: a transcript of 25 MB of audio is far smaller. */
@@ -57,6 +63,7 @@ export function createOpenAITranscriber(options: OpenAITranscriptionOptions): Op
   const client = createOpenAICompatibleClient(LABEL, { ...options, maxJsonBytes: options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES }, 'transcription');
   const maxAudioBytes = options.maxAudioBytes ?? DEFAULT_MAX_AUDIO_BYTES;
   const responseFormat = options.responseFormat ?? 'json';
+  const path = options.path ?? '/audio/transcriptions';
 
   return {
     provider: OPENAI_TRANSCRIPTION_PROVIDER,
@@ -74,7 +81,7 @@ export function createOpenAITranscriber(options: OpenAITranscriptionOptions): Op
       // undici writes the multipart body and its boundary header itself.
       let response: EngineResponse;
       try {
-        response = await client.send({ path: '/audio/transcriptions', body: form, headers: { accept: 'application/json' }, signal });
+        response = await client.send({ path, body: form, headers: { accept: 'application/json' }, signal });
       } catch (thrown) {
         throw refusalInOurWords(client, thrown);
       }
