@@ -73,7 +73,7 @@ export type EngineErrorCode = Extract<
 >;
 
 /** What an engine does for us, which is how a person knows it: "the chat engine". */
-export type EnginePurpose = 'chat' | 'embedding' | 'speech' | 'image' | 'training';
+export type EnginePurpose = 'chat' | 'embedding' | 'speech' | 'image' | 'training' | 'transcription';
 
 export interface EngineErrorOptions extends AppErrorOptions {
   /** Which engine failed, e.g. `openai-compatible`. */

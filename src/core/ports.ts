@@ -227,6 +227,39 @@ export interface SpeechEngine {
   readonly maxTextLength: number;
 }
 
+/** Recorded speech to be written down: a voice message, an uploaded audio file. */
+export interface TranscriptionRequest {
+  /** The encoded file as received (Ogg Opus, MP3, WAV, M4A, WebM, FLAC); never decoded by us. */
+  audio: Uint8Array;
+  /** e.g. `audio/ogg`; engines that guess the format from the file name get `filename` too. */
+  mimeType: string;
+  /** Whose extension names the format, e.g. `voice-message.ogg`. */
+  filename: string;
+  /** ISO 639-1 code (`en`) when known; the engine detects the language when absent. */
+  language?: string;
+}
+
+/** What was said. */
+export interface Transcription {
+  /** The words, trimmed; empty when the engine heard no speech. */
+  text: string;
+  /** ISO 639-1 code when the engine reports one, e.g. `en`. */
+  language?: string;
+  /** The audio's length as the engine measured it, in seconds. */
+  durationSeconds?: number;
+}
+
+/**
+ * A speech-to-text engine. Failures are thrown as `EngineError` with purpose `transcription`;
+ * their messages are ours, never the engine's.
+ */
+export interface Transcriber {
+  readonly provider: string;
+  /** The largest file the engine accepts, in bytes; bigger files are refused before sending. */
+  readonly maxAudioBytes: number;
+  transcribe(request: TranscriptionRequest, options?: CallOptions): Promise<Transcription>;
+}
+
 /** Audio encodings the core asks for, passed in so the core has no codec. */
 export interface AudioEncoder {
   /** MP3 of mono PCM; long audio is encoded without holding the event loop. */
