@@ -104,15 +104,31 @@ export class Metrics {
     registers: [this.registry],
   });
   #readJobs: (() => Promise<JobSnapshot>) | undefined;
-  #pendingJobs: Promise<JobSnapshot> | undefined;
+  #pendingJobs: Promise<JobSnapshot | undefined> | undefined;
   #readShards: (() => readonly ShardSnapshot[]) | undefined;
   #readVoice: (() => Iterable<string>) | undefined;
 
-  /** One read of the jobs table per scrape, shared by both job gauges (prom-client collects them together). */
-  #jobSnapshot(): Promise<JobSnapshot> | undefined {
+  readonly #collectErrors = new Counter({
+    name: 'likeness_metrics_collect_errors_total',
+    help: 'Scrape-time reads that failed (e.g. the jobs table while the database is down); their series are left out of that scrape.',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
+  /**
+   * One read of the jobs table per scrape, shared by both job gauges (prom-client collects all
+   * metrics of a scrape at once). A failed read drops the job series from that scrape instead
+   * of failing it: the other figures matter most when the database is down.
+   */
+  #jobSnapshot(): Promise<JobSnapshot | undefined> {
     const read = this.#readJobs;
-    if (!read) return undefined;
-    return (this.#pendingJobs ??= read().finally(() => (this.#pendingJobs = undefined)));
+    if (!read) return Promise.resolve(undefined);
+    return (this.#pendingJobs ??= read()
+      .catch(() => {
+        this.#collectErrors.inc({ source: 'jobs' });
+        return undefined;
+      })
+      .finally(() => (this.#pendingJobs = undefined)));
   }
 
   readonly #jobs: Gauge<'type' | 'state'> = new Gauge({
@@ -122,8 +138,8 @@ export class Metrics {
     registers: [this.registry],
     collect: async () => {
       const snapshot = await this.#jobSnapshot();
-      if (!snapshot) return;
       this.#jobs.reset();
+      if (!snapshot) return;
       for (const { type, state, count } of snapshot.counts) this.#jobs.set({ type, state }, count);
     },
   });
@@ -133,6 +149,7 @@ export class Metrics {
     registers: [this.registry],
     collect: async () => {
       const snapshot = await this.#jobSnapshot();
+      this.#queueDepth.reset();
       if (snapshot) this.#queueDepth.set(snapshot.queueDepth);
     },
   });
