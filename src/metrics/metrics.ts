@@ -108,13 +108,6 @@ export class Metrics {
   #readShards: (() => readonly ShardSnapshot[]) | undefined;
   #readVoice: (() => Iterable<string>) | undefined;
 
-  readonly #collectErrors = new Counter({
-    name: 'likeness_metrics_collect_errors_total',
-    help: 'Scrape-time reads that failed (e.g. the jobs table while the database is down); their series are left out of that scrape.',
-    labelNames: ['source'] as const,
-    registers: [this.registry],
-  });
-
   /**
    * One read of the jobs table per scrape, shared by both job gauges (prom-client collects all
    * metrics of a scrape at once). A failed read drops the job series from that scrape instead
@@ -153,6 +146,18 @@ export class Metrics {
       if (snapshot) this.#queueDepth.set(snapshot.queueDepth);
     },
   });
+  readonly #collectErrors = new Counter({
+    name: 'likeness_metrics_collect_errors_total',
+    help: 'Scrape-time reads that failed (e.g. the jobs table while the database is down); their series are left out of that scrape.',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+    // Registered after the job gauges, whose reads are then under way: wait for them, so a
+    // failure shows in the very scrape it left incomplete.
+    collect: async () => {
+      await this.#pendingJobs;
+    },
+  });
+
   readonly #restRequests = new Counter({
     name: 'likeness_discord_rest_requests_total',
     help: 'Discord REST responses by method, route bucket and status class.',
