@@ -15,7 +15,7 @@ import { find, scrape, valueOf } from './exposition.js';
 const token = 'scrape-token-0123456789';
 
 function createApiLikeApp(metrics: Metrics) {
-  const app = new Hono();
+  const app = new Hono<{ Variables: object }>();
   app.use(httpMetrics(metrics));
   app.onError((error, context) => context.json({ error: error.message }, error instanceof HTTPException ? error.status : 500));
   app.notFound((context) => context.json({ error: 'no such endpoint' }, 404));
