@@ -47,7 +47,7 @@ describe('metrics server', () => {
   it('mounts /metrics on an API app behind the token instead of a port of its own', async () => {
     const metrics = new Metrics();
     metrics.discord.restResponse('POST', '/channels/:id/messages', 200);
-    const app = new Hono();
+    const app = new Hono<{ Variables: object }>();
     app.route('/', metricsRoutes(metrics, { token }));
     app.get('/healthz', (context) => context.json({ ok: true }));
     const server = await listen(app, { host: '127.0.0.1', port: 0 });
