@@ -59,7 +59,9 @@ describe('chat engine metrics', () => {
     // Only the ok stream finished with a usage count: four tokens after the first at ~100/s.
     expect(valueOf(exposition, 'likeness_chat_output_tokens_per_second_count', { provider })).toBe(1);
     const tokensPerSecond = valueOf(exposition, 'likeness_chat_output_tokens_per_second_sum', { provider })!;
-    expect(tokensPerSecond).toBeGreaterThan(30);
+    // Timers never fire early, so the scripted pacing bounds the rate from above; a loaded
+    // machine may only make it slower, so no lower bound beyond "measured".
+    expect(tokensPerSecond).toBeGreaterThan(0);
     expect(tokensPerSecond).toBeLessThan(400);
     expect(valueOf(exposition, 'likeness_chat_output_characters_per_second_sum', { provider })).toBeGreaterThan(0);
   });
