@@ -106,6 +106,18 @@ describe('fake Discord sharding: two clients, one shard each', () => {
     expect(seenByOne.interactions).toHaveLength(1);
   });
 
+  it('lets both shards resume their own sessions after the connections drop, and keeps routing by shard', async () => {
+    const [zero, one] = fake.guilds;
+    fake.dropGatewayConnections();
+    await fake.waitFor((state) => state.gatewayStats.resumes === 2 && state.gatewayStats.openConnections === 2);
+    const before = { zero: seenByZero.messages.length, one: seenByOne.messages.length };
+    fake.sendMessage({ channelId: one!.textChannelId, author: user, content: 'after the drop' });
+    fake.sendMessage({ channelId: zero!.textChannelId, author: user, content: 'zero after the drop' });
+    await until(() => seenByOne.messages.length === before.one + 1 && seenByZero.messages.length === before.zero + 1);
+    expect([seenByZero.messages.at(-1)?.content, seenByOne.messages.at(-1)?.content]).toEqual(['zero after the drop', 'after the drop']);
+    expect(fake.shardingStats.identifiesByShard).toEqual({ 0: 1, 1: 1 });
+  });
+
   it('reports the recommended shards and a session start limit spent by each identify', async () => {
     const answer = (await shardZero.rest.get(Routes.gatewayBot())) as { shards: number; session_start_limit: Record<string, number> };
     expect(answer.shards).toBe(2);

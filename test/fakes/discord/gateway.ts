@@ -229,8 +229,11 @@ export class FakeGateway implements Dispatcher {
       return null;
     }
     this.#stats.identifies += 1;
-    // The client will never resume a session it gave up on; keep memory flat across reconnects.
-    for (const [id, old] of this.#sessions) if (old.socket === null) this.#sessions.delete(id);
+    // The client will never resume a session of this shard it gave up on; keep memory flat across
+    // reconnects. Other shards' dropped sessions stay: they may be resuming right now.
+    for (const [id, old] of this.#sessions) {
+      if (old.socket === null && old.shard[0] === shard[0] && old.shard[1] === shard[1]) this.#sessions.delete(id);
+    }
     const session: Session = { id: randomBytes(16).toString('hex'), intents, shard, sequence: 0, socket, backlog: [], overflowed: false };
     this.#sessions.set(session.id, session);
     const ready = {
