@@ -12,7 +12,9 @@ describe('fake Discord gateway', () => {
 
   beforeAll(async () => {
     // A short heartbeat interval so the heartbeat test does not wait Discord's 41 s.
-    setup = await startWithClient({ heartbeatIntervalMs: 250 });
+    // Several clients log in to this fake one after another; Discord would start them 5 s apart
+    // (identify buckets), which sharding.test.ts covers. Off here to keep these tests quick.
+    setup = await startWithClient({ heartbeatIntervalMs: 250, sharding: { identifyBucketMs: 0 } });
   });
   afterAll(() => setup.stop());
 

@@ -37,7 +37,7 @@ describe('fake Discord on the wire', () => {
     const me = (await (await fetch(api('/users/@me'), { headers: auth() })).json()) as { id: string; bot: boolean };
     expect([me.id, me.bot]).toEqual([fake.botUser.id, true]);
     const gateway = await (await fetch(api('/gateway/bot'), { headers: auth() })).json();
-    expect(gateway).toEqual({ url: fake.gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
+    expect(gateway).toEqual({ url: fake.gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 } });
   });
 
   it('answers unknown things with Discord’s codes', async () => {

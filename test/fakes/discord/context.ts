@@ -7,6 +7,7 @@ import { DiscordHttpError, unknownChannel, unknownMessage } from './errors.js';
 import type { Dispatcher } from './gateway.js';
 import type { InteractionRegistry } from './interactions.js';
 import type { MessageService } from './messages.js';
+import type { ShardingRules } from './sharding.js';
 import { DIRECT_MESSAGE_PERMISSIONS } from './permissions.js';
 import type { ChannelRecord, DiscordState, MessageRecord } from './state.js';
 
@@ -29,6 +30,8 @@ export interface FakeContext {
   applicationId: string;
   token: string;
   limits: InteractionTimeLimits;
+  /** Recommended shard count, session start limit and identify buckets (`GET /gateway/bot`). */
+  sharding: ShardingRules;
   /** `http://127.0.0.1:PORT` and friends; known once the server listens. */
   urls: { origin(): string; cdn(): string; gateway(): string };
 }

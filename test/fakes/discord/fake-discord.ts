@@ -21,7 +21,7 @@ import { createHttpServer, type ForcedServerError, type RecordedRequest } from '
 import type { CommandInvocation } from './interaction-payloads.js';
 import { InteractionRegistry, type InteractionResponseRecord } from './interactions.js';
 import { MessageService } from './messages.js';
-import { RateLimiter, type BucketLimit, type BucketName, type ForcedRateLimit, type RateLimitHits } from './rate-limiter.js';
+import { RateLimiter, type BucketLimit, type BucketName, type ForcedRateLimit, type GlobalUsage, type RateLimitHits } from './rate-limiter.js';
 import { Router } from './router.js';
 import { applicationRoutes } from './routes/applications.js';
 import { channelRoutes } from './routes/channels.js';
@@ -30,6 +30,7 @@ import { threadRoutes } from './routes/threads.js';
 import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { channelObject, guildCreateObject } from './serialize.js';
+import { ShardingRules, type ShardingOptions, type ShardingStats } from './sharding.js';
 import { addTextChannel, joinGuild, makeGuild, makeToken, makeUser, type FakeGuild, type GuildSpec, type UserSpec } from './setup.js';
 import { DiscordState, type MessageVersion, type WebhookRecord } from './state.js';
 import { createThread } from './threads.js';
@@ -49,6 +50,8 @@ export interface StartFakeDiscordOptions {
   /** Keep every REST request in `requests` (default true); benchmarks may turn it off. */
   recordRequests?: boolean;
   botUsername?: string;
+  /** Recommended shards, session start limit, identify buckets, guilds per shard; Discord's defaults. */
+  sharding?: ShardingOptions;
 }
 
 /**
@@ -80,6 +83,10 @@ export interface FakeDiscord {
   readonly commands: { global: APIApplicationCommand[]; guilds: Record<string, APIApplicationCommand[]> };
   readonly rateLimitHits: RateLimitHits;
   readonly gatewayStats: GatewayStats;
+  /** Identifies per shard, and identifies refused for concurrency or the session start limit. */
+  readonly shardingStats: ShardingStats;
+  /** Authenticated REST requests per global window, summed over every client with the token. */
+  readonly globalUsage: GlobalUsage;
 
   // Driving, as users would.
   /** Sends a chat-input INTERACTION_CREATE; `response` settles with the bot's callback, or null after 3 s without one. */
@@ -145,7 +152,8 @@ export type { FakeGuild, GuildSpec, UserSpec } from './setup.js';
 export type { FakeFile, ModalFields, SlashOptionValue } from './interaction-payloads.js';
 export type { InteractionCallbackRecord, InteractionResponseRecord } from './interactions.js';
 export type { ForcedServerError, RecordedRequest } from './http-server.js';
-export type { BucketLimit, BucketName, ForcedRateLimit, RateLimitHits } from './rate-limiter.js';
+export type { BucketLimit, BucketName, ForcedRateLimit, GlobalUsage, RateLimitHits } from './rate-limiter.js';
+export { guildIdForShard, shardOf, type ShardingOptions, type ShardingStats } from './sharding.js';
 export type { GatewayStats } from './gateway.js';
 export type { MessageVersion } from './state.js';
 
@@ -162,6 +170,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
   const guilds = specs.map((spec, index) => makeGuild(state, spec, index, bot.id, owner.id));
   const limits: InteractionTimeLimits = { callbackWindowMs: 3000, tokenLifetimeMs: 15 * 60_000, webhookEditWindowMs: 60 * 60_000, ...options.interactionTimeLimits };
   let voice: VoiceExtension | null = null;
+  const sharding = new ShardingRules(options.sharding);
   const urls = { origin: () => origin, cdn: () => `${origin}/cdn`, gateway: () => `${origin.replace('http', 'ws')}/gateway` };
 
   const gateway = new FakeGateway({
@@ -171,9 +180,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
     readyData: () => ({
       v: 10,
       user: { ...bot, verified: true, mfa_enabled: false, email: null },
-      guilds: guilds.map((guild) => ({ id: guild.id, unavailable: true })),
       application: { id: bot.id, flags: 0 },
-      shard: [0, 1],
       user_settings: {},
       relationships: [],
       private_channels: [],
@@ -185,6 +192,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
     }),
     guildCreates: () =>
       [...state.guilds.values()].map((guild) => ({ ...guildCreateObject(state, guild, bot.id), voice_states: voice?.guildVoiceStates(guild.id) ?? [] })),
+    sharding,
     onChange: () => state.changed(),
     onVoiceStateUpdate: (data, sessionId) => voice?.voiceStateUpdate(data, sessionId),
   });
@@ -198,6 +206,7 @@ export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): P
     token,
     limits,
     urls,
+    sharding,
   };
   const limiter = new RateLimiter({
     global: options.rateLimits?.global === undefined ? { limit: 50, windowMs: 1000 } : options.rateLimits.global,
@@ -289,6 +298,14 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
 
   get gatewayStats(): GatewayStats {
     return this.#parts.gateway.stats;
+  }
+
+  get shardingStats(): ShardingStats {
+    return this.context.sharding.stats;
+  }
+
+  get globalUsage(): GlobalUsage {
+    return this.#parts.limiter.globalUsage;
   }
 
   createUser(spec: UserSpec): APIUser {

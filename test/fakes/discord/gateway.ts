@@ -3,12 +3,15 @@
  * per guild, heartbeat acks, resume with replay of missed events, invalid session when a session
  * cannot be resumed, and Discord's close codes for protocol errors. Events are filtered by the
  * session's intents, and message content is blanked without the MessageContent intent, as on Discord.
+ * Sessions identify as a shard: a guild's events (any payload with `guild_id`) go only to the
+ * session of the shard that owns the guild, everything else (DMs) to shard 0 (see sharding.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import { parseShard, shardOf, type ShardingRules, type ShardKey } from './sharding.js';
 
 /** Who receives a dispatch. */
 export interface DispatchAudience {
@@ -30,8 +33,10 @@ export interface GatewayOptions {
   heartbeatIntervalMs: number;
   /** READY's `d` for a new session, without `session_id` and `resume_gateway_url`. */
   readyData: () => Record<string, unknown>;
-  /** One GUILD_CREATE `d` per guild, sent after READY. */
-  guildCreates: () => unknown[];
+  /** One GUILD_CREATE `d` per guild (each with `id`), sent after READY to the shard owning it. */
+  guildCreates: () => Array<{ id: string }>;
+  /** Session start limit, identify buckets, the guilds-per-shard limit. */
+  sharding: ShardingRules;
   onChange: () => void;
   /**
    * Op 4 Voice State Update from an identified session, with that session's id (Discord's voice
@@ -55,6 +60,7 @@ export interface GatewayStats {
 interface Session {
   id: string;
   intents: number;
+  shard: ShardKey;
   sequence: number;
   socket: WebSocket | null;
   /** Events not yet acknowledged by a heartbeat, for replay on resume. */
@@ -87,8 +93,10 @@ export class FakeGateway implements Dispatcher {
   dispatch(event: string, data: unknown, audience: DispatchAudience): void {
     let json: string | undefined;
     let jsonWithoutContent: string | undefined;
+    const guildId = typeof data === 'object' && data !== null ? (data as { guild_id?: unknown }).guild_id : undefined;
     for (const session of this.#sessions.values()) {
       if ((session.intents & audience.intents) !== audience.intents) continue;
+      if (!ownsEvent(session.shard, typeof guildId === 'string' ? guildId : null)) continue;
       let payload: string;
       if (audience.withoutContent !== undefined && (session.intents & GatewayIntentBits.MessageContent) === 0) {
         payload = jsonWithoutContent ??= JSON.stringify(audience.withoutContent);
@@ -169,7 +177,7 @@ export class FakeGateway implements Dispatcher {
           if (session !== null) return socket.close(4005, 'Already authenticated.');
           if (!this.#tokenMatches(data['token'])) return socket.close(4004, 'Authentication failed.');
           if (typeof data['intents'] !== 'number') return socket.close(4013, 'Invalid intent(s).');
-          session = this.#identify(socket, data['intents']);
+          session = this.#identify(socket, data['intents'], data['shard']);
           return;
         case GatewayOpcodes.Resume:
           if (session !== null) return socket.close(4005, 'Already authenticated.');
@@ -205,15 +213,38 @@ export class FakeGateway implements Dispatcher {
     if (drop > 0) session.backlog.splice(0, drop);
   }
 
-  #identify(socket: WebSocket, intents: number): Session {
+  #identify(socket: WebSocket, intents: number, shardField: unknown): Session | null {
+    const shard = parseShard(shardField);
+    if (shard === null) {
+      socket.close(4010, 'Invalid shard.');
+      return null;
+    }
+    const guilds = this.#options.guildCreates().filter((guild) => ownsEvent(shard, guild.id));
+    const refusal = this.#options.sharding.admit(shard, guilds.length);
+    if (refusal !== null) {
+      if ('close' in refusal) socket.close(refusal.close, refusal.reason);
+      else socket.send(JSON.stringify({ op: GatewayOpcodes.InvalidSession, d: false }));
+      this.#stats.invalidSessions += 'close' in refusal ? 0 : 1;
+      this.#options.onChange();
+      return null;
+    }
     this.#stats.identifies += 1;
-    // The client will never resume a session it gave up on; keep memory flat across reconnects.
-    for (const [id, old] of this.#sessions) if (old.socket === null) this.#sessions.delete(id);
-    const session: Session = { id: randomBytes(16).toString('hex'), intents, sequence: 0, socket, backlog: [], overflowed: false };
+    // The client will never resume a session of this shard it gave up on; keep memory flat across
+    // reconnects. Other shards' dropped sessions stay: they may be resuming right now.
+    for (const [id, old] of this.#sessions) {
+      if (old.socket === null && old.shard[0] === shard[0] && old.shard[1] === shard[1]) this.#sessions.delete(id);
+    }
+    const session: Session = { id: randomBytes(16).toString('hex'), intents, shard, sequence: 0, socket, backlog: [], overflowed: false };
     this.#sessions.set(session.id, session);
-    const ready = { ...this.#options.readyData(), session_id: session.id, resume_gateway_url: this.#options.url() };
+    const ready = {
+      ...this.#options.readyData(),
+      guilds: guilds.map((guild) => ({ id: guild.id, unavailable: true })),
+      shard,
+      session_id: session.id,
+      resume_gateway_url: this.#options.url(),
+    };
     this.#send(session, 'READY', JSON.stringify(ready), false);
-    for (const guild of this.#options.guildCreates()) this.#send(session, 'GUILD_CREATE', JSON.stringify(guild), true);
+    for (const guild of guilds) this.#send(session, 'GUILD_CREATE', JSON.stringify(guild), true);
     this.#options.onChange();
     return session;
   }
@@ -238,4 +269,9 @@ export class FakeGateway implements Dispatcher {
     this.#options.onChange();
     return session;
   }
+}
+
+/** A guild's events go to the shard owning it; events of no guild (DMs) to shard 0. */
+function ownsEvent(shard: ShardKey, guildId: string | null): boolean {
+  return guildId === null ? shard[0] === 0 : shardOf(guildId, shard[1]) === shard[0];
 }

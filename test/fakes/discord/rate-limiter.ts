@@ -91,6 +91,19 @@ export interface RateLimitHits {
   byRoute: Record<string, number>;
 }
 
+/**
+ * Authenticated requests per global window (the fixed 1 s windows of the global limit), summed
+ * over every client using the token, for asserting that shards together stayed within the limit.
+ */
+export interface GlobalUsage {
+  /** The configured global limit per window, or null when it is off. */
+  limit: number | null;
+  /** Each window that saw a request, oldest first: its start (epoch ms) and the requests in it, refused ones included. */
+  windows: Array<{ startedAt: number; requests: number; refused: number }>;
+  /** The most requests any one window saw. */
+  peak: number;
+}
+
 /** What the limiter needs to know of a request. */
 export interface RateLimitedRequest {
   method: string;
@@ -116,6 +129,7 @@ export class RateLimiter {
   readonly #windows = new Map<string, { remaining: number; resetAt: number }>();
   readonly #forced: Array<ForcedRateLimit & { left: number }> = [];
   readonly #hits: RateLimitHits = { total: 0, global: 0, forced: 0, byRoute: {} };
+  readonly #usage: Array<{ startedAt: number; requests: number; refused: number }> = [];
 
   constructor(options: RateLimitOptions, now: () => number = Date.now) {
     this.#options = options;
@@ -124,6 +138,14 @@ export class RateLimiter {
 
   get hits(): RateLimitHits {
     return { ...this.#hits, byRoute: { ...this.#hits.byRoute } };
+  }
+
+  get globalUsage(): GlobalUsage {
+    return {
+      limit: this.#options.global?.limit ?? null,
+      windows: this.#usage.map((window) => ({ ...window })),
+      peak: Math.max(0, ...this.#usage.map((window) => window.requests)),
+    };
   }
 
   force(rule: ForcedRateLimit): void {
@@ -145,6 +167,7 @@ export class RateLimiter {
     }
     if (request.token !== null && this.#options.global !== null) {
       const window = this.#take(`global:${request.token}`, this.#options.global, now);
+      this.#recordUsage(this.#windows.get(`global:${request.token}`)!, this.#options.global, window === null);
       if (window === null) {
         const state = this.#windows.get(`global:${request.token}`)!;
         this.#count(request, true, false);
@@ -172,6 +195,17 @@ export class RateLimiter {
     if (window.remaining <= 0) return null;
     window.remaining -= 1;
     return window;
+  }
+
+  #recordUsage(window: { resetAt: number }, limit: BucketLimit, refused: boolean): void {
+    const startedAt = window.resetAt - limit.windowMs;
+    let last = this.#usage.at(-1);
+    if (last?.startedAt !== startedAt) {
+      last = { startedAt, requests: 0, refused: 0 };
+      this.#usage.push(last);
+    }
+    last.requests += 1;
+    if (refused) last.refused += 1;
   }
 
   #takeForced(request: RateLimitedRequest): (ForcedRateLimit & { left: number }) | null {

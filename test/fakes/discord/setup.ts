@@ -13,6 +13,8 @@ import type { DiscordState, GuildRecord } from './state.js';
 /** A guild to create; defaults: one text channel `general`, one voice channel `General`. */
 export interface GuildSpec {
   name?: string;
+  /** The guild's snowflake, e.g. from `guildIdForShard(shard, count)` to place it on a shard; default a new one. */
+  id?: string;
   textChannels?: string[];
   voiceChannels?: string[];
 }
@@ -77,7 +79,7 @@ export function makeUser(state: DiscordState, spec: UserSpec): APIUser {
 }
 
 export function makeGuild(state: DiscordState, spec: GuildSpec, index: number, botId: string, ownerId: string): FakeGuild {
-  const id = state.ids.next();
+  const id = spec.id ?? state.ids.next();
   const now = state.clock();
   const botRoleId = state.ids.next();
   const guild: GuildRecord = {

@@ -64,8 +64,8 @@ function gatewayBot(_request: RouteRequest, context: FakeContext): RouteAnswer {
     status: 200,
     body: {
       url: context.urls.gateway(),
-      shards: 1,
-      session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
+      shards: context.sharding.recommendedShards,
+      session_start_limit: context.sharding.sessionStartLimit(),
     },
   };
 }
