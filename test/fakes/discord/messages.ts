@@ -9,6 +9,7 @@ import { emptyMessage } from './errors.js';
 import type { Dispatcher } from './gateway.js';
 import { isEmpty, type AttachmentInput, type MessageInput } from './message-input.js';
 import { gatewayMessageObject, messageObject } from './serialize.js';
+import { snowflakeTimestamp } from './snowflake.js';
 import { isOgg } from './voice-messages.js';
 import type { ChannelRecord, DiscordState, MessageRecord } from './state.js';
 
@@ -44,13 +45,16 @@ export class MessageService {
   }
 
   create(channel: ChannelRecord, input: MessageInput, origin: MessageOrigin): MessageRecord {
-    const now = this.#state.clock();
+    // As on Discord, the message's timestamp is its snowflake's: storing attachments in between
+    // must not set the two apart.
+    const id = this.#state.ids.next();
+    const now = snowflakeTimestamp(id);
     const content = input.content ?? '';
     const attachments = this.#attachments(channel.id, input.attachments ?? [], []);
     const voice = origin.voiceMessageChecked === true ? MessageFlags.IsVoiceMessage : 0;
     const flags = (input.flags ?? 0) & (EDITABLE_FLAGS | MessageFlags.SuppressNotifications | MessageFlags.IsComponentsV2 | voice);
     const message: MessageRecord = {
-      id: this.#state.ids.next(),
+      id,
       channelId: channel.id,
       guildId: channel.guildId,
       authorId: origin.authorId,
