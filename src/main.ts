@@ -24,6 +24,7 @@ import { createSharpImageCodec, defaultImageLimits } from './media/sharp-image-c
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
 import { openStore } from './store/create-keyv.js';
+import { openSqlStore } from './store/sql/sql-store.js';
 
 export interface RunningService {
   /** Where the HTTP API listens. */
@@ -37,7 +38,9 @@ export interface RunningService {
 
 /** The one place that builds everything from the configuration and starts it. */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const store = await openStore(config.storeUrl);
+  const repositories = await openSqlStore(config.storeUrl, { onConnectionError: (error) => logger.warn({ err: error }, 'a pooled database connection failed; it is replaced') });
+  // Jobs, face models, deliveries and the speech cache stay on the key-value store until they move too.
+  const store = await openStore(jobStoreUrl(config.storeUrl));
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
   const engineTimeouts = {
     connectTimeoutMs: config.llm.connectTimeoutMs,
@@ -74,6 +77,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     ttlSeconds: config.signedUrlTtlSeconds,
   });
   const core = createCore({
+    repositories,
     store,
     files,
     chatModel,
@@ -102,7 +106,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     health: {
       discord: () => bot?.status ?? 'disabled',
       storeReachable: async () => {
-        await store.get('health:probe');
+        await repositories.facts.get('health:probe');
         return true;
       },
     },
@@ -121,7 +125,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const { token } = config.discord;
   if (token) {
     const botLogger = logger.child({ module: 'bot' });
-    bot = new BotSupervisor(() => startBot(core, store, commands, { ...config.discord, token }, botLogger), botLogger);
+    bot = new BotSupervisor(() => startBot(core, { repositories, store }, commands, { ...config.discord, token }, botLogger), botLogger);
   }
   return {
     url: server.url,
@@ -136,8 +140,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await core.images.runner.stop();
       await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
       await store.close();
+      await repositories.close();
     },
   };
+}
+
+/** The key-value store of what has not moved to the repositories yet: beside the SQLite file, or in the same PostgreSQL database. */
+function jobStoreUrl(storeUrl: string): string {
+  if (!storeUrl.startsWith('sqlite://') || storeUrl === 'sqlite://:memory:') return storeUrl;
+  return `${storeUrl.replace(/(\.sqlite|\.db)?$/, '')}-jobs.sqlite`;
 }
 
 /** The speech engine TTS_ENGINE names; espeak by default, embedded and offline. */

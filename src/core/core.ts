@@ -9,12 +9,18 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
+import { keys } from './keys.js';
 import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, Store, TokenCounter } from './ports.js';
+import type { FaceModelRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
 import { Speech } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
 export interface CoreDependencies {
+  /** Accounts, characters, conversations, the ledger and the rest, in the database. */
+  repositories: RepositoryStore;
+  /** Jobs, face models and the speech cache, until they move to `repositories` too. */
   store: Store;
   files: FileStore;
   chatModel: ChatModel;
@@ -63,19 +69,26 @@ export const defaultImageOptions = {
 } as const;
 
 export function createCore(dependencies: CoreDependencies): Core {
-  const { store, files, clock, ids, logger, options } = dependencies;
-  const ledger = new Ledger(store, clock, ids);
-  const characters = new Characters(store, files, clock, ids, dependencies.imageCodec);
-  const accounts = new Accounts(store, clock, ids, ledger, characters, options);
-  const memories = new Memories(store, characters, clock, ids, logger, dependencies.embedder);
-  const conversations = new Conversations(store, characters, clock, ids);
+  const { repositories, store, files, clock, ids, logger, options } = dependencies;
+  const ledger = new Ledger(repositories, clock, ids);
+  const faceModelLookup = {
+    async faceModels(characterId: string): Promise<FaceModelRecord[]> {
+      const faceModelIds = await store.range<string>(keys.faceModels(characterId));
+      const models = await store.getMany<FaceModelRecord>(faceModelIds.map((id) => keys.faceModel(id)));
+      return models.filter((model): model is FaceModelRecord => model !== undefined);
+    },
+  };
+  const characters = new Characters(repositories, faceModelLookup, files, clock, ids, dependencies.imageCodec);
+  const accounts = new Accounts(repositories, clock, ids, characters, options);
+  const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
+  const conversations = new Conversations(repositories, characters, clock, ids);
   const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
-  const chat = new Chat(store, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, {
+  const chat = new Chat(repositories, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, {
     ...defaultChatOptions,
     ...options.chat,
   });
   const speech = dependencies.speech ? new Speech(store, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
-  const answers = new Answers(store, files, conversations, chat, speech);
+  const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
   const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};
   const { engine, trainer } = dependencies.images ?? {};

@@ -91,18 +91,20 @@ export interface StoredConversation {
 }
 
 /** A message as stored: its place in the conversation and what became of it. */
-export interface StoredMessage extends Omit<MessageRecord, 'finishReason'> {
+export interface StoredMessage extends MessageRecord {
   conversationId: string;
   /** Given by the database at append: every process agrees on it; later messages have larger ones. */
   position: number;
-  /** Why the model stopped (`stop`, `length`, …) for a character's reply; null otherwise. */
-  finishReason: string | null;
-  /** Set when a regenerated reply replaced this one; superseded messages are not listed by default. */
+  /**
+   * Set when a regenerated reply replaced this one (in the transaction that stored the new
+   * reply, so `MessageRecord.replaces` itself is not stored); superseded messages are not
+   * listed by default.
+   */
   supersededMicros: number | null;
 }
 
 /** What a caller gives to append; the database gives the position. */
-export type NewStoredMessage = MessageRecord & { finishReason?: string | null };
+export type NewStoredMessage = MessageRecord;
 
 export interface MessageRange {
   /** Only messages with a position greater than this. */

@@ -8,6 +8,7 @@ import { createOpenAICompatibleChatModel } from '../../../src/engines/chat/opena
 import { openStore } from '../../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../../src/store/file-store.js';
 import type { KeyvStore } from '../../../src/store/keyv-store.js';
+import { type SqlStore, openSqlStore } from '../../../src/store/sql/sql-store.js';
 import { ScriptedImageEngine, ScriptedTrainer } from './scripted-engines.js';
 import { createSharpImageCodec } from '../../../src/media/sharp-image-codec.js';
 
@@ -16,6 +17,7 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 export interface CoreHarness {
   core: Core;
   store: KeyvStore;
+  repositories: SqlStore;
   engine: ScriptedImageEngine;
   trainer: ScriptedTrainer;
   /** A new account with `balance` credits, and the actor acting as it. */
@@ -30,10 +32,12 @@ type ImageOptions = NonNullable<CoreDependencies['options']['images']>;
 /** The core alone on a real SQLite store and file store, with scripted engines. */
 export async function startCoreHarness(images: ImageOptions = {}, engineConcurrency = 2): Promise<CoreHarness> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-jobs-'));
-  const storeUrl = `sqlite://${path.join(directory, 'store.sqlite')}`;
+  const storeUrl = `sqlite://${path.join(directory, 'jobs.sqlite')}`;
+  const repositoriesUrl = `sqlite://${path.join(directory, 'likeness.sqlite')}`;
   const files = new DiskFileStore(path.join(directory, 'files'));
-  const build = (store: KeyvStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
+  const build = (repositories: SqlStore, store: KeyvStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
     createCore({
+      repositories,
       store,
       files,
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
@@ -52,6 +56,7 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
     });
   const harness: CoreHarness = {
     store: await openStore(storeUrl),
+    repositories: await openSqlStore(repositoriesUrl),
     engine: new ScriptedImageEngine(engineConcurrency),
     trainer: new ScriptedTrainer(),
     core: undefined as unknown as Core,
@@ -63,19 +68,22 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
     restart: async (options = {}) => {
       await harness.core.images.runner.stop();
       await harness.store.close();
+      await harness.repositories.close();
       harness.store = await openStore(storeUrl);
+      harness.repositories = await openSqlStore(repositoriesUrl);
       harness.engine = options.engine ?? new ScriptedImageEngine(engineConcurrency);
       harness.trainer = new ScriptedTrainer();
-      harness.core = build(harness.store, harness.engine, harness.trainer);
+      harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
       await harness.core.images.runner.recover();
     },
     close: async () => {
       await harness.core.images.runner.stop();
       await harness.store.close();
+      await harness.repositories.close();
       await rm(directory, { recursive: true, force: true });
     },
   };
-  harness.core = build(harness.store, harness.engine, harness.trainer);
+  harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
   await harness.core.images.runner.recover();
   return harness;
 }
