@@ -14,7 +14,7 @@ export async function benchmarkAppends(dataDir: string, storeUrl = `sqlite://${p
   const store = await openSqlStore(storeUrl);
   const clock = createSystemClock();
   const ids = createRandomIds();
-  const characters = new Characters(store, { faceModels: async () => [] }, new DiskFileStore(path.join(dataDir, 'files')), clock, ids, createSharpImageCodec());
+  const characters = new Characters(store, new DiskFileStore(path.join(dataDir, 'files')), clock, ids, createSharpImageCodec());
   const conversations = new Conversations(store, characters, clock, ids);
   const accounts = new Accounts(store, clock, ids, characters, { startingBalance: 0, adminApiKey: undefined });
   const { account } = await accounts.create(adminActor, { username: `bench-${Date.now()}` });

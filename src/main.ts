@@ -39,7 +39,7 @@ export interface RunningService {
 /** The one place that builds everything from the configuration and starts it. */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const repositories = await openSqlStore(config.storeUrl, { onConnectionError: (error) => logger.warn({ err: error }, 'a pooled database connection failed; it is replaced') });
-  // Jobs, face models, deliveries and the speech cache stay on the key-value store until they move too.
+  // The speech cache stays on the key-value store until it moves too.
   const store = await openStore(jobStoreUrl(config.storeUrl));
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
   const engineTimeouts = {
@@ -97,9 +97,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       images: config.images,
     },
   });
-  // Jobs the last process left are followed again (or settled) before new ones arrive.
-  const recovered = await core.images.runner.recover();
-  if (recovered.resumed + recovered.settled > 0) logger.info(recovered, 'image jobs recovered');
+  // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
+  await core.images.start();
   // The bot starts in the background once the API serves: Discord trouble must not take it down.
   let bot: BotSupervisor | undefined;
   const app = createApp({
@@ -125,7 +124,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const { token } = config.discord;
   if (token) {
     const botLogger = logger.child({ module: 'bot' });
-    bot = new BotSupervisor(() => startBot(core, { repositories, store }, commands, { ...config.discord, token }, botLogger), botLogger);
+    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token }, botLogger), botLogger);
   }
   return {
     url: server.url,
@@ -137,7 +136,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // Replies still being written for clients that left are finished and stored first.
       await core.chat.idle(30_000);
       // Running image jobs stay at their engines and are followed again after the restart.
-      await core.images.runner.stop();
+      await core.images.stop();
       await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
       await store.close();
       await repositories.close();

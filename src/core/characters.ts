@@ -6,10 +6,6 @@ import type { Clock, FileStore, IdGenerator, ImageCodec } from './ports.js';
 import type { CharacterRecord, FaceModelRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
 
-/** Where face models are kept until they move to the repositories (step 2 of issue 11). */
-export interface FaceModelLookup {
-  faceModels(characterId: string): Promise<FaceModelRecord[]>;
-}
 
 export interface CharacterChange {
   name?: string;
@@ -29,7 +25,6 @@ export const characterLimits = {
 export class Characters {
   constructor(
     private readonly store: RepositoryStore,
-    private readonly faceModelLookup: FaceModelLookup,
     private readonly files: FileStore,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
@@ -123,7 +118,7 @@ export class Characters {
   /** The character's LoRA face models, oldest first. */
   async faceModels(actor: Actor, characterId: string): Promise<FaceModelRecord[]> {
     await this.get(actor, characterId);
-    return this.faceModelLookup.faceModels(characterId);
+    return this.store.faceModels.listFor(characterId);
   }
 
   #modify(

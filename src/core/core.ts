@@ -9,9 +9,7 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import { keys } from './keys.js';
 import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, Store, TokenCounter } from './ports.js';
-import type { FaceModelRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
 import { Speech } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
@@ -20,7 +18,7 @@ import { LearningTokenEstimator } from './tokens.js';
 export interface CoreDependencies {
   /** Accounts, characters, conversations, the ledger and the rest, in the database. */
   repositories: RepositoryStore;
-  /** Jobs, face models and the speech cache, until they move to `repositories` too. */
+  /** The speech cache, until it moves too. */
   store: Store;
   files: FileStore;
   chatModel: ChatModel;
@@ -71,14 +69,7 @@ export const defaultImageOptions = {
 export function createCore(dependencies: CoreDependencies): Core {
   const { repositories, store, files, clock, ids, logger, options } = dependencies;
   const ledger = new Ledger(repositories, clock, ids);
-  const faceModelLookup = {
-    async faceModels(characterId: string): Promise<FaceModelRecord[]> {
-      const faceModelIds = await store.range<string>(keys.faceModels(characterId));
-      const models = await store.getMany<FaceModelRecord>(faceModelIds.map((id) => keys.faceModel(id)));
-      return models.filter((model): model is FaceModelRecord => model !== undefined);
-    },
-  };
-  const characters = new Characters(repositories, faceModelLookup, files, clock, ids, dependencies.imageCodec);
+  const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec);
   const accounts = new Accounts(repositories, clock, ids, characters, options);
   const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(repositories, characters, clock, ids);
@@ -92,10 +83,10 @@ export function createCore(dependencies: CoreDependencies): Core {
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
   const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};
   const { engine, trainer } = dependencies.images ?? {};
-  if (engine) workers.IMAGE_INFERENCE = imageWorker(engine, store, dependencies.links, imageOptions.imageTimeLimitMs);
-  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, dependencies.links, imageOptions.trainingTimeLimitMs);
-  const jobs = new Jobs(store, ledger, clock, ids);
-  const runner = new JobRunner(jobs, store, files, ledger, clock, logger, workers, imageOptions);
-  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
+  if (engine) workers.IMAGE_INFERENCE = imageWorker(engine, repositories, dependencies.links, imageOptions.imageTimeLimitMs);
+  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, repositories, dependencies.links, imageOptions.trainingTimeLimitMs);
+  const jobs = new Jobs(repositories, clock, ids);
+  const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
+  const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
   return { accounts, characters, memories, conversations, chat, answers, speech, ledger, images, files, chatModel: dependencies.chatModel };
 }

@@ -210,6 +210,11 @@ export interface JobRepository {
   settle(jobId: string): Promise<boolean>;
   /** The status history, newest first (as `JobRecord.statuses`). */
   statuses(jobId: string): Promise<JobStatusEntry[]>;
+  /**
+   * How many jobs of its type wait (CREATED, unclaimed) ahead of a waiting job in the queue
+   * every process shares; undefined when the job itself no longer waits.
+   */
+  waitingAhead(jobId: string, nowMillis: number): Promise<number | undefined>;
 }
 
 /** The fields of a job that change after it is made. */

@@ -24,6 +24,11 @@ export interface CoreHarness {
   account(balance: number): Promise<{ actor: Actor; accountId: string; characterId: string }>;
   /** Stops the core as the service does on SIGTERM and builds a new one on the same store. */
   restart(options?: { engine?: ScriptedImageEngine }): Promise<void>;
+  /**
+   * Leaves the running core as a killed process would (its leases neither renewed nor let go)
+   * and starts a second one on the same database with a new engine.
+   */
+  abandon(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -54,6 +59,7 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
         images: { retryDelayMs: 10, ...images },
       },
     });
+  const abandoned: Core[] = [];
   const harness: CoreHarness = {
     store: await openStore(storeUrl),
     repositories: await openSqlStore(repositoriesUrl),
@@ -66,7 +72,7 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
       return { actor: accountActor(account.id), accountId: account.id, characterId: account.characterId };
     },
     restart: async (options = {}) => {
-      await harness.core.images.runner.stop();
+      await harness.core.images.stop();
       await harness.store.close();
       await harness.repositories.close();
       harness.store = await openStore(storeUrl);
@@ -74,16 +80,27 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
       harness.engine = options.engine ?? new ScriptedImageEngine(engineConcurrency);
       harness.trainer = new ScriptedTrainer();
       harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
-      await harness.core.images.runner.recover();
+      await harness.core.images.start();
+    },
+    abandon: async () => {
+      abandoned.push(harness.core);
+      // Without its database the old core renews nothing and lets nothing go, as if killed;
+      // its engine runs stay where they are.
+      await harness.repositories.close();
+      harness.repositories = await openSqlStore(repositoriesUrl);
+      harness.engine = new ScriptedImageEngine(engineConcurrency);
+      harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
+      await harness.core.images.start();
     },
     close: async () => {
-      await harness.core.images.runner.stop();
+      await Promise.all(abandoned.map((core) => core.images.stop()));
+      await harness.core.images.stop();
       await harness.store.close();
       await harness.repositories.close();
       await rm(directory, { recursive: true, force: true });
     },
   };
   harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
-  await harness.core.images.runner.recover();
+  await harness.core.images.start();
   return harness;
 }
