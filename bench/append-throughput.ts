@@ -4,6 +4,7 @@ import { createRandomIds, createSystemClock } from '../src/core/clock.js';
 import { Accounts } from '../src/core/accounts.js';
 import { Characters } from '../src/core/characters.js';
 import { Conversations } from '../src/core/conversations.js';
+import { Ledger } from '../src/core/ledger.js';
 import { createSharpImageCodec } from '../src/media/sharp-image-codec.js';
 import { DiskFileStore } from '../src/store/file-store.js';
 import { openSqlStore } from '../src/store/sql/sql-store.js';
@@ -16,7 +17,7 @@ export async function benchmarkAppends(dataDir: string, storeUrl = `sqlite://${p
   const ids = createRandomIds();
   const characters = new Characters(store, new DiskFileStore(path.join(dataDir, 'files')), clock, ids, createSharpImageCodec());
   const conversations = new Conversations(store, characters, clock, ids);
-  const accounts = new Accounts(store, clock, ids, characters, { startingBalance: 0, adminApiKey: undefined });
+  const accounts = new Accounts(store, clock, ids, characters, new Ledger(store, clock, ids), { startingBalance: 0, adminApiKey: undefined });
   const { account } = await accounts.create(adminActor, { username: `bench-${Date.now()}` });
   const open = async () => (await conversations.create(adminActor, account.id, account.characterId)).id;
   const message = (index: number) => ({

@@ -1,3 +1,5 @@
+// First: node:sqlite's ExperimentalWarning is printed when the module loads.
+import './silence-sqlite-warning.js';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
@@ -23,7 +25,6 @@ import { createLogger } from './logger.js';
 import { createSharpImageCodec, defaultImageLimits } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
-import { openStore } from './store/create-keyv.js';
 import { openSqlStore } from './store/sql/sql-store.js';
 
 export interface RunningService {
@@ -39,8 +40,6 @@ export interface RunningService {
 /** The one place that builds everything from the configuration and starts it. */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const repositories = await openSqlStore(config.storeUrl, { onConnectionError: (error) => logger.warn({ err: error }, 'a pooled database connection failed; it is replaced') });
-  // The speech cache stays on the key-value store until it moves too.
-  const store = await openStore(jobStoreUrl(config.storeUrl));
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
   const engineTimeouts = {
     connectTimeoutMs: config.llm.connectTimeoutMs,
@@ -78,7 +77,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   });
   const core = createCore({
     repositories,
-    store,
     files,
     chatModel,
     tokenCounter,
@@ -138,16 +136,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
       await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
-      await store.close();
       await repositories.close();
     },
   };
-}
-
-/** The key-value store of what has not moved to the repositories yet: beside the SQLite file, or in the same PostgreSQL database. */
-function jobStoreUrl(storeUrl: string): string {
-  if (!storeUrl.startsWith('sqlite://') || storeUrl === 'sqlite://:memory:') return storeUrl;
-  return `${storeUrl.replace(/(\.sqlite|\.db)?$/, '')}-jobs.sqlite`;
 }
 
 /** The speech engine TTS_ENGINE names; espeak by default, embedded and offline. */

@@ -2,8 +2,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Actor, accountActor, actsFor, adminActor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError, notFound } from './errors.js';
+import type { Ledger } from './ledger.js';
 import type { Clock, IdGenerator } from './ports.js';
-import type { AccountRecord } from './records.js';
+import type { AccountRecord, TransactionRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
 
 export interface NewAccount {
@@ -31,6 +32,7 @@ export class Accounts {
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly characters: Characters,
+    private readonly ledger: Ledger,
     private readonly options: { startingBalance: number; adminApiKey: string | undefined },
   ) {
     this.#adminKeyHash = options.adminApiKey === undefined ? undefined : hashKey(options.adminApiKey);
@@ -107,6 +109,26 @@ export class Accounts {
     // Every process reads keys from the database, so the old key stops working everywhere at once.
     await this.store.accounts.rotateApiKey(accountId, hashKey(apiKey).toString('hex'), this.clock.nowMillis());
     return apiKey;
+  }
+
+  /** The account's balance, for the account itself or the admin. */
+  async balance(actor: Actor, accountId: string): Promise<number> {
+    const account = await this.get(actor, accountId);
+    return this.ledger.balance(account.id);
+  }
+
+  /** The account's transactions, oldest first, for the account itself or the admin. */
+  async transactions(actor: Actor, accountId: string): Promise<TransactionRecord[]> {
+    const account = await this.get(actor, accountId);
+    return this.ledger.transactions(account.id);
+  }
+
+  /** Adds credits: the admin only (a Discord bot owner acts as the admin), checked here for every front end. */
+  async credit(actor: Actor, accountId: string, amount: number, reason: string): Promise<{ transaction: TransactionRecord; balance: number }> {
+    requireAdmin(actor);
+    const account = await this.get(actor, accountId);
+    const transaction = await this.ledger.credit(account.id, amount, reason);
+    return { transaction, balance: await this.ledger.balance(account.id) };
   }
 
   /** Turns a bearer token into an actor, or throws `UNAUTHORIZED` / `ACCOUNT_DISABLED`. */

@@ -9,7 +9,7 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, Store, TokenCounter } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, TokenCounter } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
 import { Speech } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
@@ -18,8 +18,6 @@ import { LearningTokenEstimator } from './tokens.js';
 export interface CoreDependencies {
   /** Accounts, characters, conversations, the ledger and the rest, in the database. */
   repositories: RepositoryStore;
-  /** The speech cache, until it moves too. */
-  store: Store;
   files: FileStore;
   chatModel: ChatModel;
   /** Counts tokens as the chat model does; by default a conservative estimate that learns from answers. */
@@ -67,10 +65,10 @@ export const defaultImageOptions = {
 } as const;
 
 export function createCore(dependencies: CoreDependencies): Core {
-  const { repositories, store, files, clock, ids, logger, options } = dependencies;
+  const { repositories, files, clock, ids, logger, options } = dependencies;
   const ledger = new Ledger(repositories, clock, ids);
   const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec);
-  const accounts = new Accounts(repositories, clock, ids, characters, options);
+  const accounts = new Accounts(repositories, clock, ids, characters, ledger, options);
   const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(repositories, characters, clock, ids);
   const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
@@ -78,7 +76,7 @@ export function createCore(dependencies: CoreDependencies): Core {
     ...defaultChatOptions,
     ...options.chat,
   });
-  const speech = dependencies.speech ? new Speech(store, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
+  const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
   const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};

@@ -7,9 +7,7 @@ import { adminActor } from '../../src/core/actor.js';
 import { createRandomIds, createSystemClock } from '../../src/core/clock.js';
 import { type Core, createCore } from '../../src/core/core.js';
 import { createOpenAICompatibleChatModel } from '../../src/engines/chat/openai-compatible.js';
-import { openStore } from '../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../src/store/file-store.js';
-import type { KeyvStore } from '../../src/store/keyv-store.js';
 import { type SqlStore, openSqlStore } from '../../src/store/sql/sql-store.js';
 import { createSharpImageCodec } from '../../src/media/sharp-image-codec.js';
 
@@ -17,17 +15,14 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('DiscordAccounts', () => {
   let directory: string;
-  let store: KeyvStore;
   let repositories: SqlStore;
   let core: Core;
   let accounts: DiscordAccounts;
   beforeAll(async () => {
     directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-discord-accounts-'));
-    store = await openStore(`sqlite://${path.join(directory, 'jobs.sqlite')}`);
     repositories = await openSqlStore(`sqlite://${path.join(directory, 'likeness.sqlite')}`);
     core = createCore({
       repositories,
-      store,
       files: new DiskFileStore(path.join(directory, 'files')),
       // Accounts never talk to the engine; this adapter is never called.
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
@@ -41,7 +36,6 @@ describe('DiscordAccounts', () => {
     accounts = new DiscordAccounts(repositories.discordLinks, core.accounts);
   });
   afterAll(async () => {
-    await store.close();
     await repositories.close();
     await rm(directory, { recursive: true, force: true });
   });

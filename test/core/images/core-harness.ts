@@ -5,9 +5,7 @@ import { type Actor, accountActor } from '../../../src/core/actor.js';
 import { createRandomIds, createSystemClock } from '../../../src/core/clock.js';
 import { type Core, type CoreDependencies, createCore } from '../../../src/core/core.js';
 import { createOpenAICompatibleChatModel } from '../../../src/engines/chat/openai-compatible.js';
-import { openStore } from '../../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../../src/store/file-store.js';
-import type { KeyvStore } from '../../../src/store/keyv-store.js';
 import { type SqlStore, openSqlStore } from '../../../src/store/sql/sql-store.js';
 import { ScriptedImageEngine, ScriptedTrainer } from './scripted-engines.js';
 import { createSharpImageCodec } from '../../../src/media/sharp-image-codec.js';
@@ -16,7 +14,6 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 export interface CoreHarness {
   core: Core;
-  store: KeyvStore;
   repositories: SqlStore;
   engine: ScriptedImageEngine;
   trainer: ScriptedTrainer;
@@ -37,13 +34,11 @@ type ImageOptions = NonNullable<CoreDependencies['options']['images']>;
 /** The core alone on a real SQLite store and file store, with scripted engines. */
 export async function startCoreHarness(images: ImageOptions = {}, engineConcurrency = 2): Promise<CoreHarness> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-jobs-'));
-  const storeUrl = `sqlite://${path.join(directory, 'jobs.sqlite')}`;
   const repositoriesUrl = `sqlite://${path.join(directory, 'likeness.sqlite')}`;
   const files = new DiskFileStore(path.join(directory, 'files'));
-  const build = (repositories: SqlStore, store: KeyvStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
+  const build = (repositories: SqlStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
     createCore({
       repositories,
-      store,
       files,
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
       imageCodec: createSharpImageCodec(),
@@ -61,7 +56,6 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
     });
   const abandoned: Core[] = [];
   const harness: CoreHarness = {
-    store: await openStore(storeUrl),
     repositories: await openSqlStore(repositoriesUrl),
     engine: new ScriptedImageEngine(engineConcurrency),
     trainer: new ScriptedTrainer(),
@@ -73,13 +67,11 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
     },
     restart: async (options = {}) => {
       await harness.core.images.stop();
-      await harness.store.close();
       await harness.repositories.close();
-      harness.store = await openStore(storeUrl);
       harness.repositories = await openSqlStore(repositoriesUrl);
       harness.engine = options.engine ?? new ScriptedImageEngine(engineConcurrency);
       harness.trainer = new ScriptedTrainer();
-      harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
+      harness.core = build(harness.repositories, harness.engine, harness.trainer);
       await harness.core.images.start();
     },
     abandon: async () => {
@@ -89,18 +81,17 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
       await harness.repositories.close();
       harness.repositories = await openSqlStore(repositoriesUrl);
       harness.engine = new ScriptedImageEngine(engineConcurrency);
-      harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
+      harness.core = build(harness.repositories, harness.engine, harness.trainer);
       await harness.core.images.start();
     },
     close: async () => {
       await Promise.all(abandoned.map((core) => core.images.stop()));
       await harness.core.images.stop();
-      await harness.store.close();
       await harness.repositories.close();
       await rm(directory, { recursive: true, force: true });
     },
   };
-  harness.core = build(harness.repositories, harness.store, harness.engine, harness.trainer);
+  harness.core = build(harness.repositories, harness.engine, harness.trainer);
   await harness.core.images.start();
   return harness;
 }
