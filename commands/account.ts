@@ -18,7 +18,7 @@ export default {
   async execute(interaction, context) {
     const { actor, account } = await context.accountOf(interaction.user);
     const [balance, character] = await Promise.all([
-      context.core.ledger.balance(account.id),
+      context.core.accounts.balance(actor, account.id),
       context.core.characters.get(actor, account.characterId),
     ]);
     const embed = new EmbedBuilder().setTitle(account.username).addFields(

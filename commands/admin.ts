@@ -1,5 +1,6 @@
 import { ApplicationCommandOptionType, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type Command, answer } from '../src/bot/command.js';
+import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 
 const data = {
@@ -30,8 +31,8 @@ export default {
     const amount = interaction.options.getInteger('amount', true);
     const reason = interaction.options.getString('reason', true);
     const { account } = await context.accountOf(user);
-    await context.core.ledger.credit(account.id, amount, `${reason} (by Discord user ${interaction.user.id})`);
-    const balance = await context.core.ledger.balance(account.id);
+    // A bot owner acts as the admin; the core checks that crediting is the admin's.
+    const { balance } = await context.core.accounts.credit(adminActor, account.id, amount, `${reason} (by Discord user ${interaction.user.id})`);
     await answer(interaction, `Added ${amount} credits to ${user.username}; their balance is ${balance}.`);
   },
 } satisfies Command;

@@ -10,8 +10,8 @@ export default {
   data,
   ephemeral: true,
   async execute(interaction, context) {
-    const { account } = await context.accountOf(interaction.user);
-    const balance = await context.core.ledger.balance(account.id);
+    const { actor, account } = await context.accountOf(interaction.user);
+    const balance = await context.core.accounts.balance(actor, account.id);
     await answer(interaction, `You have **${balance}** credits.`);
   },
 } satisfies Command;

@@ -74,7 +74,7 @@ export default {
     const button = parseImageButton(interaction.customId);
     if (!button) throw new AppError('NOT_FOUND', 'This button comes from an older version of the bot and no longer works.');
     const { actor, account } = await context.accountOf(interaction.user);
-    const job = await context.core.images.jobs.find(button.jobId);
+    const job = await context.core.images.find(button.jobId);
     if (!job || job.type !== 'IMAGE_INFERENCE') throw new AppError('NOT_FOUND', 'That image job no longer exists.');
     if (button.action === 'reroll') {
       // Anyone may draw the same prompt again for themselves, with a new seed, at their own cost.
@@ -103,7 +103,7 @@ export default {
 async function startDelivery(interaction: ChatInputCommandInteraction | ButtonInteraction, context: BotContext, job: JobRecord, title: string): Promise<void> {
   // The first answer already shows the queued state: one request fewer per job than a
   // deferral and an edit, and requests are what many jobs at once run short of.
-  const view = waitingView(job, title, null, context.core.images.position(job));
+  const view = waitingView(job, title, null, await context.core.images.position(job));
   let shown: typeof view | undefined = view;
   await answer(interaction, { content: view.content, components: view.components }, false).catch((error: unknown) => {
     shown = undefined;

@@ -56,7 +56,7 @@ const variables = {
   PUBLIC_BASE_URL: httpUrl(),
   DATA_DIR: textOr('data'),
   /** Default: SQLite in `DATA_DIR`. */
-  STORE_URL: checkedText((value) => /^(sqlite|redis|rediss|postgres|postgresql):\/\//.test(value), 'must start with sqlite://, redis://, rediss://, postgres:// or postgresql://'),
+  STORE_URL: checkedText((value) => /^(sqlite|postgres|postgresql):\/\//.test(value), 'must start with sqlite://, postgres:// or postgresql:// (redis:// is no longer a store)'),
   ADMIN_API_KEY: checkedText(atLeast16, 'must be at least 16 characters long'),
   URL_SIGNING_SECRET: checkedText(atLeast16, 'must be at least 16 characters long'),
   SIGNED_URL_TTL_SECONDS: integer(24 * 3600, 60, 30 * 24 * 3600),

@@ -1,3 +1,5 @@
+// First: node:sqlite's ExperimentalWarning is printed when the module loads.
+import './silence-sqlite-warning.js';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
@@ -23,7 +25,7 @@ import { createLogger } from './logger.js';
 import { createSharpImageCodec, defaultImageLimits } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
-import { openStore } from './store/create-keyv.js';
+import { openSqlStore } from './store/sql/sql-store.js';
 
 export interface RunningService {
   /** Where the HTTP API listens. */
@@ -37,7 +39,7 @@ export interface RunningService {
 
 /** The one place that builds everything from the configuration and starts it. */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const store = await openStore(config.storeUrl);
+  const repositories = await openSqlStore(config.storeUrl, { onConnectionError: (error) => logger.warn({ err: error }, 'a pooled database connection failed; it is replaced') });
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
   const engineTimeouts = {
     connectTimeoutMs: config.llm.connectTimeoutMs,
@@ -74,7 +76,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     ttlSeconds: config.signedUrlTtlSeconds,
   });
   const core = createCore({
-    store,
+    repositories,
     files,
     chatModel,
     tokenCounter,
@@ -93,16 +95,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       images: config.images,
     },
   });
-  // Jobs the last process left are followed again (or settled) before new ones arrive.
-  const recovered = await core.images.runner.recover();
-  if (recovered.resumed + recovered.settled > 0) logger.info(recovered, 'image jobs recovered');
+  // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
+  await core.images.start();
   // The bot starts in the background once the API serves: Discord trouble must not take it down.
   let bot: BotSupervisor | undefined;
   const app = createApp({
     health: {
       discord: () => bot?.status ?? 'disabled',
       storeReachable: async () => {
-        await store.get('health:probe');
+        await repositories.facts.get('health:probe');
         return true;
       },
     },
@@ -121,7 +122,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const { token } = config.discord;
   if (token) {
     const botLogger = logger.child({ module: 'bot' });
-    bot = new BotSupervisor(() => startBot(core, store, commands, { ...config.discord, token }, botLogger), botLogger);
+    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token }, botLogger), botLogger);
   }
   return {
     url: server.url,
@@ -133,9 +134,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // Replies still being written for clients that left are finished and stored first.
       await core.chat.idle(30_000);
       // Running image jobs stay at their engines and are followed again after the restart.
-      await core.images.runner.stop();
+      await core.images.stop();
       await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
-      await store.close();
+      await repositories.close();
     },
   };
 }

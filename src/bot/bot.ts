@@ -1,7 +1,8 @@
 import { Client, Events, GatewayIntentBits, Partials, RESTEvents } from 'discord.js';
 import { accountActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
-import type { Logger, Store } from '../core/ports.js';
+import type { Logger } from '../core/ports.js';
+import type { RepositoryStore } from '../core/repositories.js';
 import { ChannelPacer } from './channel-pacer.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
@@ -50,7 +51,7 @@ const channelRoute = /^\/channels\/(\d+)\/messages/;
 const webhookRoute = /^\/webhooks\/(\d+)\/([^/?]+)/;
 
 /** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
-export async function startBot(core: Core, store: Store, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
+export async function startBot(core: Core, repositories: RepositoryStore, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
   const client = new Client({
     intents: [
       GatewayIntentBits.Guilds,
@@ -85,16 +86,16 @@ export async function startBot(core: Core, store: Store, commands: readonly Comm
     }
   });
 
-  const discordAccounts = new DiscordAccounts(store, core.accounts);
+  const discordAccounts = new DiscordAccounts(repositories.discordLinks, core.accounts);
   const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000 });
-  const deliveries = new JobDeliveries(core, new DeliveryRecords(store), pacer, logger, {
+  const deliveries = new JobDeliveries(core, new DeliveryRecords(repositories.jobDeliveries), pacer, logger, {
     editIntervalMs: options.jobEditIntervalMs ?? 1_000,
     // Uploading up to four images must finish before Discord stops taking the token.
     tokenMarginMs: 60_000,
   });
   const context: BotContext = {
     core,
-    links: new ConversationLinks(store),
+    links: new ConversationLinks(repositories.discordLinks),
     runner: new ConversationRunner(core, pacer, logger),
     voice,
     deliveries,

@@ -2,7 +2,7 @@ import type { Actor } from '../core/actor.js';
 import type { ChatInput, Reply } from '../core/chat.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
-import { KeyedLock } from '../store/keyed-lock.js';
+import { KeyedLock } from './keyed-lock.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import { explainError } from './explain-error.js';
 import { finishNote, regenerateRow } from './reply-buttons.js';

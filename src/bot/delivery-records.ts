@@ -1,7 +1,7 @@
-import type { Store } from '../core/ports.js';
+import type { JobDelivery, JobDeliveryRepository } from '../core/repositories.js';
 
 /** Where and to whom a job's result goes on Discord: everything needed after a restart. */
-export interface DeliveryRecord {
+export interface DeliveryRecord extends JobDelivery {
   jobId: string;
   /** `image`: the reply to /imagine (or a re-roll) becomes the images. `training`: the owner is told the face model's fate. */
   kind: 'image' | 'training';
@@ -18,43 +18,32 @@ export interface DeliveryRecord {
   title: string;
 }
 
-const recordKey = (jobId: string) => `discord-image-delivery:${jobId}`;
-/** Append-only list of job ids in the order their deliveries were promised. */
-const listKey = 'discord-image-deliveries';
-/** Index in that list before which every delivery is done; start-up reads only what follows. */
-const doneMarkKey = 'discord-image-deliveries-done';
+/** Deliveries picked up at one start; more are left for later starts (never expected). */
+const pendingLimit = 10_000;
 
 /**
- * The deliveries promised and not yet made, kept in the store so a restart (or a job that runs
- * for hours) still ends with the result in Discord. A record is deleted once delivered; the
- * list is only ever appended to, and a mark skips its delivered head on the next start.
+ * The deliveries promised and not yet made, kept in the database so a restart (or a job that
+ * runs for hours) still ends with the result in Discord. A record is removed once delivered.
  */
 export class DeliveryRecords {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly deliveries: JobDeliveryRepository) {}
 
-  async add(record: DeliveryRecord): Promise<void> {
-    await this.store.set(recordKey(record.jobId), record);
-    await this.store.append(listKey, () => record.jobId);
+  add(record: DeliveryRecord): Promise<void> {
+    return this.deliveries.add(record);
   }
 
   get(jobId: string): Promise<DeliveryRecord | undefined> {
-    return this.store.get<DeliveryRecord>(recordKey(jobId));
+    return this.deliveries.get(jobId);
   }
 
   /** Marks the delivery done: the job's result reached Discord, or never can. */
   async remove(jobId: string): Promise<void> {
-    await this.store.delete(recordKey(jobId));
+    await this.deliveries.remove(jobId);
   }
 
-  /** Every delivery still to make, oldest first; moves the mark past the delivered ones. */
-  async pending(): Promise<DeliveryRecord[]> {
-    const mark = (await this.store.get<number>(doneMarkKey)) ?? 0;
-    const { end } = await this.store.bounds(listKey);
-    const ids = await this.store.range<string>(listKey, mark, end);
-    const records = await this.store.getMany<DeliveryRecord>(ids.map(recordKey));
-    const firstOpen = records.findIndex((record) => record !== undefined);
-    await this.store.set(doneMarkKey, firstOpen < 0 ? end : mark + firstOpen);
-    return records.filter((record): record is DeliveryRecord => record !== undefined);
+  /** Every delivery still to make, oldest first. */
+  pending(): Promise<DeliveryRecord[]> {
+    return this.deliveries.pending(pendingLimit);
   }
 }
 

@@ -29,6 +29,8 @@ interface Tracked {
   record: DeliveryRecord;
   job: JobRecord | undefined;
   progress: number | null;
+  /** Place in the shared queue while waiting, as last read (the database answers it, so it is read ahead of an edit). */
+  position: number | undefined;
   /** The reply's content and buttons as last shown, to skip edits that change nothing. */
   shown: string | undefined;
   inFlight: Promise<void> | undefined;
@@ -108,7 +110,7 @@ export class JobDeliveries {
   /** Follows jobs from now on, and picks up the deliveries the last process left. */
   async start(client: Client<true>): Promise<void> {
     this.#client = client;
-    this.#unsubscribe = this.core.images.jobs.subscribe((event) => this.#heard(event));
+    this.#unsubscribe = this.core.images.subscribe((event) => this.#heard(event));
     const pending = await this.records.pending();
     for (const record of pending) await this.#follow(record);
     if (pending.length > 0) this.logger.info({ deliveries: pending.length }, 'resumed image deliveries');
@@ -134,10 +136,10 @@ export class JobDeliveries {
 
   async #follow(record: DeliveryRecord, shown?: JobMessage): Promise<void> {
     if (this.#tracked.has(record.jobId)) return;
-    const tracked: Tracked = { record, job: undefined, progress: null, shown: shown && viewKey(shown), inFlight: undefined, timer: undefined, nextEditAt: 0, replyGone: false, finishing: false };
+    const tracked: Tracked = { record, job: undefined, progress: null, position: undefined, shown: shown && viewKey(shown), inFlight: undefined, timer: undefined, nextEditAt: 0, replyGone: false, finishing: false };
     // Tracked before the read, so an event in between is kept; the later state wins.
     this.#tracked.set(record.jobId, tracked);
-    const found = await this.core.images.jobs.find(record.jobId);
+    const found = await this.core.images.find(record.jobId);
     if (!found) {
       this.#tracked.delete(record.jobId);
       await this.records.remove(record.jobId);
@@ -145,8 +147,9 @@ export class JobDeliveries {
     }
     if (!tracked.job || found.statuses.length > tracked.job.statuses.length) {
       tracked.job = found;
-      tracked.progress = this.core.images.jobs.progressOf(found.id);
+      tracked.progress = this.core.images.progressOf(found.id);
     }
+    tracked.position = await this.core.images.position(found);
     this.#changed(tracked);
   }
 
@@ -163,8 +166,14 @@ export class JobDeliveries {
     if (progress === null && job.status !== 'CREATED') {
       for (const other of this.#tracked.values()) {
         if (other === tracked || other.job?.status !== 'CREATED') continue;
-        const position = this.core.images.position(other.job);
-        if (position !== undefined && position < refreshedQueuePositions) this.#changed(other);
+        const waiting = other.job;
+        this.core.images.position(waiting).then(
+          (position) => {
+            other.position = position;
+            if (position !== undefined && position < refreshedQueuePositions) this.#changed(other);
+          },
+          (error: unknown) => this.logger.warn({ err: error, jobId: waiting.id }, 'reading a queue position failed'),
+        );
       }
     }
   }
@@ -189,7 +198,7 @@ export class JobDeliveries {
   #scheduleEdit(tracked: Tracked): void {
     const { job, record } = tracked;
     if (!job || tracked.finishing || tracked.inFlight || tracked.timer || !this.#replyUsable(tracked)) return;
-    const view = waitingView(job, record.title, tracked.progress, this.core.images.position(job));
+    const view = waitingView(job, record.title, tracked.progress, job.status === 'CREATED' ? tracked.position : undefined);
     const shown = viewKey(view);
     if (shown === tracked.shown) return;
     const bucket = webhookBucket(record.applicationId, record.interactionToken);

@@ -1,10 +1,10 @@
 import type { Actor } from './actor.js';
 import type { Chat, ChatInput, Reply } from './chat.js';
 import { ValidationError, notFound } from './errors.js';
-import { keys } from './keys.js';
-import type { FileStore, Store } from './ports.js';
+import type { FileStore } from './ports.js';
 import type { Conversations } from './conversations.js';
 import type { CharacterRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
 import type { Speech } from './speech.js';
 
 export type ReplyFormat = 'text' | 'audio';
@@ -26,7 +26,7 @@ const audioTypes = ['audio/mp3', 'audio/mpeg', 'audio/*'];
  */
 export class Answers {
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly files: FileStore,
     private readonly conversations: Conversations,
     private readonly chat: Chat,
@@ -88,7 +88,7 @@ export class Answers {
   }
 
   async #character(characterId: string): Promise<CharacterRecord> {
-    const character = await this.store.get<CharacterRecord>(keys.character(characterId));
+    const character = await this.store.characters.get(characterId);
     if (!character) throw notFound('Character', characterId);
     return character;
   }

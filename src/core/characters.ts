@@ -1,10 +1,11 @@
 import type { Actor } from './actor.js';
 import { defaultAvatarPng } from './default-avatar.js';
 import { AppError, ValidationError, notFound } from './errors.js';
-import { keys } from './keys.js';
 import { checkImage } from './media.js';
-import type { Clock, FileStore, IdGenerator, ImageCodec, Store } from './ports.js';
+import type { Clock, FileStore, IdGenerator, ImageCodec } from './ports.js';
 import type { CharacterRecord, FaceModelRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
+
 
 export interface CharacterChange {
   name?: string;
@@ -23,15 +24,18 @@ export const characterLimits = {
 /** Characters: the personal model of an account (looks, voice, personality). */
 export class Characters {
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly files: FileStore,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly imageCodec: ImageCodec,
   ) {}
 
-  /** Makes the character an account is created with, with its default avatar. */
-  async createFor(accountId: string, name: string): Promise<CharacterRecord> {
+  /**
+   * The character an account is created with, with its default avatar stored; the account's
+   * own transaction stores the character.
+   */
+  async newCharacterFor(accountId: string, name: string): Promise<CharacterRecord> {
     const id = this.ids.uuid();
     const avatar = await this.files.put(defaultAvatarPng(id), 'image/png');
     const now = this.clock.nowMicros();
@@ -47,30 +51,21 @@ export class Characters {
       createdMicros: now,
       updatedMicros: now,
     };
-    await this.store.set(keys.character(id), character);
-    await this.store.append(keys.characters(), () => id);
     return character;
   }
 
   /**
-   * Characters the actor may talk to whose name contains `query` (any case): its own first,
-   * then public ones, at most `limit`.
+   * Autocomplete: characters the actor may talk to, its own whose name contains `query` (any
+   * case) first, then public ones whose name starts with it; at most `limit`, one indexed,
+   * limited query each (the admin: every character whose name starts with it).
    */
-  async search(actor: Actor, query: string, limit: number): Promise<CharacterRecord[]> {
-    const ids = await this.store.range<string>(keys.characters());
-    const characters = await this.store.getMany<CharacterRecord>(ids.map((id) => keys.character(id)));
-    const needle = query.trim().toLowerCase();
-    const matches = characters.filter(
-      (character): character is CharacterRecord =>
-        character !== undefined && canSee(actor, character) && character.name.toLowerCase().includes(needle),
-    );
-    const own = (character: CharacterRecord) => actor.type === 'account' && character.accountId === actor.accountId;
-    return [...matches.filter(own), ...matches.filter((character) => !own(character))].slice(0, limit);
+  search(actor: Actor, query: string, limit: number): Promise<CharacterRecord[]> {
+    return this.store.characters.search(query.trim(), { accountId: actor.type === 'account' ? actor.accountId : null, limit });
   }
 
   /** A character the actor may see: its own, a public one, or any for the admin. */
   async get(actor: Actor, characterId: string): Promise<CharacterRecord> {
-    const character = await this.store.get<CharacterRecord>(keys.character(characterId));
+    const character = await this.store.characters.get(characterId);
     if (!character || !canSee(actor, character)) throw notFound('Character', characterId);
     return character;
   }
@@ -79,8 +74,9 @@ export class Characters {
    * A character the actor owns (or any, for the admin); others get FORBIDDEN if they can see it,
    * in words about what they tried: `change` (default) or `read` something only the owner may.
    */
-  async getOwned(actor: Actor, characterId: string, purpose: 'change' | 'read' = 'change'): Promise<CharacterRecord> {
-    const character = await this.get(actor, characterId);
+  async getOwned(actor: Actor, characterId: string, purpose: 'change' | 'read' = 'change', known?: CharacterRecord): Promise<CharacterRecord> {
+    const character = known ?? (await this.get(actor, characterId));
+    if (!canSee(actor, character)) throw notFound('Character', characterId);
     if (actor.type === 'account' && character.accountId !== actor.accountId) {
       throw new AppError(
         'FORBIDDEN',
@@ -122,9 +118,7 @@ export class Characters {
   /** The character's LoRA face models, oldest first. */
   async faceModels(actor: Actor, characterId: string): Promise<FaceModelRecord[]> {
     await this.get(actor, characterId);
-    const ids = await this.store.range<string>(keys.faceModels(characterId));
-    const models = await this.store.getMany<FaceModelRecord>(ids.map((id) => keys.faceModel(id)));
-    return models.filter((model): model is FaceModelRecord => model !== undefined);
+    return this.store.faceModels.listFor(characterId);
   }
 
   #modify(
@@ -132,11 +126,12 @@ export class Characters {
     characterId: string,
     change: (character: CharacterRecord) => CharacterRecord,
   ): Promise<CharacterRecord> {
-    return this.store.withLock(keys.character(characterId), async () => {
-      const current = await this.getOwned(actor, characterId);
-      const updated = { ...change(current), updatedMicros: this.clock.nowMicros() };
-      await this.store.set(keys.character(characterId), updated);
-      return updated;
+    // Read and written in one transaction, so a concurrent change is not lost.
+    return this.store.transaction(async ({ characters }) => {
+      const current = await characters.get(characterId);
+      if (!current) throw notFound('Character', characterId);
+      await this.getOwned(actor, characterId, 'change', current);
+      return characters.update({ ...change(current), updatedMicros: this.clock.nowMicros() });
     });
   }
 }

@@ -3,14 +3,14 @@ import { AsyncQueue } from './async-queue.js';
 import { ContextWindow, type PromptPlan } from './context-window.js';
 import type { Conversations } from './conversations.js';
 import { AppError, EngineError, ValidationError, notFound } from './errors.js';
-import { keys } from './keys.js';
 import { decodeImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import { ModelTraits } from './model-traits.js';
-import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, Store, TokenCounter } from './ports.js';
+import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, TokenCounter } from './ports.js';
 import { maxImageSide } from './prompt.js';
-import type { CharacterRecord, ConversationRecord, ConversationSummaryRecord, MessageRecord } from './records.js';
-import { ConversationSummaries, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
+import type { CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
+import type { RepositoryStore, StoredMessage } from './repositories.js';
+import { ConversationSummaries, type ConversationSummary, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
 import { ThinkFilter } from './think-filter.js';
 
 export interface ChatInput {
@@ -26,7 +26,7 @@ export interface Reply {
   id: string;
   model: string;
   createdSeconds: number;
-  userMessage: MessageRecord;
+  userMessage: StoredMessage;
   /** Visible text as it arrives (reasoning removed). Throws the engine's error if it fails. */
   pieces: AsyncIterable<string>;
   /**
@@ -36,7 +36,7 @@ export interface Reply {
    */
   started: Promise<void>;
   /** The stored reply; rejects with the engine's error, and then nothing was stored. */
-  done: Promise<MessageRecord>;
+  done: Promise<StoredMessage>;
 }
 
 export interface ChatOptions {
@@ -77,7 +77,7 @@ export class Chat {
   readonly #window: ContextWindow;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly conversations: Conversations,
     memories: Memories,
     private readonly files: FileStore,
@@ -92,7 +92,7 @@ export class Chat {
     private readonly options: ChatOptions,
   ) {
     this.#traits = new ModelTraits(store, clock, model.modelId, options.contextTokens);
-    this.#summaries = new ConversationSummaries(store, conversations, model, tokens, clock, logger, options.summary, async () => (await this.#traits.read()).contextTokens);
+    this.#summaries = new ConversationSummaries(store, conversations, model, tokens, logger, options.summary, async () => (await this.#traits.read()).contextTokens);
     this.#window = new ContextWindow(store, conversations, memories, files, tokens, this.#traits, this.#summaries, options);
   }
 
@@ -101,7 +101,7 @@ export class Chat {
    * message the model could never be sent (longer than its context, an image it cannot see)
    * is refused here, before it is stored.
    */
-  async post(actor: Actor, conversationId: string, input: ChatInput): Promise<MessageRecord> {
+  async post(actor: Actor, conversationId: string, input: ChatInput): Promise<StoredMessage> {
     const conversation = await this.conversations.get(actor, conversationId);
     const character = await this.#characterOf(conversation);
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
@@ -111,7 +111,7 @@ export class Chat {
   }
 
   /** The rolling summary of what fell out of the conversation's context window, if any. */
-  summary(conversationId: string): Promise<ConversationSummaryRecord | undefined> {
+  summary(conversationId: string): Promise<ConversationSummary | undefined> {
     return this.#summaries.get(conversationId);
   }
 
@@ -133,7 +133,7 @@ export class Chat {
   async respond(actor: Actor, conversationId: string, messageId: string, mode: { stream: boolean }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
     const character = await this.#characterOf(conversation);
-    const { message } = await this.#find(conversationId, messageId);
+    const message = await this.#find(conversationId, messageId);
     if (!message) throw notFound('Message', messageId);
     return this.#start(conversation, character, message, mode.stream);
   }
@@ -147,10 +147,11 @@ export class Chat {
   async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
     const character = await this.#characterOf(conversation);
-    const { start, end } = await this.conversations.bounds(conversationId);
-    let reply: MessageRecord | undefined;
-    for (let to = end; to > start; to -= 32) {
-      const batch = await this.conversations.messages(conversationId, Math.max(start, to - 32), to);
+    let reply: StoredMessage | undefined;
+    for (let beforePosition: number | undefined; ; ) {
+      const batch = await this.conversations.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
+      if (batch.length === 0) break;
+      beforePosition = batch[0]!.position;
       for (const message of batch.reverse()) {
         if (message.participantType === 'account') {
           if (mode.messageId !== undefined && mode.messageId !== message.id) {
@@ -164,7 +165,7 @@ export class Chat {
     throw new AppError('CONFLICT', 'There is no message to answer again yet: send one first.');
   }
 
-  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, stream: boolean, replaces?: string): Reply {
+  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, stream: boolean, replaces?: string): Reply {
     const pieces = new AsyncQueue<string>();
     let markStarted: (failure?: unknown) => void = () => {};
     const started = new Promise<void>((resolve, reject) => {
@@ -189,7 +190,7 @@ export class Chat {
   }
 
   async #characterOf(conversation: ConversationRecord): Promise<CharacterRecord> {
-    const character = await this.store.get<CharacterRecord>(keys.character(conversation.characterId));
+    const character = await this.store.characters.get(conversation.characterId);
     if (!character) throw notFound('Character', conversation.characterId);
     return character;
   }
@@ -207,12 +208,12 @@ export class Chat {
   async #generate(
     conversation: ConversationRecord,
     character: CharacterRecord,
-    userMessage: MessageRecord,
+    userMessage: StoredMessage,
     pieces: AsyncQueue<string>,
     stream: boolean,
     markStarted: (failure?: unknown) => void,
     replaces: string | undefined,
-  ): Promise<MessageRecord> {
+  ): Promise<StoredMessage> {
     const log = { conversationId: conversation.id, characterId: character.id, messageId: userMessage.id };
     const limit = this.options.maxReplyCharacters ?? defaultMaxReplyCharacters;
     try {
@@ -289,7 +290,7 @@ export class Chat {
       markStarted();
       pieces.end();
       await this.#learn(plan, finish, log);
-      if (plan.firstKept > plan.historyStart) this.#background(this.#summaries.update(character, conversation.id, plan.firstKept));
+      if (plan.anyFellOut) this.#background(this.#summaries.update(character, conversation.id, plan.firstKept));
       return stored;
     } catch (error) {
       this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
@@ -331,22 +332,18 @@ export class Chat {
   }
 
   /** `replaces`: the reply being regenerated, left out of the history like every replaced one. */
-  async #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, share: number, replaces?: string): Promise<PromptPlan> {
-    const { end } = await this.#find(conversation.id, userMessage.id);
-    return this.#window.plan(conversation, character, userMessage, end, share, replaces);
+  #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, share: number, replaces?: string): Promise<PromptPlan> {
+    return this.#window.plan(conversation, character, userMessage, share, replaces);
   }
 
-  /** A message of the conversation and the list index just after it, searching from the newest. */
-  async #find(conversationId: string, messageId: string): Promise<{ message?: MessageRecord; end: number }> {
-    const { start, end } = await this.conversations.bounds(conversationId);
-    for (let to = end; to > start; to -= 32) {
-      const from = Math.max(start, to - 32);
-      const batch = await this.conversations.messages(conversationId, from, to);
-      const position = batch.findIndex((candidate) => candidate.id === messageId);
-      if (position >= 0) return { message: batch[position], end: from + position + 1 };
+  /** A message of the conversation, searching from the newest. */
+  async #find(conversationId: string, messageId: string): Promise<StoredMessage | undefined> {
+    for (let beforePosition: number | undefined; ; ) {
+      const batch = await this.conversations.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
+      const found = batch.find((candidate) => candidate.id === messageId);
+      if (found || batch.length === 0) return found;
+      beforePosition = batch[0]!.position;
     }
-    // Cleared meanwhile: nothing before it remains.
-    return { end };
   }
 
   async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {

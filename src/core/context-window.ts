@@ -7,10 +7,10 @@ import type { Conversations, NewMessage } from './conversations.js';
 import { AppError, ValidationError } from './errors.js';
 import type { Memories } from './memories.js';
 import type { ModelTraits } from './model-traits.js';
-import type { ChatRequest, FileStore, Store, TokenCounter } from './ports.js';
+import type { ChatRequest, FileStore, TokenCounter } from './ports.js';
 import { buildHistory, imageTokens, systemPrompt } from './prompt.js';
-import { keys } from './keys.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MemoryRecord, MessageRecord } from './records.js';
+import type { RepositoryStore, StoredMessage } from './repositories.js';
 import type { ConversationSummaries } from './summaries.js';
 import { messageFramingTokens } from './tokens.js';
 
@@ -27,9 +27,10 @@ export interface PromptPlan {
   withImages: boolean;
   /** The context the plan was made for. */
   contextTokens: number;
-  /** List index of the oldest message sent; messages from `historyStart` to here fell out of the window. */
+  /** Position of the oldest message sent. */
   firstKept: number;
-  historyStart: number;
+  /** Whether older messages than `firstKept` exist, left out for want of room: the summary's work. */
+  anyFellOut: boolean;
 }
 
 export interface ContextWindowOptions {
@@ -39,7 +40,7 @@ export interface ContextWindowOptions {
 
 export class ContextWindow {
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly conversations: Conversations,
     private readonly memories: Memories,
     private readonly files: FileStore,
@@ -77,7 +78,7 @@ export class ContextWindow {
   }
 
   /**
-   * The prompt for replying to `userMessage` (found at list index `end - 1`): the system prompt,
+   * The prompt for replying to `userMessage` (a stored message, by its position): the system prompt,
    * then the newest messages that fit, ending with `userMessage`. Replies the character wrote
    * after it (to earlier messages still being answered when it arrived) come before it, as the
    * people saw them; other people's later messages wait for their own replies. `share` is the
@@ -85,18 +86,21 @@ export class ContextWindow {
    * Replaced replies, and `replaces` (the reply being regenerated), are not what the character
    * said: they are left out.
    */
-  async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: MessageRecord, end: number, share = 1, replaces?: string): Promise<PromptPlan> {
-    const { start, end: now } = await this.conversations.bounds(conversation.id);
-    const later = end < now ? (await this.conversations.messages(conversation.id, end, now)).filter((message) => message.participantType === 'character') : [];
-    const before = await this.conversations.messages(conversation.id, Math.max(start, end - 1 - memoryQueryMessages), end - 1);
+  async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, share = 1, replaces?: string): Promise<PromptPlan> {
+    const { id: conversationId } = conversation;
+    const [after, before] = await Promise.all([
+      this.conversations.messages(conversationId, { afterPosition: userMessage.position }),
+      this.conversations.messages(conversationId, { beforePosition: userMessage.position, newest: true, limit: memoryQueryMessages }),
+    ]);
+    const later = after.filter((message) => message.participantType === 'character');
     const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
     const [memories, summary, { seeImages, contextTokens }, accountRecords] = await Promise.all([
       this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount),
-      this.summaries.get(conversation.id),
+      this.summaries.get(conversationId),
       this.traits.read(),
-      this.store.getMany<AccountRecord>(conversation.speakerAccountIds.map((id) => keys.account(id))),
+      Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
     ]);
-    const accounts = new Map(accountRecords.filter((account) => account !== undefined).map((account) => [account.id, account]));
+    const accounts = new Map(accountRecords.filter((account): account is AccountRecord => account !== undefined).map((account) => [account.id, account]));
     const costs = new Map<string, number>();
     const framing = messageFramingTokens + (accounts.size > 1 ? labelTokens : 0);
     const measure = async (messages: readonly MessageRecord[]): Promise<number> => {
@@ -107,18 +111,23 @@ export class ContextWindow {
         return sum + cost;
       }, 0);
     };
-    const newestFirst: MessageRecord[] = [userMessage, ...[...later].reverse()];
+    const newestFirst: StoredMessage[] = [userMessage, ...[...later].reverse()];
     let used = await measure(newestFirst);
     const newestCost = (costs.get(userMessage.id) ?? 0) + (userMessage.file && seeImages ? imageTokens(userMessage.file.width, userMessage.file.height) : 0);
 
     const available = contextTokens - this.options.maxReplyTokens;
     const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
-    for (let to = end - 1; to > start && used < budget; to -= page) {
-      const batch = (await this.conversations.messages(conversation.id, Math.max(start, to - page), to)).reverse();
+    const older: StoredMessage[] = [];
+    let exhausted = false;
+    while (!exhausted && used < budget) {
+      const beforePosition = older.at(-1)?.position ?? userMessage.position;
+      const batch = (await this.conversations.messages(conversationId, { beforePosition, newest: true, limit: page })).reverse();
+      exhausted = batch.length < page;
       used += await measure(batch);
-      newestFirst.push(...batch);
+      older.push(...batch);
     }
+    newestFirst.push(...older);
     const omit = new Set(newestFirst.flatMap((message) => (message.replaces === undefined ? [] : [message.replaces])));
     if (replaces !== undefined) omit.add(replaces);
     const history = await buildHistory(newestFirst, {
@@ -136,8 +145,8 @@ export class ContextWindow {
       countedTokens,
       withImages: history.withImages,
       contextTokens,
-      firstKept: end - 1 - olderKept,
-      historyStart: start,
+      firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),
+      anyFellOut: olderKept < older.length || !exhausted,
     };
   }
 

@@ -1,9 +1,9 @@
 import type { Actor } from './actor.js';
 import { type Characters, canSee } from './characters.js';
 import { AppError, ValidationError, notFound } from './errors.js';
-import { keys } from './keys.js';
-import type { Clock, IdGenerator, Store } from './ports.js';
+import type { Clock, IdGenerator } from './ports.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
+import type { MessageRange, RepositoryStore, StoredConversation, StoredMessage } from './repositories.js';
 
 /** A conversation as front ends show it: who speaks, and when it last changed. */
 export interface ConversationView {
@@ -16,10 +16,10 @@ export interface ConversationView {
 
 export type NewMessage = Omit<MessageRecord, 'id' | 'createdMicros'>;
 
-/** Conversations between accounts and a character, and their append-only message lists. */
+/** Conversations between accounts and a character, and their messages in the database's order. */
 export class Conversations {
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly characters: Characters,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
@@ -30,39 +30,33 @@ export class Conversations {
     if (actor.type === 'account' && actor.accountId !== accountId) {
       throw new AppError('FORBIDDEN', 'An account may open conversations only for itself.');
     }
-    const account = await this.store.get<AccountRecord>(keys.account(accountId));
+    const account = await this.store.accounts.get(accountId);
     if (!account) throw ValidationError.field('accountId', `account ${accountId} does not exist`);
-    const character = await this.store.get<CharacterRecord>(keys.character(characterId));
+    const character = await this.store.characters.get(characterId);
     if (!character || !canSee({ type: 'account', accountId }, character)) {
       throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
     }
     const now = this.clock.nowMicros();
-    const conversation: ConversationRecord = {
-      id: this.ids.uuid(),
+    const stored = await this.store.conversations.create(
+      { id: this.ids.uuid(), accountId, characterId, createdMicros: now, updatedMicros: now, summary: null, summaryThroughPosition: null },
       accountId,
-      characterId,
-      speakerAccountIds: [accountId],
-      createdMicros: now,
-      updatedMicros: now,
-    };
-    await this.store.set(keys.conversation(conversation.id), conversation);
-    await this.store.append(keys.accountConversations(accountId), () => conversation.id);
-    return conversation;
+    );
+    return conversationRecord(stored, [accountId]);
   }
 
   /** A conversation the actor takes part in (any, for the admin). */
   async get(actor: Actor, conversationId: string): Promise<ConversationRecord> {
-    const conversation = await this.store.get<ConversationRecord>(keys.conversation(conversationId));
-    if (!conversation || (actor.type === 'account' && !conversation.speakerAccountIds.includes(actor.accountId))) {
+    const [stored, speakers] = await Promise.all([this.store.conversations.get(conversationId), this.store.conversations.speakers(conversationId)]);
+    if (!stored || (actor.type === 'account' && !speakers.includes(actor.accountId))) {
       throw notFound('Conversation', conversationId);
     }
-    return conversation;
+    return conversationRecord(stored, speakers);
   }
 
   async view(conversation: ConversationRecord): Promise<ConversationView> {
     const [character, accounts, last] = await Promise.all([
-      this.store.get<CharacterRecord>(keys.character(conversation.characterId)),
-      this.store.getMany<AccountRecord>(conversation.speakerAccountIds.map((id) => keys.account(id))),
+      this.store.characters.get(conversation.characterId),
+      Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
       this.lastMessage(conversation.id),
     ]);
     if (!character) throw notFound('Character', conversation.characterId);
@@ -77,45 +71,46 @@ export class Conversations {
   /** The conversations `accountId` takes part in, newest first. */
   async listFor(actor: Actor, accountId: string): Promise<ConversationRecord[]> {
     if (actor.type === 'account' && actor.accountId !== accountId) throw notFound('Account', accountId);
-    const conversationIds = await this.store.range<string>(keys.accountConversations(accountId));
-    const conversations = await this.store.getMany<ConversationRecord>(conversationIds.map((id) => keys.conversation(id)));
-    return conversations.filter((conversation): conversation is ConversationRecord => conversation !== undefined).reverse();
+    const stored = await this.store.conversations.listFor(accountId);
+    return Promise.all(stored.map(async (conversation) => conversationRecord(conversation, await this.store.conversations.speakers(conversation.id))));
   }
 
-  messages(conversationId: string, start?: number, end?: number): Promise<MessageRecord[]> {
-    return this.store.range<MessageRecord>(keys.messages(conversationId), start, end);
+  /** Messages oldest first, in the order every process agrees on; replaced replies are left out. */
+  messages(conversationId: string, range?: MessageRange): Promise<StoredMessage[]> {
+    return this.store.conversations.messages(conversationId, range);
   }
 
-  bounds(conversationId: string): Promise<{ start: number; end: number }> {
-    return this.store.bounds(keys.messages(conversationId));
+  lastMessage(conversationId: string): Promise<StoredMessage | undefined> {
+    return this.store.conversations.lastMessage(conversationId);
   }
 
-  async lastMessage(conversationId: string): Promise<MessageRecord | undefined> {
-    const { start, end } = await this.bounds(conversationId);
-    if (end <= start) return undefined;
-    const [last] = await this.messages(conversationId, end - 1, end);
-    return last;
+  /** The stored summary of the conversation's older messages, if one was written. */
+  async summary(conversationId: string): Promise<{ text: string; throughPosition: number } | undefined> {
+    const stored = await this.store.conversations.get(conversationId);
+    if (!stored || stored.summary === null || stored.summaryThroughPosition === null) return undefined;
+    return { text: stored.summary, throughPosition: stored.summaryThroughPosition };
   }
 
-  /** Appends a message; its id and creation time are given under the list's lock, so order is by creation. */
-  appendMessage(conversationId: string, message: NewMessage): Promise<MessageRecord> {
-    return this.store.append<MessageRecord>(keys.messages(conversationId), () => ({
-      ...message,
-      id: this.ids.uuid(),
-      createdMicros: this.clock.nowMicros(),
-    }));
+  /**
+   * Appends a message after every message appended before it in any process. A regenerated
+   * reply (`replaces`) marks the reply it replaces superseded in the same transaction, so no
+   * reader ever sees both or neither.
+   */
+  appendMessage(conversationId: string, message: NewMessage): Promise<StoredMessage> {
+    const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
+    if (message.replaces === undefined) return this.store.conversations.append(conversationId, record);
+    const replaced = message.replaces;
+    return this.store.transaction(async (repositories) => {
+      const stored = await repositories.conversations.append(conversationId, record);
+      await repositories.conversations.supersede(replaced, record.createdMicros);
+      return stored;
+    });
   }
 
-  /** Deletes every message of the conversation. */
+  /** Deletes every message of the conversation, and the summary that speaks of them. */
   async clear(actor: Actor, conversationId: string): Promise<void> {
     await this.get(actor, conversationId);
-    await this.store.withLock(keys.conversation(conversationId), async () => {
-      await this.store.clear(keys.messages(conversationId));
-      // The summary speaks of what was cleared.
-      await this.store.delete(keys.conversationSummary(conversationId));
-      const current = await this.get(actor, conversationId);
-      await this.store.set(keys.conversation(conversationId), { ...current, updatedMicros: this.clock.nowMicros() });
-    });
+    await this.store.conversations.clear(conversationId, this.clock.nowMicros());
   }
 
   /**
@@ -123,25 +118,21 @@ export class Conversations {
    * or any account already speaking may add one; the new speaker then sees the whole history.
    */
   async addSpeaker(actor: Actor, conversationId: string, accountId: string): Promise<ConversationRecord> {
-    return this.store.withLock(keys.conversation(conversationId), async () => {
-      const conversation = await this.get(actor, conversationId);
-      if (conversation.speakerAccountIds.includes(accountId)) return conversation;
-      if (!(await this.store.get(keys.account(accountId)))) throw ValidationError.field('accountId', `account ${accountId} does not exist`);
-      const updated = { ...conversation, speakerAccountIds: [...conversation.speakerAccountIds, accountId] };
-      await this.store.set(keys.conversation(conversationId), updated);
-      await this.store.append(keys.accountConversations(accountId), () => conversationId);
-      return updated;
-    });
+    const conversation = await this.get(actor, conversationId);
+    if (conversation.speakerAccountIds.includes(accountId)) return conversation;
+    if (!(await this.store.accounts.get(accountId))) throw ValidationError.field('accountId', `account ${accountId} does not exist`);
+    await this.store.conversations.addSpeaker(conversationId, accountId, this.clock.nowMicros());
+    return this.get(actor, conversationId);
   }
 }
 
-/**
- * Messages as people should read them: a reply that a later, regenerated reply `replaces` is
- * left out (the list is append-only, so the old reply stays stored). `alsoReplaced` names a
- * reply being replaced right now, before its successor is stored.
- */
-export function withoutReplaced<T extends MessageRecord>(messages: readonly T[], alsoReplaced?: string): T[] {
-  const replaced = new Set(messages.flatMap((message) => (message.replaces === undefined ? [] : [message.replaces])));
-  if (alsoReplaced !== undefined) replaced.add(alsoReplaced);
-  return replaced.size === 0 ? [...messages] : messages.filter((message) => !replaced.has(message.id));
+function conversationRecord(stored: StoredConversation, speakerAccountIds: string[]): ConversationRecord {
+  return {
+    id: stored.id,
+    accountId: stored.accountId,
+    characterId: stored.characterId,
+    speakerAccountIds,
+    createdMicros: stored.createdMicros,
+    updatedMicros: stored.updatedMicros,
+  };
 }

@@ -9,13 +9,15 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, Store, TokenCounter } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, TokenCounter } from './ports.js';
+import type { RepositoryStore } from './repositories.js';
 import { Speech } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
 export interface CoreDependencies {
-  store: Store;
+  /** Accounts, characters, conversations, the ledger and the rest, in the database. */
+  repositories: RepositoryStore;
   files: FileStore;
   chatModel: ChatModel;
   /** Counts tokens as the chat model does; by default a conservative estimate that learns from answers. */
@@ -63,26 +65,26 @@ export const defaultImageOptions = {
 } as const;
 
 export function createCore(dependencies: CoreDependencies): Core {
-  const { store, files, clock, ids, logger, options } = dependencies;
-  const ledger = new Ledger(store, clock, ids);
-  const characters = new Characters(store, files, clock, ids, dependencies.imageCodec);
-  const accounts = new Accounts(store, clock, ids, ledger, characters, options);
-  const memories = new Memories(store, characters, clock, ids, logger, dependencies.embedder);
-  const conversations = new Conversations(store, characters, clock, ids);
+  const { repositories, files, clock, ids, logger, options } = dependencies;
+  const ledger = new Ledger(repositories, clock, ids);
+  const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec);
+  const accounts = new Accounts(repositories, clock, ids, characters, ledger, options);
+  const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
+  const conversations = new Conversations(repositories, characters, clock, ids);
   const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
-  const chat = new Chat(store, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, {
+  const chat = new Chat(repositories, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, {
     ...defaultChatOptions,
     ...options.chat,
   });
-  const speech = dependencies.speech ? new Speech(store, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
-  const answers = new Answers(store, files, conversations, chat, speech);
+  const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
+  const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
   const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};
   const { engine, trainer } = dependencies.images ?? {};
-  if (engine) workers.IMAGE_INFERENCE = imageWorker(engine, store, dependencies.links, imageOptions.imageTimeLimitMs);
-  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, store, dependencies.links, imageOptions.trainingTimeLimitMs);
-  const jobs = new Jobs(store, ledger, clock, ids);
-  const runner = new JobRunner(jobs, store, files, ledger, clock, logger, workers, imageOptions);
-  const images = new Images(store, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
+  if (engine) workers.IMAGE_INFERENCE = imageWorker(engine, repositories, dependencies.links, imageOptions.imageTimeLimitMs);
+  if (trainer) workers.FACE_MODEL_TRAINING = trainingWorker(trainer, repositories, dependencies.links, imageOptions.trainingTimeLimitMs);
+  const jobs = new Jobs(repositories, clock, ids);
+  const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
+  const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
   return { accounts, characters, memories, conversations, chat, answers, speech, ledger, images, files, chatModel: dependencies.chatModel };
 }

@@ -1,17 +1,15 @@
 import MiniSearch from 'minisearch';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
-import { AppError, ValidationError, notFound } from './errors.js';
-import { keys } from './keys.js';
-import type { Clock, Embedder, IdGenerator, Logger, Store } from './ports.js';
+import { ValidationError, notFound } from './errors.js';
+import type { Clock, Embedder, IdGenerator, Logger } from './ports.js';
 import type { CharacterRecord, MemoryRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
 
 export const memoryLimits = { text: 1000, count: 1000 } as const;
 
-interface MemoryList {
-  version: number;
-  items: MemoryRecord[];
-}
+/** A memory's text never changes, so its vector is cached for the process's life (bounded). */
+const maxCachedEmbeddings = 20_000;
 
 /**
  * A character's memories: short facts its owner writes. Before each reply the ones most
@@ -19,10 +17,12 @@ interface MemoryList {
  * embedder is configured and by BM25 over the words otherwise.
  */
 export class Memories {
-  readonly #lexicalIndexes = new Map<string, { version: number; index: MiniSearch<MemoryRecord> }>();
+  /** Word indexes per character, reused while its memories (by id) are the same. */
+  readonly #lexicalIndexes = new Map<string, { signature: string; index: MiniSearch<MemoryRecord> }>();
+  readonly #embeddings = new Map<string, number[]>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly characters: Characters,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
@@ -32,7 +32,7 @@ export class Memories {
 
   async list(actor: Actor, characterId: string): Promise<MemoryRecord[]> {
     await this.characters.getOwned(actor, characterId, 'read');
-    return (await this.#read(characterId)).items;
+    return this.store.memories.list(characterId);
   }
 
   async add(actor: Actor, characterId: string, text: string): Promise<MemoryRecord> {
@@ -41,76 +41,63 @@ export class Memories {
       throw ValidationError.field('text', `must be 1 to ${memoryLimits.text} characters`);
     }
     await this.characters.getOwned(actor, characterId);
-    return this.store.withLock(keys.memories(characterId), async () => {
-      const list = await this.#read(characterId);
-      if (list.items.length >= memoryLimits.count) {
-        throw new AppError('CONFLICT', `A character holds at most ${memoryLimits.count} memories; forget some first.`);
-      }
-      const memory: MemoryRecord = { id: this.ids.uuid(), text: trimmed, createdMicros: this.clock.nowMicros() };
-      await this.store.set<MemoryList>(keys.memories(characterId), { version: list.version + 1, items: [...list.items, memory] });
-      return memory;
-    });
+    const memory: MemoryRecord = { id: this.ids.uuid(), text: trimmed, createdMicros: this.clock.nowMicros() };
+    // The repository refuses the memory past the limit (CONFLICT), counting in its own transaction.
+    return this.store.memories.add(characterId, memory, memoryLimits.count);
   }
 
   async remove(actor: Actor, characterId: string, memoryId: string): Promise<void> {
     await this.characters.getOwned(actor, characterId);
-    await this.store.withLock(keys.memories(characterId), async () => {
-      const list = await this.#read(characterId);
-      const items = list.items.filter((memory) => memory.id !== memoryId);
-      if (items.length === list.items.length) throw notFound('Memory', memoryId);
-      await this.store.set<MemoryList>(keys.memories(characterId), { version: list.version + 1, items });
-    });
+    if (!(await this.store.memories.remove(characterId, memoryId))) throw notFound('Memory', memoryId);
   }
 
   /** The memories most relevant to `query`, best first; all of them when there are few. */
   async relevant(character: CharacterRecord, query: string, limit: number): Promise<MemoryRecord[]> {
-    const list = await this.#read(character.id);
-    if (list.items.length <= limit) return list.items;
+    const memories = await this.store.memories.list(character.id);
+    if (memories.length <= limit) return memories;
     if (this.embedder) {
       try {
-        return await this.#rankByEmbeddings(this.embedder, list.items, query, limit);
+        return await this.#rankByEmbeddings(this.embedder, memories, query, limit);
       } catch (error) {
         this.logger.warn({ err: error, characterId: character.id }, 'embeddings failed; ranking memories by words');
       }
     }
-    return this.#rankByWords(character.id, list, query, limit);
+    return this.#rankByWords(character.id, memories, query, limit);
   }
 
-  #rankByWords(characterId: string, list: MemoryList, query: string, limit: number): MemoryRecord[] {
+  #rankByWords(characterId: string, memories: MemoryRecord[], query: string, limit: number): MemoryRecord[] {
+    const signature = memories.map((memory) => memory.id).join(',');
     let cached = this.#lexicalIndexes.get(characterId);
-    if (!cached || cached.version !== list.version) {
+    if (!cached || cached.signature !== signature) {
       const index = new MiniSearch<MemoryRecord>({ fields: ['text'], storeFields: [] });
-      index.addAll(list.items);
-      cached = { version: list.version, index };
+      index.addAll(memories);
+      cached = { signature, index };
       this.#lexicalIndexes.set(characterId, cached);
     }
-    const byId = new Map(list.items.map((memory) => [memory.id, memory]));
+    const byId = new Map(memories.map((memory) => [memory.id, memory]));
     const ranked = cached.index
       .search(query, { fuzzy: 0.2, prefix: true, combineWith: 'OR' })
       .map((result) => byId.get(result.id as string))
       .filter((memory): memory is MemoryRecord => memory !== undefined);
     // With nothing in common, the newest memories are the best guess.
-    const rest = list.items.filter((memory) => !ranked.includes(memory)).reverse();
+    const rest = memories.filter((memory) => !ranked.includes(memory)).reverse();
     return [...ranked, ...rest].slice(0, limit);
   }
 
   async #rankByEmbeddings(embedder: Embedder, memories: MemoryRecord[], query: string, limit: number): Promise<MemoryRecord[]> {
-    const embeddingKeys = memories.map((memory) => keys.memoryEmbedding(memory.id, embedder.modelId));
-    const stored = await this.store.getMany<number[]>(embeddingKeys);
+    const cacheKey = (memory: MemoryRecord) => `${embedder.modelId}:${memory.id}`;
+    const stored = memories.map((memory) => this.#embeddings.get(cacheKey(memory)));
     const missing = memories.filter((_, position) => stored[position] === undefined);
     const [queryVector, ...fresh] = await embedder.embed([query, ...missing.map((memory) => memory.text)]);
     if (!queryVector || fresh.length !== missing.length) throw new Error('embedder returned too few vectors');
     const freshById = new Map(missing.map((memory, position) => [memory.id, fresh[position]!]));
-    await Promise.all(missing.map((memory) => this.store.set(keys.memoryEmbedding(memory.id, embedder.modelId), freshById.get(memory.id))));
+    if (this.#embeddings.size + missing.length > maxCachedEmbeddings) this.#embeddings.clear();
+    for (const memory of missing) this.#embeddings.set(cacheKey(memory), freshById.get(memory.id)!);
     const scored = memories.map((memory, position) => ({
       memory,
       score: cosine(queryVector, stored[position] ?? freshById.get(memory.id)!),
     }));
     return scored.sort((left, right) => right.score - left.score).slice(0, limit).map((entry) => entry.memory);
-  }
-
-  async #read(characterId: string): Promise<MemoryList> {
-    return (await this.store.get<MemoryList>(keys.memories(characterId))) ?? { version: 0, items: [] };
   }
 }
 

@@ -1,6 +1,8 @@
-import { keys } from './keys.js';
-import type { Clock, Store } from './ports.js';
+import type { Clock } from './ports.js';
 import type { ChatModelTraitsRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
+
+const traitsFact = (modelId: string) => `chat-model-traits:${modelId}`;
 
 /**
  * What the chat engine taught us about its model, kept in the store so every process knows:
@@ -9,7 +11,7 @@ import type { ChatModelTraitsRecord } from './records.js';
  */
 export class ModelTraits {
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly clock: Clock,
     private readonly modelId: string,
     /** The configured context; a learned one never goes below half of it. */
@@ -17,7 +19,7 @@ export class ModelTraits {
   ) {}
 
   async read(): Promise<{ seeImages: boolean; contextTokens: number }> {
-    const traits = await this.store.get<ChatModelTraitsRecord>(keys.chatModelTraits(this.modelId));
+    const traits = await this.store.facts.get<ChatModelTraitsRecord>(traitsFact(this.modelId));
     return {
       seeImages: !(traits?.cannotSeeImages ?? false),
       contextTokens: Math.min(this.contextTokens, traits?.contextTokens ?? this.contextTokens),
@@ -43,10 +45,11 @@ export class ModelTraits {
   }
 
   #update(change: (traits: ChatModelTraitsRecord) => ChatModelTraitsRecord): Promise<void> {
-    const key = keys.chatModelTraits(this.modelId);
-    return this.store.withLock(key, async () => {
-      const current = (await this.store.get<ChatModelTraitsRecord>(key)) ?? { modelId: this.modelId, cannotSeeImages: false, contextTokens: null, updatedMicros: 0 };
-      await this.store.set(key, { ...change(current), updatedMicros: this.clock.nowMicros() });
+    const key = traitsFact(this.modelId);
+    // Read and written in one transaction, so two processes learning at once keep both lessons.
+    return this.store.transaction(async ({ facts }) => {
+      const current = (await facts.get<ChatModelTraitsRecord>(key)) ?? { modelId: this.modelId, cannotSeeImages: false, contextTokens: null, updatedMicros: 0 };
+      await facts.set(key, { ...change(current), updatedMicros: this.clock.nowMicros() });
     });
   }
 }

@@ -4,35 +4,7 @@
  */
 
 // ---------------------------------------------------------------------------------------------
-// Persistence
-
-/**
- * Key-value persistence with the few atomic operations the core needs.
- *
- * Atomicity holds within one process: `withLock` and `append` serialise callers in this
- * process. Running several processes against one store needs a single writer (see README).
- * Records read are deeply frozen: build a changed copy (`{ ...record, field }`) to write back.
- */
-export interface Store {
-  get<T>(key: string): Promise<T | undefined>;
-  getMany<T>(keys: readonly string[]): Promise<Array<T | undefined>>;
-  set<T>(key: string, value: T): Promise<void>;
-  delete(key: string): Promise<void>;
-  /** Runs `task` while holding the in-process lock `name`; tasks on one name run one at a time. */
-  withLock<T>(name: string, task: () => Promise<T>): Promise<T>;
-  /**
-   * Appends one item to the append-only list `list`. `build` runs under the list's lock and
-   * receives the item's index, so ids and timestamps made there follow the list order.
-   */
-  append<T>(list: string, build: (index: number) => T | Promise<T>): Promise<T>;
-  /** Items of `list` from index `start` (inclusive) to `end` (exclusive), oldest first. */
-  range<T>(list: string, start?: number, end?: number): Promise<T[]>;
-  /** The indexes `[start, end)` a list holds now; cleared items are before `start`. */
-  bounds(list: string): Promise<{ start: number; end: number }>;
-  /** Drops every item of `list`; later appends continue after the old end. */
-  clear(list: string): Promise<void>;
-  close(): Promise<void>;
-}
+// Files (records live behind the repository ports, `repositories.ts`)
 
 /** A file kept by the service (avatars, message images, later audio and images). */
 export interface StoredFile {

@@ -91,18 +91,20 @@ export interface StoredConversation {
 }
 
 /** A message as stored: its place in the conversation and what became of it. */
-export interface StoredMessage extends Omit<MessageRecord, 'finishReason'> {
+export interface StoredMessage extends MessageRecord {
   conversationId: string;
   /** Given by the database at append: every process agrees on it; later messages have larger ones. */
   position: number;
-  /** Why the model stopped (`stop`, `length`, …) for a character's reply; null otherwise. */
-  finishReason: string | null;
-  /** Set when a regenerated reply replaced this one; superseded messages are not listed by default. */
+  /**
+   * Set when a regenerated reply replaced this one (in the transaction that stored the new
+   * reply, so `MessageRecord.replaces` itself is not stored); superseded messages are not
+   * listed by default.
+   */
   supersededMicros: number | null;
 }
 
 /** What a caller gives to append; the database gives the position. */
-export type NewStoredMessage = MessageRecord & { finishReason?: string | null };
+export type NewStoredMessage = MessageRecord;
 
 export interface MessageRange {
   /** Only messages with a position greater than this. */
@@ -208,6 +210,11 @@ export interface JobRepository {
   settle(jobId: string): Promise<boolean>;
   /** The status history, newest first (as `JobRecord.statuses`). */
   statuses(jobId: string): Promise<JobStatusEntry[]>;
+  /**
+   * How many jobs of its type wait (CREATED, unclaimed) ahead of a waiting job in the queue
+   * every process shares; undefined when the job itself no longer waits.
+   */
+  waitingAhead(jobId: string, nowMillis: number): Promise<number | undefined>;
 }
 
 /** The fields of a job that change after it is made. */

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError } from './errors.js';
-import { keys } from './keys.js';
-import type { AudioEncoder, CallOptions, FileStore, PcmAudio, SpeechEngine, SpeechVoice, Store, StoredFile, VoiceSample } from './ports.js';
+import type { AudioEncoder, CallOptions, FileStore, PcmAudio, SpeechEngine, SpeechVoice, StoredFile, VoiceSample } from './ports.js';
 import type { CharacterRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
 
 export const voiceSampleLimits = { count: { minimum: 1, maximum: 25 }, bytes: 10 * 1024 * 1024, totalBytes: 50 * 1024 * 1024 } as const;
 
@@ -17,8 +17,11 @@ export type VoiceTraining = { voiceId: string } | { name?: string; samples: read
  * mp3. The same voice and text reuse the stored audio instead of synthesising again.
  */
 export class Speech {
+  /** Syntheses running in this process, so one text asked for twice at once is spoken once. */
+  readonly #speaking = new Map<string, Promise<StoredFile>>();
+
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly files: FileStore,
     private readonly characters: Characters,
     private readonly engine: SpeechEngine,
@@ -88,14 +91,25 @@ export class Speech {
     if (spoken.length === 0) throw ValidationError.field('text', 'must not be empty');
     if (spoken.length > this.engine.maxTextLength) throw ValidationError.field('text', `must be at most ${this.engine.maxTextLength} characters`);
     const hash = createHash('sha256').update(`${this.engine.provider}\n${voiceId}\n${spoken}`).digest('hex');
-    return this.store.withLock(keys.speech(hash), async () => {
-      const known = await this.store.get<StoredFile>(keys.speech(hash));
-      if (known) return known;
-      const pcm = await this.engine.synthesize({ text: spoken, voiceId });
-      const file = await this.files.put(await this.encoder.mp3(pcm), 'audio/mpeg');
-      await this.store.set(keys.speech(hash), file);
-      return file;
-    });
+    const running = this.#speaking.get(hash);
+    if (running) return running;
+    const speaking = this.#speak(hash, spoken, voiceId).finally(() => this.#speaking.delete(hash));
+    this.#speaking.set(hash, speaking);
+    return speaking;
+  }
+
+  /**
+   * The audio index is a fact in the database, so every process reuses what any of them spoke;
+   * files are content-addressed, so two processes speaking one text at once store one file.
+   */
+  async #speak(hash: string, spoken: string, voiceId: string): Promise<StoredFile> {
+    const key = `speech:${hash}`;
+    const known = await this.store.facts.get<StoredFile>(key);
+    if (known) return known;
+    const pcm = await this.engine.synthesize({ text: spoken, voiceId });
+    const file = await this.files.put(await this.encoder.mp3(pcm), 'audio/mpeg');
+    await this.store.facts.set(key, file);
+    return file;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Conversations } from './conversations.js';
-import { keys } from './keys.js';
-import type { ChatModel, Clock, Logger, Store, TokenCounter } from './ports.js';
-import type { CharacterRecord, ConversationSummaryRecord, MessageRecord } from './records.js';
+import type { ChatModel, Logger, TokenCounter } from './ports.js';
+import type { CharacterRecord, MessageRecord } from './records.js';
+import type { RepositoryStore } from './repositories.js';
 import { messageFramingTokens } from './tokens.js';
 import { ThinkFilter } from './think-filter.js';
 
@@ -10,6 +10,12 @@ export interface SummaryOptions {
   minimumMessages: number;
   /** The longest summary asked of the engine, in tokens. */
   maxSummaryTokens: number;
+}
+
+/** The summary of a conversation's messages up to and including `throughPosition`. */
+export interface ConversationSummary {
+  text: string;
+  throughPosition: number;
 }
 
 export const defaultSummaryOptions: SummaryOptions = { minimumMessages: 6, maxSummaryTokens: 300 };
@@ -23,23 +29,22 @@ export class ConversationSummaries {
   readonly #running = new Set<string>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly conversations: Conversations,
     private readonly model: ChatModel,
     private readonly tokens: TokenCounter,
-    private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: SummaryOptions,
     /** Tokens the summarising prompt may use (the context less the summary's own length). */
     private readonly promptTokens: () => Promise<number>,
   ) {}
 
-  get(conversationId: string): Promise<ConversationSummaryRecord | undefined> {
-    return this.store.get<ConversationSummaryRecord>(keys.conversationSummary(conversationId));
+  get(conversationId: string): Promise<ConversationSummary | undefined> {
+    return this.conversations.summary(conversationId);
   }
 
   /**
-   * Summarises, when enough has fallen out, the messages before list index `firstKept` that the
+   * Summarises, when enough has fallen out, the messages before position `firstKept` that the
    * summary does not cover yet. Resolves when done (or skipped); never rejects.
    */
   async update(character: CharacterRecord, conversationId: string, firstKept: number): Promise<void> {
@@ -47,19 +52,20 @@ export class ConversationSummaries {
     this.#running.add(conversationId);
     try {
       const previous = await this.get(conversationId);
-      const { start } = await this.conversations.bounds(conversationId);
-      const from = Math.max(start, previous?.throughIndex ?? start);
-      if (firstKept - from < this.options.minimumMessages) return;
-      const fallen = await this.conversations.messages(conversationId, from, firstKept);
+      const range = { beforePosition: firstKept, ...(previous ? { afterPosition: previous.throughPosition } : {}) };
+      // A short, limited read first: most replies have too little fallen out to summarise.
+      const enough = await this.conversations.messages(conversationId, { ...range, limit: this.options.minimumMessages });
+      if (enough.length < this.options.minimumMessages) return;
+      const fallen = await this.conversations.messages(conversationId, range);
       const last = fallen.at(-1);
       if (!last) return;
       const text = await this.#write(character, previous?.text, fallen);
       if (!text) return;
-      const record: ConversationSummaryRecord = { text, throughIndex: firstKept, throughMessageId: last.id, updatedMicros: this.clock.nowMicros() };
-      await this.store.withLock(keys.conversation(conversationId), async () => {
+      await this.store.transaction(async (repositories) => {
         // Cleared meanwhile: the summary would speak of messages that are gone.
-        if ((await this.conversations.bounds(conversationId)).start > from) return;
-        await this.store.set(keys.conversationSummary(conversationId), record);
+        const [still] = await repositories.conversations.messages(conversationId, { afterPosition: last.position - 1, limit: 1, includeSuperseded: true });
+        if (still?.id !== last.id) return;
+        await repositories.conversations.setSummary(conversationId, text, last.position);
       });
     } catch (error) {
       this.logger.warn({ conversationId, err: error }, 'summarising the earlier conversation failed; it is tried again later');

@@ -7,23 +7,22 @@ import { adminActor } from '../../src/core/actor.js';
 import { createRandomIds, createSystemClock } from '../../src/core/clock.js';
 import { type Core, createCore } from '../../src/core/core.js';
 import { createOpenAICompatibleChatModel } from '../../src/engines/chat/openai-compatible.js';
-import { openStore } from '../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../src/store/file-store.js';
-import type { KeyvStore } from '../../src/store/keyv-store.js';
+import { type SqlStore, openSqlStore } from '../../src/store/sql/sql-store.js';
 import { createSharpImageCodec } from '../../src/media/sharp-image-codec.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('DiscordAccounts', () => {
   let directory: string;
-  let store: KeyvStore;
+  let repositories: SqlStore;
   let core: Core;
   let accounts: DiscordAccounts;
   beforeAll(async () => {
     directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-discord-accounts-'));
-    store = await openStore(`sqlite://${path.join(directory, 'store.sqlite')}`);
+    repositories = await openSqlStore(`sqlite://${path.join(directory, 'likeness.sqlite')}`);
     core = createCore({
-      store,
+      repositories,
       files: new DiskFileStore(path.join(directory, 'files')),
       // Accounts never talk to the engine; this adapter is never called.
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
@@ -34,10 +33,10 @@ describe('DiscordAccounts', () => {
       logger: silent,
       options: { startingBalance: 10, adminApiKey: undefined, chat: { contextTokens: 4096, maxReplyTokens: 256 } },
     });
-    accounts = new DiscordAccounts(store, core.accounts);
+    accounts = new DiscordAccounts(repositories.discordLinks, core.accounts);
   });
   afterAll(async () => {
-    await store.close();
+    await repositories.close();
     await rm(directory, { recursive: true, force: true });
   });
 

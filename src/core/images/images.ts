@@ -1,13 +1,13 @@
 import { type Actor, actsFor } from '../actor.js';
 import type { Characters } from '../characters.js';
 import { AppError, ValidationError } from '../errors.js';
-import { keys } from '../keys.js';
-import type { Clock, FileStore, IdGenerator, ImageCodec, ImagePayload, Store } from '../ports.js';
+import type { Clock, FileStore, IdGenerator, ImageCodec, ImagePayload } from '../ports.js';
+import type { RepositoryStore } from '../repositories.js';
 import type { FaceModelRecord, JobRecord, TransactionRecord } from '../records.js';
 import { type UploadedFile, packFacePhotos } from './face-photos.js';
 import { buildImagePayload, characterReferences, type ImageRequestInput, validateImageRequest } from './image-request.js';
 import type { JobRunner } from './job-runner.js';
-import { type JobPage, Jobs } from './jobs.js';
+import type { JobListener, JobPage, Jobs } from './jobs.js';
 
 export interface ImagesOptions {
   /** Credits per image sample. */
@@ -24,11 +24,11 @@ export interface CreatedJob {
 /** Image generation and face-model training as the front ends use them. */
 export class Images {
   constructor(
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly files: FileStore,
     private readonly characters: Characters,
-    readonly jobs: Jobs,
-    readonly runner: JobRunner,
+    private readonly jobs: Jobs,
+    private readonly runner: JobRunner,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly options: ImagesOptions,
@@ -57,7 +57,7 @@ export class Images {
       this.options.imageCreditCost * payload.num_outputs,
       `Image generation (${payload.num_outputs} × ${this.options.imageCreditCost})`,
     );
-    this.runner.enqueue(created.job);
+    this.runner.wake();
     return created;
   }
 
@@ -68,7 +68,7 @@ export class Images {
     let prompt = payload.prompt;
     if (job.faceModel) {
       // The stored prompt carries the trigger token; put the character reference back.
-      const token = (await this.store.get<FaceModelRecord>(keys.faceModel(job.faceModel.id)))?.triggerToken;
+      const token = (await this.store.faceModels.get(job.faceModel.id))?.triggerToken;
       if (token) prompt = prompt.split(token).join(`<${job.faceModel.characterId}>`);
     }
     return this.create(actor, {
@@ -94,6 +94,7 @@ export class Images {
     const { zip, count } = await packFacePhotos(uploads, this.imageCodec);
     const photos = await this.files.put(zip, 'application/zip');
     const modelId = this.ids.uuid();
+    let model: FaceModelRecord | undefined;
     const created = await this.jobs.create(
       {
         accountId: character.accountId,
@@ -105,21 +106,22 @@ export class Images {
       },
       this.options.trainingCreditCost,
       `Face-model training for ${character.name}`,
+      // The model appears with its paid job, or not at all.
+      async (repositories, job) => {
+        model = await repositories.faceModels.create({
+          id: modelId,
+          characterId: character.id,
+          jobId: job.id,
+          createdMillis: this.clock.nowMillis(),
+          status: 'IN_PROGRESS',
+          archive: null,
+          triggerToken: null,
+          failure: null,
+        });
+      },
     );
-    const model: FaceModelRecord = {
-      id: modelId,
-      characterId: character.id,
-      jobId: created.job.id,
-      createdMillis: this.clock.nowMillis(),
-      status: 'IN_PROGRESS',
-      archive: null,
-      triggerToken: null,
-      failure: null,
-    };
-    await this.store.set(keys.faceModel(modelId), model);
-    await this.store.append(keys.faceModels(character.id), () => modelId);
-    this.runner.enqueue(created.job);
-    return { ...created, model };
+    this.runner.wake();
+    return { ...created, model: model! };
   }
 
   get(actor: Actor, jobId: string): Promise<JobRecord> {
@@ -140,9 +142,47 @@ export class Images {
     return this.jobs.feedback(actor, jobId, name, feedback);
   }
 
-  /** Queue position of a waiting job (0: next), for progress messages. */
-  position(job: JobRecord): number | undefined {
-    return this.runner.position(job);
+  /** Queue position of a waiting job (0: next) in the queue every process shares, for progress messages. */
+  position(job: JobRecord): Promise<number | undefined> {
+    return this.jobs.position(job);
+  }
+
+  /** A job by id for the service's own follow-up (a Discord delivery), whoever owns it. */
+  find(jobId: string): Promise<JobRecord | undefined> {
+    return this.jobs.find(jobId);
+  }
+
+  /** Live progress of a running job in this process, or null. */
+  progressOf(jobId: string): number | null {
+    return this.jobs.progressOf(jobId);
+  }
+
+  /** Hears every change of every job, made in this process or another; returns the way to stop. */
+  subscribe(listener: JobListener): () => void {
+    return this.jobs.subscribe(listener);
+  }
+
+  /** The actor's job once final and settled, or undefined when `timeoutMs` passes first. */
+  async waitForFinal(actor: Actor, jobId: string, timeoutMs: number): Promise<JobRecord | undefined> {
+    await this.jobs.get(actor, jobId);
+    return this.jobs.waitForFinal(jobId, timeoutMs);
+  }
+
+  /** Starts running jobs from the shared queue and hearing other processes' job changes. */
+  async start(): Promise<void> {
+    this.jobs.listen();
+    await this.runner.start();
+  }
+
+  /** Stops taking jobs; running ones stay at their engines for whoever claims them next. */
+  async stop(): Promise<void> {
+    await this.runner.stop();
+    this.jobs.stopListening();
+  }
+
+  /** Resolves when no job is running here (tests and benchmarks). */
+  idle(): Promise<void> {
+    return this.runner.idle();
   }
 
   /** The newest usable face model of a character the actor may see, or a 409 saying why not. */

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, EngineError, ServiceStopping } from '../errors.js';
-import { keys } from '../keys.js';
 import type { Ledger } from '../ledger.js';
-import type { Clock, EngineFile, EngineRun, FileStore, Logger, Store } from '../ports.js';
+import type { Clock, EngineFile, EngineRun, FileStore, IdGenerator, Logger } from '../ports.js';
 import type { JobRecord, JobType, OutputFileRecord } from '../records.js';
+import type { RepositoryStore } from '../repositories.js';
 import { type Jobs, isFinal } from './jobs.js';
 
 /** What actually does the work of one job type: an image engine or a face trainer. */
@@ -23,9 +23,16 @@ export interface JobRunnerOptions {
   attempts: number;
   /** First wait between attempts; doubled each time. */
   retryDelayMs: number;
+  /**
+   * How long a claim holds a job unless renewed (renewed every third of it while the job
+   * runs): a process that dies leaves its jobs to any other after at most this long.
+   */
+  leaseMs: number;
+  /** How often the shared queue is read for work no signal announced (a dead holder's jobs). */
+  claimPollMs: number;
 }
 
-export const defaultJobRunnerOptions: JobRunnerOptions = { attempts: 3, retryDelayMs: 2_000 };
+export const defaultJobRunnerOptions: JobRunnerOptions = { attempts: 3, retryDelayMs: 2_000, leaseMs: 30_000, claimPollMs: 2_000 };
 
 class Canceled extends AppError {
   constructor() {
@@ -33,35 +40,49 @@ class Canceled extends AppError {
   }
 }
 
+/** Another process took the job over (this one's lease expired unrenewed). */
+class LeaseLost extends AppError {
+  constructor() {
+    super('CONFLICT', 'Another process took the job over.');
+  }
+}
+
 interface Lane {
   worker: JobWorker;
-  /** Job ids waiting, oldest first. */
-  waiting: string[];
   running: Map<string, AbortController>;
 }
 
 /**
- * Runs jobs on their engines with bounded concurrency per engine, in creation order, and
- * brings every job to a final, settled state: a failure or a cancel is refunded exactly
- * once, and a restart picks up what the last process left (see `recover`).
+ * Runs jobs on their engines with bounded concurrency per engine, oldest first, from the work
+ * queue every process shares: a job is claimed by one runner at a time under a lease it
+ * renews, so a process that dies (even by `kill -9`) leaves its jobs to the next claim after
+ * the lease. Every job ends final and settled: a failure or a cancel is refunded exactly once.
  */
 export class JobRunner {
   readonly #lanes = new Map<JobType, Lane>();
   readonly #runs = new Set<Promise<void>>();
+  readonly #workerId: string;
+  #started = false;
   #stopping = false;
+  #claiming = false;
+  #claimAgain = false;
+  #poll: NodeJS.Timeout | undefined;
+  #stopSignals: (() => void) | undefined;
 
   constructor(
     private readonly jobs: Jobs,
-    private readonly store: Store,
+    private readonly store: RepositoryStore,
     private readonly files: FileStore,
     private readonly ledger: Ledger,
     private readonly clock: Clock,
+    ids: IdGenerator,
     private readonly logger: Logger,
     workers: Partial<Record<JobType, JobWorker>>,
     private readonly options: JobRunnerOptions = defaultJobRunnerOptions,
   ) {
+    this.#workerId = `runner-${ids.uuid()}`;
     for (const [type, worker] of Object.entries(workers) as Array<[JobType, JobWorker]>) {
-      this.#lanes.set(type, { worker, waiting: [], running: new Map() });
+      this.#lanes.set(type, { worker, running: new Map() });
     }
   }
 
@@ -70,19 +91,42 @@ export class JobRunner {
     return this.#lanes.has(type);
   }
 
-  /** Queues a charged job; it starts as soon as its engine has room. */
-  enqueue(job: JobRecord): void {
-    const lane = this.#lanes.get(job.type);
-    if (!lane || this.#stopping) return;
-    if (lane.waiting.includes(job.id) || lane.running.has(job.id)) return;
-    lane.waiting.push(job.id);
-    this.#pump(lane);
+  /**
+   * Starts taking jobs from the shared queue: at once, whenever any process signals a job
+   * change, and every `claimPollMs` (for leases that expired unrenewed).
+   */
+  async start(): Promise<void> {
+    if (this.#started || this.#lanes.size === 0) return;
+    this.#started = true;
+    this.#stopSignals = this.store.onJobChanged((jobId) => {
+      this.#heard(jobId);
+      this.wake();
+    });
+    this.#poll = setInterval(() => this.wake(), this.options.claimPollMs);
+    this.#poll.unref();
+    this.wake();
   }
 
-  /** How many jobs are ahead of this one in its queue (0: next), or undefined if not waiting. */
-  position(job: JobRecord): number | undefined {
-    const index = this.#lanes.get(job.type)?.waiting.indexOf(job.id) ?? -1;
-    return index < 0 ? undefined : index;
+  /** Looks for work now (a job was just created). */
+  wake(): void {
+    if (!this.#started || this.#stopping) return;
+    if (this.#claiming) {
+      this.#claimAgain = true;
+      return;
+    }
+    this.#claiming = true;
+    void (async () => {
+      try {
+        do {
+          this.#claimAgain = false;
+          await this.#claimWhileRoom();
+        } while (this.#claimAgain && !this.#stopping);
+      } catch (error) {
+        this.logger.warn({ err: error }, 'claiming jobs failed; trying again shortly');
+      } finally {
+        this.#claiming = false;
+      }
+    })();
   }
 
   /** Cancels a job that is not final yet; its charge is refunded. */
@@ -90,13 +134,8 @@ export class JobRunner {
     if (isFinal(job)) {
       throw new AppError('CONFLICT', `Job ${job.id} is already ${job.status} and cannot be canceled.`, { details: { status: job.status } });
     }
-    const lane = this.#lanes.get(job.type);
-    const running = lane?.running.get(job.id);
-    if (running) {
-      running.abort(new Canceled());
-    } else if (lane) {
-      lane.waiting = lane.waiting.filter((id) => id !== job.id);
-    }
+    // Running here: stopped at once. Running elsewhere: that runner hears the change and stops.
+    this.#lanes.get(job.type)?.running.get(job.id)?.abort(new Canceled());
     const canceled = await this.jobs.transition(job.id, 'CANCELED', { failure: null });
     const final = canceled ?? (await this.jobs.find(job.id)) ?? job;
     if (canceled) await this.#settle(canceled);
@@ -107,49 +146,14 @@ export class JobRunner {
   }
 
   /**
-   * Picks up after the last process: charges a crash interrupted are reconciled, final jobs
-   * are settled, waiting jobs are queued and running ones followed again at their engine.
-   * Everything before the stored mark is known settled and is not read again.
-   */
-  async recover(): Promise<{ resumed: number; settled: number }> {
-    const mark = (await this.store.get<number>(keys.jobQueueSettled())) ?? 0;
-    const { end } = await this.store.bounds(keys.jobQueue());
-    const ids = await this.store.range<string>(keys.jobQueue(), mark, end);
-    const found = await this.store.getMany<JobRecord>(ids.map((id) => keys.job(id)));
-    let firstOpen = -1;
-    let resumed = 0;
-    let settled = 0;
-    for (const [offset, stored] of found.entries()) {
-      let job = stored;
-      if (job && job.transactionId === null) job = await this.#reconcileCharge(job);
-      if (!job) continue;
-      if (isFinal(job)) {
-        if (!job.settled) {
-          await this.#settle(job);
-          settled += 1;
-        }
-        continue;
-      }
-      if (firstOpen < 0) firstOpen = offset;
-      if (this.handles(job.type)) {
-        this.enqueue(job);
-        resumed += 1;
-      } else {
-        await this.#fail(job, new AppError('NOT_CONFIGURED', `No engine for ${job.type} jobs is configured any more.`));
-      }
-    }
-    await this.store.set(keys.jobQueueSettled(), firstOpen < 0 ? end : mark + firstOpen);
-    return { resumed, settled };
-  }
-
-  /**
-   * Stops taking work. Running jobs stay IN_PROGRESS at their engines and are followed again
-   * after the next start.
+   * Stops taking work. Running jobs stay IN_PROGRESS at their engines; their leases are let go,
+   * so the next start, or another process at once, follows them again.
    */
   async stop(): Promise<void> {
     this.#stopping = true;
+    clearInterval(this.#poll);
+    this.#stopSignals?.();
     for (const lane of this.#lanes.values()) {
-      lane.waiting = [];
       for (const controller of lane.running.values()) controller.abort(new ServiceStopping());
     }
     await Promise.allSettled([...this.#runs]);
@@ -160,25 +164,63 @@ export class JobRunner {
     while (this.#runs.size > 0) await Promise.allSettled([...this.#runs]);
   }
 
-  #pump(lane: Lane): void {
-    while (!this.#stopping && lane.running.size < lane.worker.concurrency && lane.waiting.length > 0) {
-      const jobId = lane.waiting.shift()!;
-      const controller = new AbortController();
-      lane.running.set(jobId, controller);
-      const run = this.#run(lane.worker, jobId, controller)
-        .catch((error: unknown) => this.logger.error({ err: error, jobId }, 'job run failed unexpectedly'))
-        .finally(() => {
-          lane.running.delete(jobId);
-          this.#runs.delete(run);
-          this.#pump(lane);
-        });
-      this.#runs.add(run);
+  async #claimWhileRoom(): Promise<void> {
+    for (;;) {
+      if (this.#stopping) return;
+      const types = [...this.#lanes].filter(([, lane]) => lane.running.size < lane.worker.concurrency).map(([type]) => type);
+      if (types.length === 0) return;
+      const claimed = await this.store.jobs.claim({ workerId: this.#workerId, types, nowMillis: this.clock.nowMillis(), leaseMs: this.options.leaseMs });
+      if (!claimed) return;
+      if (this.#stopping) {
+        await this.store.jobs.releaseLease(claimed.job.id, this.#workerId);
+        return;
+      }
+      if (claimed.claims > 1) this.logger.info({ jobId: claimed.job.id, claims: claimed.claims }, 'job taken over from an earlier holder');
+      this.#begin(this.#lanes.get(claimed.job.type)!, claimed.job);
     }
   }
 
-  async #run(worker: JobWorker, jobId: string, controller: AbortController): Promise<void> {
-    let job = await this.jobs.find(jobId);
-    if (!job || isFinal(job)) return;
+  /** Runs a claimed job, renewing its lease until it ends here. */
+  #begin(lane: Lane, job: JobRecord): void {
+    const controller = new AbortController();
+    lane.running.set(job.id, controller);
+    const renewal = setInterval(() => {
+      this.store.jobs.renewLease(job.id, this.#workerId, this.clock.nowMillis(), this.options.leaseMs).then(
+        (held) => {
+          if (!held && !controller.signal.aborted) controller.abort(new LeaseLost());
+        },
+        (error: unknown) => this.logger.warn({ err: error, jobId: job.id }, 'renewing a job lease failed'),
+      );
+    }, Math.max(1, Math.floor(this.options.leaseMs / 3)));
+    const run = (isFinal(job) ? this.#settle(job) : this.#run(lane.worker, job, controller))
+      .catch((error: unknown) => this.logger.error({ err: error, jobId: job.id }, 'job run failed unexpectedly'))
+      .finally(async () => {
+        clearInterval(renewal);
+        await this.store.jobs.releaseLease(job.id, this.#workerId).catch(() => undefined);
+        lane.running.delete(job.id);
+        this.#runs.delete(run);
+        this.wake();
+      });
+    this.#runs.add(run);
+  }
+
+  /** A job running here that another process made final (a cancel) is stopped. */
+  #heard(jobId: string): void {
+    for (const lane of this.#lanes.values()) {
+      const controller = lane.running.get(jobId);
+      if (!controller) continue;
+      this.jobs.find(jobId).then(
+        (job) => {
+          if (job && isFinal(job) && !controller.signal.aborted) controller.abort(new Canceled());
+        },
+        () => undefined,
+      );
+    }
+  }
+
+  async #run(worker: JobWorker, claimed: JobRecord, controller: AbortController): Promise<void> {
+    const jobId = claimed.id;
+    let job: JobRecord | undefined = claimed;
     if (job.status === 'CREATED') {
       job = await this.jobs.transition(jobId, 'IN_PROGRESS', { startedMillis: this.clock.nowMillis() });
       if (!job) return;
@@ -201,15 +243,14 @@ export class JobRunner {
           const outputs = await worker.run(job, this.#engineRun(job, controller.signal));
           // Recorded even while stopping: the outputs are ours now, and engine URLs expire.
           const outputFiles = await this.#storeOutputs(job, outputs);
-          // A success with nothing more to do is settled in the same write.
-          const done = await this.jobs.transition(jobId, 'SUCCESS', { outputFiles, settled: worker.settle === undefined });
-          if (done && !done.settled) await this.#settle(done);
+          const done = await this.jobs.transition(jobId, 'SUCCESS', { outputFiles });
+          if (done) await this.#settle(done);
           this.logger.info({ ...log, outputs: outputFiles.length }, 'job succeeded');
           return;
         } catch (error) {
           const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
           if (this.#stopping || reason instanceof ServiceStopping) return;
-          if (reason instanceof Canceled) return; // `cancel` moved and settled the job
+          if (reason instanceof Canceled || reason instanceof LeaseLost) return; // the canceler, or the new holder, finishes the job
           job = (await this.jobs.find(jobId)) ?? job;
           if (isFinal(job)) return;
           const retryable = reason instanceof EngineError && reason.retryable && !controller.signal.aborted;
@@ -219,7 +260,7 @@ export class JobRunner {
             if (waited) continue;
           }
           const failure = controller.signal.aborted ? controller.signal.reason : reason;
-          if (failure instanceof ServiceStopping || failure instanceof Canceled) return;
+          if (failure instanceof ServiceStopping || failure instanceof Canceled || failure instanceof LeaseLost) return;
           this.logger.warn({ ...log, err: failure }, 'job failed');
           await this.#fail(job, failure);
           return;
@@ -269,14 +310,6 @@ export class JobRunner {
       await this.ledger.refund(job.transactionId, `Refund: job ${job.id} ${job.status === 'FAILED' ? 'failed' : 'was canceled'}`);
     }
     await this.#lanes.get(job.type)?.worker.settle?.(job);
-    await this.jobs.update(job.id, { settled: true });
-  }
-
-  /** A job written but not marked charged: attach its debit if the crash came after it, else drop it. */
-  async #reconcileCharge(job: JobRecord): Promise<JobRecord | undefined> {
-    const debit = await this.ledger.debitFor(job.accountId, job.id);
-    if (debit) return this.jobs.update(job.id, { transactionId: debit.id });
-    await this.store.delete(keys.job(job.id));
-    return undefined;
+    await this.jobs.settle(job.id);
   }
 }

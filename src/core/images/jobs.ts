@@ -1,9 +1,8 @@
 import { type Actor, actsFor } from '../actor.js';
 import { AppError, ValidationError, notFound } from '../errors.js';
-import { keys } from '../keys.js';
-import type { Ledger } from '../ledger.js';
-import type { Clock, IdGenerator, Store } from '../ports.js';
+import type { Clock, IdGenerator } from '../ports.js';
 import type { JobRecord, JobStatus, OutputFeedback, TransactionRecord } from '../records.js';
+import type { JobChange, Repositories, RepositoryStore } from '../repositories.js';
 
 /** What listeners hear about a job: its record after every change, and live progress. */
 export interface JobEvent {
@@ -31,53 +30,88 @@ export type NewJob = Pick<JobRecord, 'type' | 'payload' | 'faceModel' | 'photos'
 
 export const feedbackLimits = { characters: 2000 } as const;
 
+/** How often a waiter reads a job again in case a signal from another process was missed. */
+const pollMs = 1_000;
+
 /**
  * Jobs as stored records: creation with its charge, reads, status changes and the events
- * front ends follow. Running jobs is the `JobRunner`'s part.
+ * front ends follow, from this process and (through the store's job signals) from every other.
+ * Running jobs is the `JobRunner`'s part.
  */
 export class Jobs {
   readonly #listeners = new Set<JobListener>();
   readonly #progress = new Map<string, number>();
+  /** What was last told of each job, so a signal about a change already told is not told twice. */
+  readonly #told = new Map<string, string>();
+  #stopListening: (() => void) | undefined;
 
   constructor(
-    private readonly store: Store,
-    private readonly ledger: Ledger,
+    private readonly store: RepositoryStore,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
   ) {}
 
+  /** Hears job changes made by every process (this one's are told at once, without it). */
+  listen(): void {
+    this.#stopListening ??= this.store.onJobChanged((jobId) => {
+      if (this.#listeners.size === 0) return;
+      this.find(jobId).then(
+        (job) => job && this.#emit(job),
+        () => undefined,
+      );
+    });
+  }
+
+  stopListening(): void {
+    this.#stopListening?.();
+    this.#stopListening = undefined;
+  }
+
   /**
-   * Writes the job, then charges it. The job is in the work queue before the debit, so a
-   * crash in between leaves a trace recovery reconciles (`reconcileCharge`); a short
-   * balance removes the job again and nothing is charged.
+   * Writes the job and charges it in one transaction: no worker ever sees an unpaid job, and a
+   * short balance leaves no job behind. `alsoStore` adds what belongs with the job (a face
+   * model) to the same transaction.
    */
-  async create(newJob: NewJob, cost: number, reason: string): Promise<{ job: JobRecord; transaction: TransactionRecord }> {
+  async create(
+    newJob: NewJob,
+    cost: number,
+    reason: string,
+    alsoStore?: (repositories: Repositories, job: JobRecord) => Promise<void>,
+  ): Promise<{ job: JobRecord; transaction: TransactionRecord }> {
     const id = this.ids.uuid();
     const now = this.clock.nowMillis();
-    const draft: JobRecord = {
+    const transactionId = this.ids.uuid();
+    const job: JobRecord = {
       ...newJob,
       id,
       createdMillis: now,
       status: 'CREATED',
       statuses: [{ id: this.ids.uuid(), status: 'CREATED', createdMillis: now }],
       outputFiles: [],
-      transactionId: null,
+      transactionId,
       externalId: null,
       startedMillis: null,
       failure: null,
       settled: false,
     };
-    await this.store.set(keys.job(id), draft);
-    await this.store.append(keys.jobQueue(), () => id);
-    await this.store.append(keys.accountJobs(newJob.accountId), () => id);
-    let transaction: TransactionRecord;
-    try {
-      transaction = await this.ledger.debit(newJob.accountId, cost, reason, id);
-    } catch (error) {
-      await this.store.delete(keys.job(id));
-      throw error;
-    }
-    const job = await this.update(id, { transactionId: transaction.id });
+    const transaction = await this.store.transaction(async (repositories) => {
+      await repositories.jobs.create(job);
+      const debit = await repositories.ledger.debit({
+        id: transactionId,
+        accountId: newJob.accountId,
+        type: 'debit',
+        amount: cost,
+        reason,
+        createdMillis: now,
+        refundOf: null,
+        reference: id,
+      });
+      await alsoStore?.(repositories, job);
+      // Heard at commit: an idle runner in any process wakes for it.
+      await repositories.signals.jobChanged(id);
+      return debit;
+    });
+    this.#emit(job);
     return { job, transaction };
   }
 
@@ -90,33 +124,21 @@ export class Jobs {
 
   /** A job by id, charged or not; for the runner and recovery. */
   find(jobId: string): Promise<JobRecord | undefined> {
-    return this.store.get<JobRecord>(keys.job(jobId));
+    return this.store.jobs.get(jobId);
   }
 
   /** The account's jobs, newest first, `limit` at a time. */
   async list(accountId: string, limit: number, cursor?: string): Promise<JobPage> {
-    const list = keys.accountJobs(accountId);
-    const bounds = await this.store.bounds(list);
-    let end = bounds.end;
-    if (cursor !== undefined) {
-      if (!/^\d{1,12}$/.test(cursor)) throw ValidationError.field('query.cursor', 'is not a cursor this API gave out');
-      end = Math.min(Number(cursor), bounds.end);
-    }
-    const start = Math.max(bounds.start, end - limit);
-    const ids = await this.store.range<string>(list, start, end);
-    const records = await this.store.getMany<JobRecord>(ids.reverse().map((id) => keys.job(id)));
-    // Jobs refused for a short balance leave a hole; uncharged jobs are not the caller's yet.
-    const jobs = records.filter((job): job is JobRecord => job !== undefined && job.transactionId !== null);
-    return start > bounds.start ? { jobs, nextCursor: String(start) } : { jobs };
+    if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) throw ValidationError.field('query.cursor', 'is not a cursor this API gave out');
+    const page = await this.store.jobs.listFor(accountId, { limit, cursor });
+    return page.nextCursor === null ? { jobs: page.jobs } : { jobs: page.jobs, nextCursor: page.nextCursor };
   }
 
-  /** Changes fields of a job under its lock and tells the listeners. */
-  async update(jobId: string, change: Partial<JobRecord> | ((job: JobRecord) => Partial<JobRecord>)): Promise<JobRecord> {
-    const job = await this.store.withLock(keys.job(jobId), async () => {
-      const current = await this.find(jobId);
-      if (!current) throw notFound('Job', jobId);
-      const updated = { ...current, ...(typeof change === 'function' ? change(current) : change) };
-      await this.store.set(keys.job(jobId), updated);
+  /** Changes fields of a job that do not move its status, and tells the listeners everywhere. */
+  async update(jobId: string, change: JobChange | ((job: JobRecord) => JobChange)): Promise<JobRecord> {
+    const job = await this.store.transaction(async (repositories) => {
+      const updated = await repositories.jobs.update(jobId, change);
+      await repositories.signals.jobChanged(jobId);
       return updated;
     });
     this.#emit(job);
@@ -125,23 +147,38 @@ export class Jobs {
 
   /**
    * Moves a job to `status`, newest first in its history. A final job does not move again:
-   * the first final status wins (a cancel racing a success, a timeout racing a failure),
-   * and the answer is undefined for the loser.
+   * the first final status wins (a cancel racing a success, in any process), and the answer
+   * is undefined for the loser.
    */
-  async transition(jobId: string, status: JobStatus, change: Partial<JobRecord> = {}): Promise<JobRecord | undefined> {
-    const job = await this.store.withLock(keys.job(jobId), async () => {
-      const current = await this.find(jobId);
-      if (!current || isFinal(current)) return undefined;
-      const entry = { id: this.ids.uuid(), status, createdMillis: this.clock.nowMillis() };
-      const updated: JobRecord = { ...current, ...change, status, statuses: [entry, ...current.statuses] };
-      await this.store.set(keys.job(jobId), updated);
-      return updated;
+  async transition(jobId: string, status: JobStatus, change: JobChange = {}): Promise<JobRecord | undefined> {
+    const entry = { id: this.ids.uuid(), status, createdMillis: this.clock.nowMillis() };
+    const job = await this.store.transaction(async (repositories) => {
+      const moved = await repositories.jobs.transition(jobId, entry, change);
+      if (moved) await repositories.signals.jobChanged(jobId);
+      return moved;
     });
     if (job) {
       if (isFinal(job)) this.#progress.delete(jobId);
       this.#emit(job);
     }
     return job;
+  }
+
+  /** Marks a final job settled (refunded and finished); true only for the one caller that did it. */
+  async settle(jobId: string): Promise<boolean> {
+    const settled = await this.store.transaction(async (repositories) => {
+      const done = await repositories.jobs.settle(jobId);
+      if (done) await repositories.signals.jobChanged(jobId);
+      return done;
+    });
+    const job = settled ? await this.find(jobId) : undefined;
+    if (job) this.#emit(job);
+    return settled;
+  }
+
+  /** How many jobs wait ahead of this one in the shared queue (0: next), or undefined if it does not wait. */
+  position(job: JobRecord): Promise<number | undefined> {
+    return this.store.jobs.waitingAhead(job.id, this.clock.nowMillis());
   }
 
   /** Records a person's verdict on one output: `like` true/false and an optional comment. */
@@ -194,29 +231,36 @@ export class Jobs {
 
   /**
    * The job once it is final and settled (a failure already refunded), or undefined when
-   * `timeoutMs` passes first.
+   * `timeoutMs` passes first. Heard from whichever process runs it, with a read every second
+   * as the fallback for a signal that never came.
    */
   async waitForFinal(jobId: string, timeoutMs: number): Promise<JobRecord | undefined> {
     let unsubscribe: () => void = () => undefined;
     let timer: NodeJS.Timeout | undefined;
+    let poll: NodeJS.Timeout | undefined;
     try {
       return await new Promise<JobRecord | undefined>((resolve, reject) => {
-        unsubscribe = this.subscribe(({ job }) => {
-          if (job.id === jobId && isFinal(job) && job.settled) resolve(job);
-        });
+        const check = (job: JobRecord | undefined) => {
+          if (job && job.id === jobId && isFinal(job) && job.settled) resolve(job);
+        };
+        unsubscribe = this.subscribe(({ job }) => check(job));
         timer = setTimeout(() => resolve(undefined), timeoutMs);
         // Read after subscribing, so a job finishing in between is not missed.
-        this.find(jobId).then((job) => {
-          if (job && isFinal(job) && job.settled) resolve(job);
-        }, reject);
+        this.find(jobId).then(check, reject);
+        poll = setInterval(() => this.find(jobId).then(check, () => undefined), pollMs);
       });
     } finally {
       unsubscribe();
       clearTimeout(timer);
+      clearInterval(poll);
     }
   }
 
   #emit(job: JobRecord): void {
+    const told = `${job.status}:${job.statuses.length}:${job.settled}:${job.outputFiles.length}:${job.externalId}:${this.#progress.get(job.id) ?? ''}:${JSON.stringify(job.outputFiles.map((file) => file.feedback))}`;
+    if (this.#told.get(job.id) === told) return;
+    if (this.#told.size > 10_000) this.#told.clear();
+    this.#told.set(job.id, told);
     const event = { job, progress: this.#progress.get(job.id) ?? null };
     for (const listener of this.#listeners) {
       try {

@@ -1,11 +1,11 @@
 import { AppError } from '../errors.js';
-import { keys } from '../keys.js';
-import type { FaceTrainer, FileLinks, ImageEngine, ImagePayload, Store } from '../ports.js';
+import type { FaceTrainer, FileLinks, ImageEngine, ImagePayload } from '../ports.js';
 import type { FaceModelRecord, JobRecord } from '../records.js';
+import type { RepositoryStore } from '../repositories.js';
 import type { JobWorker } from './job-runner.js';
 
 /** Image jobs on a diffusion engine, with the job's face model applied by a fresh signed URL. */
-export function imageWorker(engine: ImageEngine, store: Store, links: FileLinks, timeLimitMs: number): JobWorker {
+export function imageWorker(engine: ImageEngine, store: RepositoryStore, links: FileLinks, timeLimitMs: number): JobWorker {
   return {
     provider: engine.provider,
     concurrency: engine.concurrency,
@@ -13,7 +13,7 @@ export function imageWorker(engine: ImageEngine, store: Store, links: FileLinks,
     run: async (job, run) => {
       let faceModel = null;
       if (job.faceModel) {
-        const model = await store.get<FaceModelRecord>(keys.faceModel(job.faceModel.id));
+        const model = await store.faceModels.get(job.faceModel.id);
         if (!model || model.status !== 'SUCCESS' || !model.archive || !model.triggerToken) {
           throw new AppError('FACE_MODEL_NOT_READY', `Face model ${job.faceModel.id} is no longer usable.`);
         }
@@ -29,7 +29,7 @@ export function imageWorker(engine: ImageEngine, store: Store, links: FileLinks,
  * the job's output (kept in our storage by the runner), and settling the job makes the
  * character's model usable with that archive, or marks it failed.
  */
-export function trainingWorker(trainer: FaceTrainer, store: Store, links: FileLinks, timeLimitMs: number): JobWorker {
+export function trainingWorker(trainer: FaceTrainer, store: RepositoryStore, links: FileLinks, timeLimitMs: number): JobWorker {
   return {
     provider: trainer.provider,
     concurrency: trainer.concurrency,
@@ -59,15 +59,16 @@ function trainingParts(job: JobRecord) {
 }
 
 export async function updateFaceModel(
-  store: Store,
+  store: RepositoryStore,
   modelId: string,
   change: (model: FaceModelRecord) => FaceModelRecord,
 ): Promise<FaceModelRecord | undefined> {
-  return store.withLock(keys.faceModel(modelId), async () => {
-    const model = await store.get<FaceModelRecord>(keys.faceModel(modelId));
+  // Read and written in one transaction, so two processes settling at once agree.
+  return store.transaction(async ({ faceModels }) => {
+    const model = await faceModels.get(modelId);
     if (!model) return undefined;
     const updated = change(model);
-    if (updated !== model) await store.set(keys.faceModel(modelId), updated);
+    if (updated !== model) await faceModels.update(updated);
     return updated;
   });
 }

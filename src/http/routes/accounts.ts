@@ -70,26 +70,17 @@ export function accountRoutes({ core, serializers }: RouteDependencies) {
   });
 
   app.get('/:accountId/balance', async (context) => {
-    const account = await core.accounts.get(context.get('actor'), uuidParam(context, 'accountId'));
-    return context.json({ success: true, balance: await core.ledger.balance(account.id) });
+    return context.json({ success: true, balance: await core.accounts.balance(context.get('actor'), uuidParam(context, 'accountId')) });
   });
 
   app.post('/:accountId/balance', async (context) => {
-    const actor = context.get('actor');
-    requireAdmin(actor);
-    const account = await core.accounts.get(actor, uuidParam(context, 'accountId'));
     const body = await readJson(context, creditBody);
-    const transaction = await core.ledger.credit(account.id, body.amount, body.reason);
-    return context.json({
-      success: true,
-      transactionId: transaction.id,
-      balance: await core.ledger.balance(account.id),
-    });
+    const { transaction, balance } = await core.accounts.credit(context.get('actor'), uuidParam(context, 'accountId'), body.amount, body.reason);
+    return context.json({ success: true, transactionId: transaction.id, balance });
   });
 
   app.get('/:accountId/transactions', async (context) => {
-    const account = await core.accounts.get(context.get('actor'), uuidParam(context, 'accountId'));
-    const transactions = await core.ledger.transactions(account.id);
+    const transactions = await core.accounts.transactions(context.get('actor'), uuidParam(context, 'accountId'));
     return context.json({
       success: true,
       transactions: transactions.reverse().map((transaction) => serializers.transaction(transaction)),

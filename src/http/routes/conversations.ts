@@ -1,11 +1,9 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { withoutReplaced } from '../../core/conversations.js';
 import { accountInScope } from '../account-scope.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { streamReply } from '../stream-reply.js';
-import { ResponseCache } from '../response-cache.js';
 import { readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
 const createBody = z.object({
@@ -43,22 +41,15 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     return context.json({ success: true, conversations: views.map((view) => serializers.conversation(view)) });
   });
 
-  const reads = new ResponseCache();
   app.get('/:conversationId', async (context) => {
     const conversation = await core.conversations.get(context.get('actor'), uuidParam(context, 'conversationId'));
-    const [view, bounds, summary] = await Promise.all([
+    // Read fresh every time: another process may have appended since (replaced replies are left out).
+    const [view, messages, summary] = await Promise.all([
       core.conversations.view(conversation),
-      core.conversations.bounds(conversation.id),
+      core.conversations.messages(conversation.id),
       core.chat.summary(conversation.id),
     ]);
-    // Everything the body is made of: the records, the message list's bounds, the summary and the URL expiry.
-    const sources = [conversation, view.character, ...view.accounts, bounds, summary, dependencies.signer.expiry()];
-    let body = reads.get(conversation.id, sources);
-    if (body === undefined) {
-      const messages = withoutReplaced(await core.conversations.messages(conversation.id));
-      body = serializers.conversationWithMessagesJson(view, messages, summary?.text ?? null);
-      reads.set(conversation.id, sources, body);
-    }
+    const body = serializers.conversationWithMessagesJson(view, messages, summary?.text ?? null);
     return context.body(body, 200, { 'Content-Type': 'application/json' });
   });
 

@@ -41,7 +41,7 @@ export function imageRoutes(dependencies: RouteDependencies & { synchronousImage
     const { job, transaction } = await core.images.create(context.get('actor'), input);
     const created = { success: true as const, jobId: job.id, transactionId: transaction.id };
     if (!synchronous) return context.json(created, 201);
-    const final = await core.images.jobs.waitForFinal(job.id, dependencies.synchronousImageWaitMs);
+    const final = await core.images.waitForFinal(context.get('actor'), job.id, dependencies.synchronousImageWaitMs);
     if (!final) {
       // Past the wait limit the job goes on; the client polls it like an asynchronous one.
       context.header('Location', `/api/v0/jobs/${job.id}`);
@@ -64,14 +64,14 @@ export function imageRoutes(dependencies: RouteDependencies & { synchronousImage
     const page = await core.images.list(actor, accountId, query.limit, query.cursor);
     return context.json({
       success: true,
-      jobs: page.jobs.map((job) => serializers.job(job, core.images.jobs.progressOf(job.id))),
+      jobs: page.jobs.map((job) => serializers.job(job, core.images.progressOf(job.id))),
       ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
     });
   });
 
   app.get('/jobs/:jobId', async (context) => {
     const job = await core.images.get(context.get('actor'), uuidParam(context, 'jobId'));
-    return context.json({ success: true, job: serializers.job(job, core.images.jobs.progressOf(job.id), core.images.position(job)) });
+    return context.json({ success: true, job: serializers.job(job, core.images.progressOf(job.id), await core.images.position(job)) });
   });
 
   app.post('/jobs/:jobId/cancel', async (context) => {

@@ -7,7 +7,7 @@ import type {
   StoredConversation,
   StoredMessage,
 } from '../../core/repositories.js';
-import type { ParticipantType } from '../../core/records.js';
+import type { FileReference, ParticipantType } from '../../core/records.js';
 import { type SqlContext, atomic, isForeignKeyViolation } from './sql-context.js';
 import type { Database } from './schema.js';
 
@@ -90,12 +90,15 @@ export class SqlConversationRepository implements ConversationRepository {
           created_micros: message.createdMicros,
           file_key: message.file?.key ?? null,
           file_mime_type: message.file?.mimeType ?? null,
+          file_width: message.file?.width ?? null,
+          file_height: message.file?.height ?? null,
           finish_reason: message.finishReason ?? null,
           superseded_micros: null,
         })
         .returning('position')
         .executeTakeFirstOrThrow();
-      return { ...message, conversationId, position: Number(position), finishReason: message.finishReason ?? null, supersededMicros: null };
+      const { finishReason, ...rest } = message;
+      return { ...rest, ...(finishReason ? { finishReason } : {}), conversationId, position: Number(position), supersededMicros: null };
     } catch (error) {
       if (isForeignKeyViolation(error)) throw notFound('Conversation', conversationId);
       throw error;
@@ -181,8 +184,17 @@ function messageRecord(row: Selectable<Database['messages']>): StoredMessage {
     participantId: row.participant_id,
     participantType: row.participant_type as ParticipantType,
     createdMicros: Number(row.created_micros),
-    file: row.file_key === null ? null : { key: row.file_key, mimeType: row.file_mime_type ?? 'application/octet-stream' },
-    finishReason: row.finish_reason,
+    file: row.file_key === null ? null : fileReference(row),
+    ...(row.finish_reason === null ? {} : { finishReason: row.finish_reason }),
     supersededMicros: row.superseded_micros === null ? null : Number(row.superseded_micros),
+  };
+}
+
+function fileReference(row: Selectable<Database['messages']>): FileReference {
+  return {
+    key: row.file_key ?? '',
+    mimeType: row.file_mime_type ?? 'application/octet-stream',
+    ...(row.file_width === null ? {} : { width: Number(row.file_width) }),
+    ...(row.file_height === null ? {} : { height: Number(row.file_height) }),
   };
 }

@@ -154,6 +154,23 @@ export class SqlJobRepository implements JobRepository {
     return statusesIn(this.context.db, jobId);
   }
 
+  async waitingAhead(jobId: string, nowMillis: number): Promise<number | undefined> {
+    const { db } = this.context;
+    const waiting = (query: ReturnType<typeof db.selectFrom<'jobs'>>) =>
+      query
+        .where(sql<boolean>`settled = 0`)
+        .where('status', '=', 'CREATED')
+        .where((where) => where.or([where('lease_owner', 'is', null), where('lease_expires_millis', '<=', nowMillis)]));
+    const job = await waiting(db.selectFrom('jobs')).select(['position', 'type']).where('id', '=', jobId).executeTakeFirst();
+    if (!job) return undefined;
+    const { count } = await waiting(db.selectFrom('jobs'))
+      .select((expression) => expression.fn.countAll<number>().as('count'))
+      .where('type', '=', job.type)
+      .where('position', '<', job.position)
+      .executeTakeFirstOrThrow();
+    return Number(count);
+  }
+
   async #statusesOf(jobIds: readonly string[]): Promise<Map<string, JobStatusEntry[]>> {
     const byJob = new Map<string, JobStatusEntry[]>();
     if (jobIds.length === 0) return byJob;

@@ -259,5 +259,12 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0003-message-image-size': {
+      // An image message's pixel size counts its tokens in the prompt; it is known at ingest.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('messages').addColumn('file_width', 'integer').execute();
+        await db.schema.alterTable('messages').addColumn('file_height', 'integer').execute();
+      },
+    },
   };
 }

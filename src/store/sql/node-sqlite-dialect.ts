@@ -62,6 +62,8 @@ interface SharedDatabase {
   /** Resolves when the current holder (a query, or a whole transaction) releases the connection. */
   queue: Promise<void>;
   users: number;
+  /** Settles once the opening pragmas ran (they may wait for another process's lock). */
+  ready: Promise<void>;
 }
 
 const openDatabases = new Map<string, SharedDatabase>();
@@ -77,19 +79,32 @@ class NodeSqliteDriver implements Driver {
     if (existing) {
       existing.users += 1;
       this.#shared = existing;
+      await existing.ready;
       return;
     }
     const database = new DatabaseSync(this.options.path);
     // SQLite's own busy wait would sleep on the event loop; wait briefly here, then retry
     // asynchronously (see executeQuery) up to busyTimeoutMs.
     database.exec('PRAGMA busy_timeout = 2');
-    database.exec('PRAGMA journal_mode = WAL');
-    // NORMAL is durable in WAL mode except for the last transactions on power loss, not on a crash.
-    database.exec('PRAGMA synchronous = NORMAL');
-    database.exec('PRAGMA foreign_keys = ON');
+    const ready = (async () => {
+      // Switching to WAL takes the file's lock: processes opening one file at once wait their turn.
+      await retryWhileBusy(() => database.exec('PRAGMA journal_mode = WAL'), this.options.busyTimeoutMs ?? 10_000);
+      // NORMAL is durable in WAL mode except for the last transactions on power loss, not on a crash.
+      database.exec('PRAGMA synchronous = NORMAL');
+      database.exec('PRAGMA foreign_keys = ON');
+    })();
     const connection = new NodeSqliteConnection(database, this.options.busyTimeoutMs ?? 10_000);
-    this.#shared = { database, connection, queue: Promise.resolve(), users: 1 };
+    // Registered before waiting, so this process still opens the file once.
+    this.#shared = { database, connection, queue: Promise.resolve(), users: 1, ready };
     if (key !== undefined) openDatabases.set(key, this.#shared);
+    try {
+      await ready;
+    } catch (error) {
+      if (key !== undefined) openDatabases.delete(key);
+      this.#shared = undefined;
+      database.close();
+      throw error;
+    }
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -201,4 +216,19 @@ function toSqlite(value: unknown): SQLInputValue {
   if (typeof value === 'boolean') return value ? 1 : 0;
   if (value === undefined) return null;
   return value as SQLInputValue;
+}
+
+/** Runs `statement` again after short timer waits while another process holds the file's lock. */
+async function retryWhileBusy(statement: () => void, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
+    try {
+      statement();
+      return;
+    } catch (error) {
+      const busy = (error as { errcode?: number }).errcode === 5 || (error as { errcode?: number }).errcode === 6;
+      if (!busy || Date.now() >= deadline) throw error;
+      await sleep(wait);
+    }
+  }
 }

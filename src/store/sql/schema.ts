@@ -102,6 +102,8 @@ export interface MessagesTable {
   created_micros: number;
   file_key: string | null;
   file_mime_type: string | null;
+  file_width: number | null;
+  file_height: number | null;
   finish_reason: string | null;
   superseded_micros: number | null;
 }

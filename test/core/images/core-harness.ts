@@ -5,9 +5,8 @@ import { type Actor, accountActor } from '../../../src/core/actor.js';
 import { createRandomIds, createSystemClock } from '../../../src/core/clock.js';
 import { type Core, type CoreDependencies, createCore } from '../../../src/core/core.js';
 import { createOpenAICompatibleChatModel } from '../../../src/engines/chat/openai-compatible.js';
-import { openStore } from '../../../src/store/create-keyv.js';
 import { DiskFileStore } from '../../../src/store/file-store.js';
-import type { KeyvStore } from '../../../src/store/keyv-store.js';
+import { type SqlStore, openSqlStore } from '../../../src/store/sql/sql-store.js';
 import { ScriptedImageEngine, ScriptedTrainer } from './scripted-engines.js';
 import { createSharpImageCodec } from '../../../src/media/sharp-image-codec.js';
 
@@ -15,13 +14,18 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 export interface CoreHarness {
   core: Core;
-  store: KeyvStore;
+  repositories: SqlStore;
   engine: ScriptedImageEngine;
   trainer: ScriptedTrainer;
   /** A new account with `balance` credits, and the actor acting as it. */
   account(balance: number): Promise<{ actor: Actor; accountId: string; characterId: string }>;
   /** Stops the core as the service does on SIGTERM and builds a new one on the same store. */
   restart(options?: { engine?: ScriptedImageEngine }): Promise<void>;
+  /**
+   * Leaves the running core as a killed process would (its leases neither renewed nor let go)
+   * and starts a second one on the same database with a new engine.
+   */
+  abandon(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -30,11 +34,11 @@ type ImageOptions = NonNullable<CoreDependencies['options']['images']>;
 /** The core alone on a real SQLite store and file store, with scripted engines. */
 export async function startCoreHarness(images: ImageOptions = {}, engineConcurrency = 2): Promise<CoreHarness> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-jobs-'));
-  const storeUrl = `sqlite://${path.join(directory, 'store.sqlite')}`;
+  const repositoriesUrl = `sqlite://${path.join(directory, 'likeness.sqlite')}`;
   const files = new DiskFileStore(path.join(directory, 'files'));
-  const build = (store: KeyvStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
+  const build = (repositories: SqlStore, engine: ScriptedImageEngine, trainer: ScriptedTrainer) =>
     createCore({
-      store,
+      repositories,
       files,
       chatModel: createOpenAICompatibleChatModel({ baseURL: 'http://127.0.0.1:9/v1', model: 'unused' }),
       imageCodec: createSharpImageCodec(),
@@ -50,8 +54,9 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
         images: { retryDelayMs: 10, ...images },
       },
     });
+  const abandoned: Core[] = [];
   const harness: CoreHarness = {
-    store: await openStore(storeUrl),
+    repositories: await openSqlStore(repositoriesUrl),
     engine: new ScriptedImageEngine(engineConcurrency),
     trainer: new ScriptedTrainer(),
     core: undefined as unknown as Core,
@@ -61,21 +66,32 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
       return { actor: accountActor(account.id), accountId: account.id, characterId: account.characterId };
     },
     restart: async (options = {}) => {
-      await harness.core.images.runner.stop();
-      await harness.store.close();
-      harness.store = await openStore(storeUrl);
+      await harness.core.images.stop();
+      await harness.repositories.close();
+      harness.repositories = await openSqlStore(repositoriesUrl);
       harness.engine = options.engine ?? new ScriptedImageEngine(engineConcurrency);
       harness.trainer = new ScriptedTrainer();
-      harness.core = build(harness.store, harness.engine, harness.trainer);
-      await harness.core.images.runner.recover();
+      harness.core = build(harness.repositories, harness.engine, harness.trainer);
+      await harness.core.images.start();
+    },
+    abandon: async () => {
+      abandoned.push(harness.core);
+      // Without its database the old core renews nothing and lets nothing go, as if killed;
+      // its engine runs stay where they are.
+      await harness.repositories.close();
+      harness.repositories = await openSqlStore(repositoriesUrl);
+      harness.engine = new ScriptedImageEngine(engineConcurrency);
+      harness.core = build(harness.repositories, harness.engine, harness.trainer);
+      await harness.core.images.start();
     },
     close: async () => {
-      await harness.core.images.runner.stop();
-      await harness.store.close();
+      await Promise.all(abandoned.map((core) => core.images.stop()));
+      await harness.core.images.stop();
+      await harness.repositories.close();
       await rm(directory, { recursive: true, force: true });
     },
   };
-  harness.core = build(harness.store, harness.engine, harness.trainer);
-  await harness.core.images.runner.recover();
+  harness.core = build(harness.repositories, harness.engine, harness.trainer);
+  await harness.core.images.start();
   return harness;
 }

@@ -1,6 +1,7 @@
 import { PNG } from 'pngjs';
 import { zipSync } from 'fflate';
 import { afterEach, describe, expect, it } from 'vitest';
+import { adminActor } from '../../../src/core/actor.js';
 import { AppError, ValidationError } from '../../../src/core/errors.js';
 import type { JobRecord } from '../../../src/core/records.js';
 import { type CoreHarness, startCoreHarness } from './core-harness.js';
@@ -20,7 +21,7 @@ function photo(shade: number): Uint8Array {
 const photos = (count: number) => Array.from({ length: count }, (_, index) => ({ filename: `face-${index}.png`, data: photo(index * 10) }));
 
 async function final(jobId: string): Promise<JobRecord> {
-  const job = await harness.core.images.jobs.waitForFinal(jobId, 5000);
+  const job = await harness.core.images.waitForFinal(adminActor, jobId, 5000);
   if (!job) throw new Error(`job ${jobId} did not finish`);
   return job;
 }

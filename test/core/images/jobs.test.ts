@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { adminActor } from '../../../src/core/actor.js';
 import { AppError, ValidationError } from '../../../src/core/errors.js';
-import { keys } from '../../../src/core/keys.js';
 import type { JobRecord } from '../../../src/core/records.js';
 import { type CoreHarness, startCoreHarness } from './core-harness.js';
 import { engineDown, engineRefused } from './scripted-engines.js';
@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 async function final(jobId: string): Promise<JobRecord> {
-  const job = await harness.core.images.jobs.waitForFinal(jobId, 5000);
+  const job = await harness.core.images.waitForFinal(adminActor, jobId, 5000);
   if (!job) throw new Error(`job ${jobId} did not finish`);
   return job;
 }
@@ -99,7 +99,7 @@ describe('image jobs', () => {
     expect(failed.failure).toEqual({ code: 'ENGINE_FAILED', message: expect.stringContaining('refused this request') });
     expect(failed.failure?.message).not.toContain('flagged');
     await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(3);
-    await expect.poll(async () => (await harness.core.images.jobs.find(job.id))?.settled).toBe(true);
+    await expect.poll(async () => (await harness.core.images.find(job.id))?.settled).toBe(true);
     const kinds = (await harness.core.ledger.transactions(accountId)).map((transaction) => transaction.type);
     expect(kinds).toEqual(['credit', 'debit', 'refund']);
   });
@@ -145,7 +145,7 @@ describe('image jobs', () => {
     const running = await harness.core.images.create(actor, { prompt: 'first' });
     const queued = await harness.core.images.create(actor, { prompt: 'second' });
     const run = await harness.engine.runs.nth(0);
-    expect(harness.core.images.position(queued.job)).toBe(0);
+    expect(await harness.core.images.position(queued.job)).toBe(0);
     expect((await harness.core.images.cancel(actor, queued.job.id)).status).toBe('CANCELED');
     const canceled = await harness.core.images.cancel(actor, running.job.id);
     expect(canceled.statuses.map((entry) => entry.status)).toEqual(['CANCELED', 'IN_PROGRESS', 'CREATED']);
@@ -250,8 +250,8 @@ describe('image jobs across a restart', () => {
     const { job } = await harness.core.images.create(actor, { prompt: 'just in time' });
     const run = await harness.engine.runs.nth(0);
     run.finish();
-    await harness.core.images.runner.stop();
-    const stored = await harness.store.get<JobRecord>(keys.job(job.id));
+    await harness.core.images.stop();
+    const stored = await harness.repositories.jobs.get(job.id);
     expect(stored?.status).toBe('SUCCESS');
     expect(stored?.outputFiles).toHaveLength(1);
   });
@@ -261,9 +261,8 @@ describe('image jobs across a restart', () => {
     const { actor, accountId } = await harness.account(1);
     const { job } = await harness.core.images.create(actor, { prompt: 'x' });
     await harness.engine.runs.nth(0);
-    await harness.core.images.runner.stop();
-    const stored = await harness.store.get<JobRecord>(keys.job(job.id));
-    await harness.store.set(keys.job(job.id), { ...stored!, startedMillis: Date.now() - 200_000 });
+    await harness.core.images.stop();
+    await harness.repositories.jobs.update(job.id, { startedMillis: Date.now() - 200_000 });
     await harness.restart();
     const failed = await final(job.id);
     expect(failed.failure?.code).toBe('ENGINE_TIMEOUT');
@@ -271,26 +270,20 @@ describe('image jobs across a restart', () => {
     expect(harness.engine.runs.started).toHaveLength(0);
   });
 
-  it('reconciles a crash between the debit and the job, and drops a job never charged', async () => {
-    harness = await startCoreHarness();
-    const { actor, accountId } = await harness.account(5);
-    const { job } = await harness.core.images.create(actor, { prompt: 'charged' });
-    await harness.engine.runs.nth(0);
-    await harness.core.images.runner.stop();
-    // As if the process died after the debit but before the job recorded it…
-    const stored = (await harness.store.get<JobRecord>(keys.job(job.id)))!;
-    await harness.store.set(keys.job(job.id), { ...stored, transactionId: null });
-    // …and another died after writing a job but before charging it.
-    const uncharged = { ...stored, id: '00000000-0000-4000-8000-000000000001', transactionId: null, externalId: null, status: 'CREATED' as const };
-    await harness.store.set(keys.job(uncharged.id), uncharged);
-    await harness.store.append(keys.jobQueue(), () => uncharged.id);
-    await harness.restart();
-    (await harness.engine.runs.nth(0)).finish();
-    const done = await final(job.id);
-    expect(done.transactionId).toBe(stored.transactionId);
-    expect(await harness.store.get(keys.job(uncharged.id))).toBeUndefined();
-    expect(harness.engine.runs.started).toHaveLength(1);
-    expect(await harness.core.ledger.balance(accountId)).toBe(4);
+  it('takes over the jobs of a process that died holding them, once its lease runs out', async () => {
+    harness = await startCoreHarness({ leaseMs: 400, claimPollMs: 50 }, 1);
+    const { actor, accountId } = await harness.account(2);
+    const { job } = await harness.core.images.create(actor, { prompt: 'orphaned', seed: 3 });
+    const first = await harness.engine.runs.nth(0);
+    // As if the holder died: nothing renews its lease any more, and nothing releases it.
+    await harness.abandon();
+    const resumed = await harness.engine.runs.nth(0);
+    expect(resumed.request.jobId).toBe(job.id);
+    expect(resumed.run.resumeId).toBe(`prediction-${job.id}`);
+    expect(first.run.signal.aborted).toBe(false);
+    resumed.finish();
+    expect((await final(job.id)).status).toBe('SUCCESS');
+    expect(await harness.core.ledger.balance(accountId)).toBe(1);
   });
 
   it('refunds a job that failed just before a crash left it unsettled', async () => {
@@ -298,12 +291,11 @@ describe('image jobs across a restart', () => {
     const { actor, accountId } = await harness.account(1);
     const { job } = await harness.core.images.create(actor, { prompt: 'x' });
     await harness.engine.runs.nth(0);
-    await harness.core.images.runner.stop();
-    const stored = (await harness.store.get<JobRecord>(keys.job(job.id)))!;
-    await harness.store.set(keys.job(job.id), { ...stored, status: 'FAILED', failure: { code: 'ENGINE_FAILED', message: 'boom' }, settled: false });
+    await harness.core.images.stop();
+    await harness.repositories.jobs.transition(job.id, { id: 'failed-before-the-crash', status: 'FAILED', createdMillis: Date.now() }, { failure: { code: 'ENGINE_FAILED', message: 'boom' } });
     await harness.restart();
-    expect(await harness.core.ledger.balance(accountId)).toBe(1);
-    expect((await harness.store.get<JobRecord>(keys.job(job.id)))?.settled).toBe(true);
+    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(1);
+    await expect.poll(async () => (await harness.repositories.jobs.get(job.id))?.settled).toBe(true);
     // A second restart does not refund again.
     await harness.restart();
     expect(await harness.core.ledger.balance(accountId)).toBe(1);

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { KeyedLock } from '../../src/store/keyed-lock.js';
+import { KeyedLock } from '../../src/bot/keyed-lock.js';
 
 describe('KeyedLock', () => {
   it('runs tasks on one name one at a time, in the order they asked', async () => {
