@@ -103,6 +103,7 @@ const variables = {
   IMAGE_JOB_TIMEOUT_SECONDS: integer(600, 1, 86_400),
   TRAINING_JOB_TIMEOUT_SECONDS: integer(3600, 1, 7 * 86_400),
   IMAGE_SYNC_WAIT_SECONDS: integer(120, 1, 600),
+  IMAGE_JOB_LEASE_SECONDS: integer(30, 1, 600),
   DISCORD_TOKEN: text(),
   DISCORD_API_BASE: httpUrl(),
   DISCORD_GUILD_ID: checkedText((value) => snowflake.test(value), 'must be a Discord id (digits)'),
@@ -218,6 +219,8 @@ function toConfig(values: Variables, workingDirectory: string) {
       trainingTimeLimitMs: values.TRAINING_JOB_TIMEOUT_SECONDS * 1000,
       /** How long `synchronous: true` waits before answering with the job id instead. */
       synchronousWaitMs: values.IMAGE_SYNC_WAIT_SECONDS * 1000,
+      /** How long a process's claim on a job lasts unrenewed: a dead process's jobs wait this long for another. */
+      leaseMs: values.IMAGE_JOB_LEASE_SECONDS * 1000,
     },
     discord: {
       /** The bot runs only when a token is set. */

@@ -1,5 +1,6 @@
 // First: node:sqlite's ExperimentalWarning is printed when the module loads.
 import './silence-sqlite-warning.js';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
@@ -92,7 +93,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       startingBalance: config.startingBalance,
       adminApiKey: config.adminApiKey,
       chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary, maxReplyCharacters: config.llm.maxReplyCharacters },
-      images: config.images,
+      images: { ...config.images, workerName: `${os.hostname()}:${process.pid}` },
     },
   });
   // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.

@@ -30,6 +30,8 @@ export interface JobRunnerOptions {
   leaseMs: number;
   /** How often the shared queue is read for work no signal announced (a dead holder's jobs). */
   claimPollMs: number;
+  /** Names this runner's leases in the database (host and pid), so an operator can tell whose they are. */
+  workerName?: string;
 }
 
 export const defaultJobRunnerOptions: JobRunnerOptions = { attempts: 3, retryDelayMs: 2_000, leaseMs: 30_000, claimPollMs: 2_000 };
@@ -80,7 +82,7 @@ export class JobRunner {
     workers: Partial<Record<JobType, JobWorker>>,
     private readonly options: JobRunnerOptions = defaultJobRunnerOptions,
   ) {
-    this.#workerId = `runner-${ids.uuid()}`;
+    this.#workerId = `${options.workerName ?? 'runner'}:${ids.uuid()}`;
     for (const [type, worker] of Object.entries(workers) as Array<[JobType, JobWorker]>) {
       this.#lanes.set(type, { worker, running: new Map() });
     }
