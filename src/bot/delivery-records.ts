@@ -1,22 +1,7 @@
 import type { JobDelivery, JobDeliveryRepository } from '../core/repositories.js';
 
-/** Where and to whom a job's result goes on Discord: everything needed after a restart. */
-export interface DeliveryRecord extends JobDelivery {
-  jobId: string;
-  /** `image`: the reply to /imagine (or a re-roll) becomes the images. `training`: the owner is told the face model's fate. */
-  kind: 'image' | 'training';
-  /** The interaction webhook that edits the reply; its token works until `tokenExpiresMillis`. */
-  applicationId: string;
-  interactionToken: string;
-  /** The interaction's creation plus Discord's 15 minutes. */
-  tokenExpiresMillis: number;
-  /** Where the result is posted as a new message once the token is no longer usable. */
-  channelId: string;
-  /** Who asked: mentioned in channel posts, messaged directly when the channel is gone. */
-  userId: string;
-  /** What the job is, as people read it: the prompt of an image, the character's name for a training. */
-  title: string;
-}
+/** Where and to whom a job's result goes on Discord (the core's `JobDelivery`). */
+export type DeliveryRecord = JobDelivery;
 
 /** Deliveries picked up at one start; more are left for later starts (never expected). */
 const pendingLimit = 10_000;

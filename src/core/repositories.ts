@@ -256,15 +256,21 @@ export interface DiscordLinkRepository {
   bindAccount(discordUserId: string, accountId: string): Promise<string>;
 }
 
-/** Where a job's result goes on Discord (the bot's `DeliveryRecord`, kept here in core terms). */
+/** Where and to whom a job's result goes on Discord: everything needed after a restart. */
 export interface JobDelivery {
   jobId: string;
+  /** `image`: the reply to /imagine (or a re-roll) becomes the images. `training`: the owner is told the face model's fate. */
   kind: 'image' | 'training';
+  /** The interaction webhook that edits the reply; its token works until `tokenExpiresMillis`. */
   applicationId: string;
   interactionToken: string;
+  /** The interaction's creation plus Discord's 15 minutes. */
   tokenExpiresMillis: number;
+  /** Where the result is posted as a new message once the token is no longer usable. */
   channelId: string;
+  /** Who asked: mentioned in channel posts, messaged directly when the channel is gone. */
   userId: string;
+  /** What the job is, as people read it: the prompt of an image, the character's name for a training. */
   title: string;
 }
 
