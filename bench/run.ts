@@ -13,6 +13,7 @@ import { benchmarkDiscordStreams } from './discord-streams.js';
 import { benchmarkImageJobs } from './images.js';
 import { benchmarkDiscordImages } from './discord-images.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
+import { benchmarkStore } from './store.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
 
 const only = process.argv.slice(2);
@@ -21,6 +22,8 @@ const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, mo
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'likeness-bench-'));
 try {
   if (selected('read')) results.conversationRead = await benchmarkConversationRead(path.join(scratch, 'read'));
+  if (selected('read-postgres')) results.conversationReadPostgres = await benchmarkConversationRead(path.join(scratch, 'read-postgres'), 'postgres');
+  if (selected('store')) results.store = await benchmarkStore();
   if (selected('relay')) results.streamRelay = await benchmarkStreamRelay(path.join(scratch, 'relay'));
   if (selected('streams')) results.manyStreams = await benchmarkManyStreams(path.join(scratch, 'streams'));
   if (selected('append')) results.appends = await benchmarkAppends(path.join(scratch, 'append'));

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { RepositoryStore } from '../src/core/repositories.js';
 import { openSqlStore } from '../src/store/sql/sql-store.js';
 import { createTestDatabase } from '../test/store/postgres-database.js';
@@ -12,9 +13,9 @@ import { round } from './stats.js';
 /**
  * The SQL repositories alone, SQLite and PostgreSQL side by side: message appends (many
  * conversations at once, and one conversation in sequence), the conversation read (newest
- * 50), debits racing on one account, and job claims. Not wired into bench/run.ts yet.
+ * 50), debits racing on one account, and job claims.
  *
- *   npx tsx bench/store.ts
+ *   npm run bench -- store      (or alone: npx tsx bench/store.ts)
  *
  * Also: appends/s and claims/s from three processes on one database (the script forks itself
  * with `--child`).
@@ -173,33 +174,35 @@ async function measureProcesses(url: string, processCount: number) {
 
 if (process.argv[2] === '--child') {
   await child(process.argv[3]!);
-} else {
-  await main();
+} else if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results: await benchmarkStore() }, null, 2));
 }
 
-async function main(): Promise<void> {
-const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-bench-store-'));
-const postgres = await createTestDatabase();
-try {
-  const results: Record<string, unknown> = {};
-  for (const [name, url] of [
-    ['sqlite', `sqlite://${path.join(directory, 'store.db')}`],
-    ['postgres', postgres.url],
-  ] as const) {
-    const store = await openSqlStore(url);
-    try {
-      results[name] = await measure(store);
-    } finally {
-      await store.close();
+/** Both dialects side by side, then three processes on each. */
+export async function benchmarkStore(): Promise<Record<string, unknown>> {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-bench-store-'));
+  const postgres = await createTestDatabase();
+  try {
+    const results: Record<string, unknown> = {};
+    for (const [name, url] of [
+      ['sqlite', `sqlite://${path.join(directory, 'store.db')}`],
+      ['postgres', postgres.url],
+    ] as const) {
+      const store = await openSqlStore(url);
+      try {
+        results[name] = await measure(store);
+      } finally {
+        await store.close();
+      }
     }
+    results.threeProcesses = {
+      sqlite: await measureProcesses(`sqlite://${path.join(directory, 'multi.db')}`, 3),
+      postgres: await measureProcesses(postgres.url, 3),
+    };
+    console.error('store', results);
+    return results;
+  } finally {
+    await postgres.drop();
+    await rm(directory, { recursive: true, force: true });
   }
-  results.threeProcesses = {
-    sqlite: await measureProcesses(`sqlite://${path.join(directory, 'multi.db')}`, 3),
-    postgres: await measureProcesses(postgres.url, 3),
-  };
-  console.log(JSON.stringify({ node: process.version, cpus: os.cpus().length, results }, null, 2));
-} finally {
-  await postgres.drop();
-  await rm(directory, { recursive: true, force: true });
-}
 }

@@ -5,6 +5,7 @@ import { AppError, ValidationError, notFound } from './errors.js';
 import type { Ledger } from './ledger.js';
 import type { Clock, IdGenerator } from './ports.js';
 import type { AccountRecord, TransactionRecord } from './records.js';
+import { ChangeTokenMemo } from './change-token-memo.js';
 import type { RepositoryStore } from './repositories.js';
 
 export interface NewAccount {
@@ -26,6 +27,8 @@ export const usernamePattern = /^[A-Za-z0-9_.-]{2,32}$/;
 /** Accounts, their API keys and their own character. */
 export class Accounts {
   readonly #adminKeyHash: Buffer | undefined;
+  /** Who holds each key, while nothing in the database changed (every request asks). */
+  readonly #keyHolders: ChangeTokenMemo<{ accountId: string; isDisabled: boolean } | undefined>;
 
   constructor(
     private readonly store: RepositoryStore,
@@ -36,6 +39,7 @@ export class Accounts {
     private readonly options: { startingBalance: number; adminApiKey: string | undefined },
   ) {
     this.#adminKeyHash = options.adminApiKey === undefined ? undefined : hashKey(options.adminApiKey);
+    this.#keyHolders = new ChangeTokenMemo(() => store.changeToken(), { max: 10_000 });
   }
 
   /** Creates an account with its own character and starting credits; returns its first API key. */
@@ -135,10 +139,11 @@ export class Accounts {
   async authenticate(token: string): Promise<Actor> {
     const hash = hashKey(token);
     if (this.#adminKeyHash && timingSafeEqual(hash, this.#adminKeyHash)) return adminActor;
-    const account = await this.store.accounts.findByApiKeyHash(hash.toString('hex'));
-    if (!account) throw new AppError('UNAUTHORIZED', 'The API key is not valid. Check the Authorization: Bearer header.');
-    if (account.isDisabled) throw new AppError('ACCOUNT_DISABLED', 'This account is disabled.');
-    return accountActor(account.id);
+    const keyHash = hash.toString('hex');
+    const holder = await this.#keyHolders.get(keyHash, () => this.store.accounts.keyHolder(keyHash));
+    if (!holder) throw new AppError('UNAUTHORIZED', 'The API key is not valid. Check the Authorization: Bearer header.');
+    if (holder.isDisabled) throw new AppError('ACCOUNT_DISABLED', 'This account is disabled.');
+    return accountActor(holder.accountId);
   }
 }
 

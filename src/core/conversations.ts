@@ -3,6 +3,8 @@ import { type Characters, canSee } from './characters.js';
 import { AppError, ValidationError, notFound } from './errors.js';
 import type { Clock, IdGenerator } from './ports.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
+import { ChangeTokenMemo } from './change-token-memo.js';
+import { MessageSnapshots, snapshotBytes } from './message-snapshots.js';
 import type { MessageRange, RepositoryStore, StoredConversation, StoredMessage } from './repositories.js';
 
 /** A conversation as front ends show it: who speaks, and when it last changed. */
@@ -16,14 +18,33 @@ export interface ConversationView {
 
 export type NewMessage = Omit<MessageRecord, 'id' | 'createdMicros'>;
 
+/** A conversation as a reader sees it: who speaks, the summary of older messages, and the messages. */
+export interface ConversationRead {
+  view: ConversationView;
+  summary: string | null;
+  /** Oldest first, replaced replies left out; frozen, and the same objects while unchanged. */
+  messages: readonly StoredMessage[];
+}
+
 /** Conversations between accounts and a character, and their messages in the database's order. */
 export class Conversations {
+  readonly #snapshots: MessageSnapshots;
+  /** Whole reads, while nothing in the database changed; each request still asks. */
+  readonly #reads: ChangeTokenMemo<{ read: ConversationRead; speakerAccountIds: string[] } | undefined>;
+
   constructor(
     private readonly store: RepositoryStore,
     private readonly characters: Characters,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
-  ) {}
+  ) {
+    this.#snapshots = new MessageSnapshots((conversationId) => store.conversations.snapshot(conversationId));
+    this.#reads = new ChangeTokenMemo(() => store.changeToken(), {
+      max: 1_000,
+      maxSize: 32 * 1024 * 1024,
+      sizeOf: (kept) => (kept ? snapshotBytes(kept.read.messages) : 1),
+    });
+  }
 
   /** Opens a conversation of `accountId` with a character that account may see. */
   async create(actor: Actor, accountId: string, characterId: string): Promise<ConversationRecord> {
@@ -51,6 +72,38 @@ export class Conversations {
       throw notFound('Conversation', conversationId);
     }
     return conversationRecord(stored, speakers);
+  }
+
+  /**
+   * The whole conversation for the actor, read fresh: one round trip for the conversation, its
+   * character and speakers and how far its messages go, and the messages themselves only when
+   * that changed since this process last read them (any process may have appended).
+   */
+  async read(actor: Actor, conversationId: string): Promise<ConversationRead> {
+    const kept = await this.#reads.get(conversationId, () => this.#readFresh(conversationId));
+    if (!kept || (actor.type === 'account' && !kept.speakerAccountIds.includes(actor.accountId))) {
+      throw notFound('Conversation', conversationId);
+    }
+    return kept.read;
+  }
+
+  async #readFresh(conversationId: string): Promise<{ read: ConversationRead; speakerAccountIds: string[] } | undefined> {
+    const state = await this.store.conversations.state(conversationId);
+    if (!state) return undefined;
+    const speakerAccountIds = state.speakers.map((account) => account.id);
+    const messages = await this.#snapshots.messages(conversationId, state.lastPosition);
+    const conversation = conversationRecord(state.conversation, speakerAccountIds);
+    const read: ConversationRead = {
+      view: {
+        conversation,
+        character: state.character,
+        accounts: state.speakers,
+        updatedMicros: Math.max(conversation.updatedMicros, messages.at(-1)?.createdMicros ?? 0),
+      },
+      summary: state.conversation.summary,
+      messages,
+    };
+    return { read: Object.freeze(read), speakerAccountIds };
   }
 
   async view(conversation: ConversationRecord): Promise<ConversationView> {
@@ -98,13 +151,7 @@ export class Conversations {
    */
   appendMessage(conversationId: string, message: NewMessage): Promise<StoredMessage> {
     const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
-    if (message.replaces === undefined) return this.store.conversations.append(conversationId, record);
-    const replaced = message.replaces;
-    return this.store.transaction(async (repositories) => {
-      const stored = await repositories.conversations.append(conversationId, record);
-      await repositories.conversations.supersede(replaced, record.createdMicros);
-      return stored;
-    });
+    return this.store.conversations.append(conversationId, record, message.replaces === undefined ? {} : { supersedes: message.replaces });
   }
 
   /** Deletes every message of the conversation, and the summary that speaks of them. */

@@ -43,8 +43,11 @@ export interface AccountRepository {
   list(page: { limit: number; cursor?: string | undefined }): Promise<{ items: AccountRecord[]; nextCursor: string | null }>;
   /** Replaces the stored fields of the account (not its username or character); `NOT_FOUND` if absent. */
   update(account: AccountRecord): Promise<AccountRecord>;
-  /** The account holding the key of this hash, or undefined (revoked or never issued). */
-  findByApiKeyHash(keyHash: string): Promise<AccountRecord | undefined>;
+  /**
+   * Who holds the key of this hash, or undefined (revoked or never issued): read on every
+   * request, so just what authentication needs.
+   */
+  keyHolder(keyHash: string): Promise<{ accountId: string; isDisabled: boolean } | undefined>;
   /** Stores a new key and revokes every earlier key of the account, in one transaction. */
   rotateApiKey(accountId: string, keyHash: string, createdMillis: number): Promise<void>;
 }
@@ -117,6 +120,25 @@ export interface MessageRange {
   includeSuperseded?: boolean;
 }
 
+/** A conversation with who takes part in it, and how far its messages go. */
+export interface ConversationState {
+  conversation: StoredConversation;
+  character: CharacterRecord;
+  speakers: AccountRecord[];
+  /** The newest message's position, superseded messages included; null when there is none. */
+  lastPosition: number | null;
+}
+
+/**
+ * A conversation's listed messages as of `lastPosition`. Positions are never reused, messages
+ * are deleted only all at once (a clear) and superseded only by a newer message, so the same
+ * last position always means the same list: a snapshot never goes stale, it is only replaced.
+ */
+export interface MessageSnapshot {
+  lastPosition: number | null;
+  messages: StoredMessage[];
+}
+
 export interface ConversationRepository {
   create(conversation: StoredConversation, firstSpeakerAccountId: string): Promise<StoredConversation>;
   get(conversationId: string): Promise<StoredConversation | undefined>;
@@ -126,15 +148,29 @@ export interface ConversationRepository {
   speakers(conversationId: string): Promise<string[]>;
   /** Adds a speaker; false when it already was one. */
   addSpeaker(conversationId: string, accountId: string, joinedMicros: number): Promise<boolean>;
-  /** Stores the message once, after every message appended before it in any process. */
-  append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage>;
+  /**
+   * Stores the message once, after every message appended before it in any process. With
+   * `supersedes`, marks that reply superseded in the same transaction: a reply is only ever
+   * replaced by a newer message, so a conversation's listed messages are fixed by its last
+   * position (see `snapshot`).
+   */
+  append(conversationId: string, message: NewStoredMessage, options?: { supersedes?: string }): Promise<StoredMessage>;
   /** Messages oldest first, in position order. */
   messages(conversationId: string, range?: MessageRange): Promise<StoredMessage[]>;
+  /**
+   * What a conversation read shows, in one round trip: the conversation, its character, its
+   * speakers' accounts in the order they joined, and the position of its newest message
+   * (superseded ones included; null when it has none).
+   */
+  state(conversationId: string): Promise<ConversationState | undefined>;
+  /**
+   * The listed messages (oldest first, superseded ones left out) and the last position they
+   * were read at, from one statement, so the two always agree.
+   */
+  snapshot(conversationId: string): Promise<MessageSnapshot>;
   /** The newest message still standing, if any. */
   lastMessage(conversationId: string): Promise<StoredMessage | undefined>;
   countMessages(conversationId: string): Promise<number>;
-  /** Marks a message replaced by a regenerated one (kept for history, no longer listed). */
-  supersede(messageId: string, supersededMicros: number): Promise<boolean>;
   /** Deletes every message; later appends continue with larger positions. Drops the summary. */
   clear(conversationId: string, updatedMicros: number): Promise<void>;
   /** Stores a summary of the messages through `throughPosition`. */
@@ -336,6 +372,14 @@ export interface RepositoryStore extends Repositories {
    * way to stop listening.
    */
   onJobChanged(listener: (jobId: string) => void): () => void;
+  /**
+   * A token that differs from every earlier one once anything was committed to the database,
+   * by any process, this one included; cheap enough to take on every request. What is read
+   * after taking it is at least as new as it, so a result kept with its token is still right
+   * whenever the token comes back the same: the one kind of cache that holds across processes.
+   * Undefined where the database offers no such check (PostgreSQL): read afresh there.
+   */
+  changeToken(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 

@@ -1,8 +1,10 @@
 import { isoMicros } from '../core/clock.js';
-import type { ConversationView } from '../core/conversations.js';
+import type { ConversationRead, ConversationView } from '../core/conversations.js';
 import type { ImagePayload } from '../core/ports.js';
 import type { AccountRecord, CharacterRecord, FaceModelRecord, JobRecord, MemoryRecord, MessageRecord, OutputFileRecord, TransactionRecord } from '../core/records.js';
 import type { UrlSigner } from './signed-urls.js';
+
+const closing = Buffer.from(']}');
 
 /** The spec's shapes (field names, types, formats) built from the core's records. */
 export class Serializers {
@@ -12,6 +14,10 @@ export class Serializers {
    * message once instead of on every request; entries go when the store drops the record.
    */
   readonly #messageJson = new WeakMap<MessageRecord, string>();
+  /** The joined JSON of a frozen message list as bytes, and the URL expiry it was signed with. */
+  readonly #listJson = new WeakMap<readonly MessageRecord[], { expiry: number; bytes: Buffer }>();
+  /** Whole conversation reads as bytes, and the URL expiry they were signed with. */
+  readonly #readBody = new WeakMap<ConversationRead, { expiry: number; bytes: Uint8Array<ArrayBuffer> }>();
 
   constructor(private readonly signer: UrlSigner) {}
 
@@ -151,12 +157,29 @@ export class Serializers {
   }
 
   /**
-   * A conversation with its messages, as JSON text built from the memoised messages, and the
-   * rolling summary of what fell out of the context window (null when there is none).
+   * A conversation with its messages as UTF-8 JSON, and the rolling summary of what fell out of
+   * the context window (null when there is none). Memoised as bytes per read (the core hands
+   * out the same frozen read while nothing changed) and URL expiry; the messages' part also per
+   * frozen list, so a read whose head changed encodes only the head.
    */
-  conversationWithMessagesJson(view: ConversationView, messages: readonly MessageRecord[], summary: string | null): string {
-    const head = JSON.stringify({ ...this.conversation(view), summary });
-    return `${head.slice(0, -1)},"messages":[${messages.map((message) => this.messageJson(message)).join(',')}]}`;
+  conversationReadBody(read: ConversationRead): Uint8Array<ArrayBuffer> {
+    const expiry = this.signer.expiry();
+    const memo = this.#readBody.get(read);
+    if (memo?.expiry === expiry) return memo.bytes;
+    const head = JSON.stringify({ ...this.conversation(read.view), summary: read.summary });
+    // Buffer.concat allocates a plain ArrayBuffer (never a shared one), which is what a response body takes.
+    const bytes = Buffer.concat([Buffer.from(`${head.slice(0, -1)},"messages":[`), this.#messagesBytes(read.messages), closing]) as Uint8Array<ArrayBuffer>;
+    if (Object.isFrozen(read)) this.#readBody.set(read, { expiry, bytes });
+    return bytes;
+  }
+
+  #messagesBytes(messages: readonly MessageRecord[]): Buffer {
+    const expiry = this.signer.expiry();
+    const memo = this.#listJson.get(messages);
+    if (memo?.expiry === expiry) return memo.bytes;
+    const bytes = Buffer.from(messages.map((message) => this.messageJson(message)).join(','));
+    if (Object.isFrozen(messages)) this.#listJson.set(messages, { expiry, bytes });
+    return bytes;
   }
 
   memory(memory: MemoryRecord) {

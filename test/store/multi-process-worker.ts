@@ -16,7 +16,9 @@ export type WorkerCommand =
   | { type: 'check-key'; keyHash: string }
   | { type: 'hold'; types: JobType[]; count: number; leaseMs: number }
   | { type: 'take-over'; types: JobType[]; count: number; leaseMs: number; deadlineMs: number }
-  | { type: 'read-messages'; conversationId: string };
+  | { type: 'read-messages'; conversationId: string }
+  | { type: 'append'; accountId: string; conversationId: string; content: string }
+  | { type: 'change-token' };
 
 const [url, name = 'worker'] = process.argv.slice(2);
 if (!url) throw new Error('usage: multi-process-worker <store url> <name>');
@@ -81,7 +83,7 @@ async function handle(command: WorkerCommand): Promise<unknown> {
       return { debited, created, claimed };
     }
     case 'check-key':
-      return (await store.accounts.findByApiKeyHash(command.keyHash))?.id ?? null;
+      return (await store.accounts.keyHolder(command.keyHash))?.accountId ?? null;
     case 'hold': {
       const held: string[] = [];
       while (held.length < command.count) {
@@ -118,5 +120,9 @@ async function handle(command: WorkerCommand): Promise<unknown> {
     }
     case 'read-messages':
       return (await store.conversations.messages(command.conversationId)).map((message) => message.id);
+    case 'append':
+      return (await store.conversations.append(command.conversationId, messageRecord(command.accountId, command.content))).id;
+    case 'change-token':
+      return (await store.changeToken()) ?? null;
   }
 }

@@ -11,7 +11,7 @@ import type { TransactionRecord } from '../../src/core/records.js';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import type { WorkerCommand } from './multi-process-worker.js';
 import { createTestDatabase } from './postgres-database.js';
-import { hashKey, jobRecord, newAccountRecords, transactionRecord, uniqueUsername } from './repository-fixtures.js';
+import { hashKey, jobRecord, messageRecord, newAccountRecords, transactionRecord, uniqueUsername } from './repository-fixtures.js';
 
 const workerPath = fileURLToPath(new URL('./multi-process-worker.ts', import.meta.url));
 
@@ -149,6 +149,37 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(old).toEqual(workers.map(() => null));
       const fresh = await Promise.all(workers.map((worker) => worker.ask<string | null>({ type: 'check-key', keyHash: next })));
       expect(fresh).toEqual(workers.map(() => records.account.id));
+    }, 30_000);
+
+    it('moves every process\'s change token with any process\'s commit, and only then (SQLite; PostgreSQL has none)', async () => {
+      const owner = newAccountRecords(uniqueUsername('tokens'), 0);
+      await store.accounts.create(owner);
+      const conversationId = randomUUID();
+      await store.conversations.create(
+        { id: conversationId, accountId: owner.account.id, characterId: owner.character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
+        owner.account.id,
+      );
+      const [writer, reader] = workers as [Worker, Worker];
+      const tokens = () => Promise.all([store.changeToken(), reader.ask<string | null>({ type: 'change-token' })]);
+      const before = await tokens();
+      if (name === 'PostgreSQL') {
+        expect(before).toEqual([undefined, null]);
+        return;
+      }
+      // Reads change nothing.
+      await reader.ask({ type: 'read-messages', conversationId });
+      await store.conversations.messages(conversationId);
+      expect(await tokens()).toEqual(before);
+      // Another process's commit moves both; so does one's own.
+      await writer.ask({ type: 'append', accountId: owner.account.id, conversationId, content: 'from the writer' });
+      const afterOther = await tokens();
+      expect(afterOther[0]).not.toBe(before[0]);
+      expect(afterOther[1]).not.toBe(before[1]);
+      await store.conversations.append(conversationId, messageRecord(owner.account.id, 'from the parent'));
+      const afterOwn = await tokens();
+      expect(afterOwn[0]).not.toBe(afterOther[0]);
+      expect(afterOwn[1]).not.toBe(afterOther[1]);
+      expect(await tokens()).toEqual(afterOwn);
     }, 30_000);
 
     it('finishes and refunds the jobs of a process killed with SIGKILL once their lease expires', async () => {

@@ -42,14 +42,8 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   });
 
   app.get('/:conversationId', async (context) => {
-    const conversation = await core.conversations.get(context.get('actor'), uuidParam(context, 'conversationId'));
-    // Read fresh every time: another process may have appended since (replaced replies are left out).
-    const [view, messages, summary] = await Promise.all([
-      core.conversations.view(conversation),
-      core.conversations.messages(conversation.id),
-      core.chat.summary(conversation.id),
-    ]);
-    const body = serializers.conversationWithMessagesJson(view, messages, summary?.text ?? null);
+    const read = await core.conversations.read(context.get('actor'), uuidParam(context, 'conversationId'));
+    const body = serializers.conversationReadBody(read);
     return context.body(body, 200, { 'Content-Type': 'application/json' });
   });
 

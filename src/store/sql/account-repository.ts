@@ -4,7 +4,7 @@ import type { AccountRepository, NewAccountRecords } from '../../core/repositori
 import type { AccountRecord } from '../../core/records.js';
 import { characterRow } from './character-repository.js';
 import { transactionRow } from './ledger-repository.js';
-import { type SqlContext, atomic, isUniqueViolation, toJson } from './sql-context.js';
+import { PreparedQuery, type SqlContext, atomic, isUniqueViolation, toJson } from './sql-context.js';
 import type { AccountsTable, Database } from './schema.js';
 
 /** Accounts and their API keys. Username uniqueness is the index on lower(username). */
@@ -67,15 +67,10 @@ export class SqlAccountRepository implements AccountRepository {
     return (await this.get(id)) ?? account;
   }
 
-  async findByApiKeyHash(keyHash: string): Promise<AccountRecord | undefined> {
+  async keyHolder(keyHash: string): Promise<{ accountId: string; isDisabled: boolean } | undefined> {
     // Read from the database every time: a key revoked by another process fails here at once.
-    const row = await this.context.db
-      .selectFrom('api_keys')
-      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
-      .selectAll('accounts')
-      .where('api_keys.key_hash', '=', keyHash)
-      .executeTakeFirst();
-    return row && accountRecord(row);
+    const [row] = await keyHolderByHash.run(this.context, keyHash);
+    return row && { accountId: row.id, isDisabled: row.is_disabled === 1 };
   }
 
   rotateApiKey(accountId: string, keyHash: string, createdMillis: number): Promise<void> {
@@ -85,6 +80,15 @@ export class SqlAccountRepository implements AccountRepository {
     });
   }
 }
+
+/** Every API request's lookup, so prepared once. */
+const keyHolderByHash = new PreparedQuery(1, (db, keyHash) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+    .select(['accounts.id', 'accounts.is_disabled'])
+    .where('api_keys.key_hash', '=', keyHash),
+);
 
 function accountRow(account: AccountRecord): Omit<AccountsTable, 'position' | 'balance'> {
   return {
@@ -102,7 +106,7 @@ function accountRow(account: AccountRecord): Omit<AccountsTable, 'position' | 'b
   };
 }
 
-function accountRecord(row: Selectable<Database['accounts']>): AccountRecord {
+export function accountRecord(row: Selectable<Database['accounts']>): AccountRecord {
   return {
     id: row.id,
     createdMillis: row.created_millis,

@@ -128,7 +128,7 @@ export function characterRow(character: CharacterRecord): CharactersTable {
   };
 }
 
-function characterRecord(row: Selectable<Database['characters']>): CharacterRecord {
+export function characterRecord(row: Selectable<Database['characters']>): CharacterRecord {
   return {
     id: row.id,
     accountId: row.account_id,

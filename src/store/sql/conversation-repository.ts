@@ -2,13 +2,17 @@ import type { Selectable } from 'kysely';
 import { notFound } from '../../core/errors.js';
 import type {
   ConversationRepository,
+  ConversationState,
   MessageRange,
+  MessageSnapshot,
   NewStoredMessage,
   StoredConversation,
   StoredMessage,
 } from '../../core/repositories.js';
 import type { FileReference, ParticipantType } from '../../core/records.js';
-import { type SqlContext, atomic, isForeignKeyViolation } from './sql-context.js';
+import { accountRecord } from './account-repository.js';
+import { characterRecord } from './character-repository.js';
+import { PreparedQuery, type SqlContext, atomic, isForeignKeyViolation } from './sql-context.js';
 import type { Database } from './schema.js';
 
 /**
@@ -76,9 +80,25 @@ export class SqlConversationRepository implements ConversationRepository {
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
 
-  async append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage> {
+  append(conversationId: string, message: NewStoredMessage, options: { supersedes?: string } = {}): Promise<StoredMessage> {
+    const { supersedes } = options;
+    if (supersedes === undefined) return this.#insert(this.context.db, conversationId, message);
+    return atomic(this.context.db, async (db) => {
+      const stored = await this.#insert(db, conversationId, message);
+      await db
+        .updateTable('messages')
+        .set({ superseded_micros: message.createdMicros })
+        .where('id', '=', supersedes)
+        .where('conversation_id', '=', conversationId)
+        .where('superseded_micros', 'is', null)
+        .execute();
+      return stored;
+    });
+  }
+
+  async #insert(db: SqlContext['db'], conversationId: string, message: NewStoredMessage): Promise<StoredMessage> {
     try {
-      const { position } = await this.context.db
+      const { position } = await db
         .insertInto('messages')
         .values({
           id: message.id,
@@ -103,6 +123,35 @@ export class SqlConversationRepository implements ConversationRepository {
       if (isForeignKeyViolation(error)) throw notFound('Conversation', conversationId);
       throw error;
     }
+  }
+
+  async state(conversationId: string): Promise<ConversationState | undefined> {
+    const [[row], speakers] = await Promise.all([conversationWithCharacter.run(this.context, conversationId), speakerAccounts.run(this.context, conversationId)]);
+    if (!row) return undefined;
+    return {
+      conversation: conversationRecord({
+        id: conversationId,
+        account_id: row.conversation_account_id,
+        character_id: row.id,
+        created_micros: row.conversation_created_micros,
+        updated_micros: row.conversation_updated_micros,
+        summary: row.conversation_summary,
+        summary_through_position: row.conversation_summary_through_position,
+      }),
+      character: characterRecord(row),
+      speakers: speakers.map(accountRecord),
+      lastPosition: row.last_position === null || row.last_position === undefined ? null : Number(row.last_position),
+    };
+  }
+
+  async snapshot(conversationId: string): Promise<MessageSnapshot> {
+    // Superseded rows too, in the same statement: the last position must be the one this list was read at.
+    const rows = await this.context.db.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId).orderBy('position').execute();
+    const last = rows.at(-1);
+    return {
+      lastPosition: last === undefined ? null : Number(last.position),
+      messages: rows.filter((row) => row.superseded_micros === null).map(messageRecord),
+    };
   }
 
   async messages(conversationId: string, range: MessageRange = {}): Promise<StoredMessage[]> {
@@ -131,16 +180,6 @@ export class SqlConversationRepository implements ConversationRepository {
     return Number(count);
   }
 
-  async supersede(messageId: string, supersededMicros: number): Promise<boolean> {
-    const result = await this.context.db
-      .updateTable('messages')
-      .set({ superseded_micros: supersededMicros })
-      .where('id', '=', messageId)
-      .where('superseded_micros', 'is', null)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
-  }
-
   clear(conversationId: string, updatedMicros: number): Promise<void> {
     return atomic(this.context.db, async (db) => {
       await db.deleteFrom('messages').where('conversation_id', '=', conversationId).execute();
@@ -161,6 +200,44 @@ export class SqlConversationRepository implements ConversationRepository {
     if (result.numUpdatedRows === 0n) throw notFound('Conversation', conversationId);
   }
 }
+
+/**
+ * The conversation read's two queries, prepared once (see `PreparedQuery`): the conversation
+ * with its character and newest position, and its speakers' accounts in the order they joined.
+ */
+const conversationWithCharacter = new PreparedQuery(1, (db, conversationId) =>
+  db
+    .selectFrom('conversations')
+    .innerJoin('characters', 'characters.id', 'conversations.character_id')
+    .selectAll('characters')
+    .select([
+      'conversations.account_id as conversation_account_id',
+      'conversations.created_micros as conversation_created_micros',
+      'conversations.updated_micros as conversation_updated_micros',
+      'conversations.summary as conversation_summary',
+      'conversations.summary_through_position as conversation_summary_through_position',
+    ])
+    .select((expression) =>
+      // The newest row by the (conversation_id, position) index: one step, not a scan.
+      expression
+        .selectFrom('messages')
+        .select('messages.position')
+        .whereRef('messages.conversation_id', '=', 'conversations.id')
+        .orderBy('messages.position', 'desc')
+        .limit(1)
+        .as('last_position'),
+    )
+    .where('conversations.id', '=', conversationId),
+);
+
+const speakerAccounts = new PreparedQuery(1, (db, conversationId) =>
+  db
+    .selectFrom('conversation_speakers')
+    .innerJoin('accounts', 'accounts.id', 'conversation_speakers.account_id')
+    .selectAll('accounts')
+    .where('conversation_speakers.conversation_id', '=', conversationId)
+    .orderBy('conversation_speakers.position'),
+);
 
 function conversationRecord(row: Selectable<Database['conversations']>): StoredConversation {
   return {

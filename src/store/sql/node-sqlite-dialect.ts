@@ -31,10 +31,24 @@ export interface NodeSqliteDialectOptions {
  * queue on the file lock (waiting up to busy_timeout) and a transaction's reads are never stale.
  */
 export class NodeSqliteDialect implements Dialect {
+  #driver: NodeSqliteDriver | undefined;
+
   constructor(private readonly options: NodeSqliteDialectOptions) {}
 
   createDriver(): Driver {
-    return new NodeSqliteDriver(this.options);
+    this.#driver = new NodeSqliteDriver(this.options);
+    return this.#driver;
+  }
+
+  /**
+   * Changes whenever anything was committed to the file since: by another process (SQLite's
+   * `PRAGMA data_version`, which moves on every commit of another connection) or by this one
+   * (every statement that may write is counted). Taken in turn with the queries on the one
+   * connection, so what is read after it is at least as new as it.
+   */
+  changeToken(): Promise<string> {
+    if (!this.#driver) throw new Error('The SQLite dialect has no driver yet.');
+    return this.#driver.changeToken();
   }
 
   createQueryCompiler(): QueryCompiler {
@@ -61,6 +75,8 @@ interface SharedDatabase {
   connection: NodeSqliteConnection;
   /** Resolves when the current holder (a query, or a whole transaction) releases the connection. */
   queue: Promise<void>;
+  /** Holders and waiters of the connection; none means a statement may run right away. */
+  claims: number;
   users: number;
   /** Settles once the opening pragmas ran (they may wait for another process's lock). */
   ready: Promise<void>;
@@ -95,7 +111,7 @@ class NodeSqliteDriver implements Driver {
     })();
     const connection = new NodeSqliteConnection(database, this.options.busyTimeoutMs ?? 10_000);
     // Registered before waiting, so this process still opens the file once.
-    this.#shared = { database, connection, queue: Promise.resolve(), users: 1, ready };
+    this.#shared = { database, connection, queue: Promise.resolve(), claims: 0, users: 1, ready };
     if (key !== undefined) openDatabases.set(key, this.#shared);
     try {
       await ready;
@@ -112,12 +128,30 @@ class NodeSqliteDriver implements Driver {
     if (!shared) throw new Error('The SQLite driver is not initialised or already closed.');
     let release!: () => void;
     const previous = shared.queue;
+    shared.claims += 1;
     shared.queue = new Promise((resolve) => {
-      release = resolve;
+      release = () => {
+        shared.claims -= 1;
+        resolve();
+      };
     });
     await previous;
     shared.connection.release = release;
     return shared.connection;
+  }
+
+  async changeToken(): Promise<string> {
+    const shared = this.#shared;
+    // Taken on every request: when nobody holds or awaits the connection (no transaction is
+    // open), read it at once instead of queueing.
+    const now = shared && shared.claims === 0 ? shared.connection.changeTokenNow() : undefined;
+    if (now !== undefined) return now;
+    const connection = (await this.acquireConnection()) as NodeSqliteConnection;
+    try {
+      return await connection.changeToken();
+    } finally {
+      connection.release();
+    }
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -150,7 +184,9 @@ class NodeSqliteDriver implements Driver {
 
 class NodeSqliteConnection implements DatabaseConnection {
   release: () => void = () => undefined;
-  readonly #statements = new Map<string, StatementSync>();
+  readonly #statements = new Map<string, Prepared>();
+  /** Statements run that may have written (anything but a SELECT), counted for `changeToken`. */
+  #writes = 0;
 
   constructor(
     private readonly database: DatabaseSync,
@@ -174,10 +210,28 @@ class NodeSqliteConnection implements DatabaseConnection {
     }
   }
 
+  async changeToken(): Promise<string> {
+    const { data_version } = (await this.executeQuery<{ data_version: number }>(raw(dataVersion))).rows[0]!;
+    return `${data_version}.${this.#writes}`;
+  }
+
+  /** The token read synchronously, or undefined when another process's lock is in the way. */
+  changeTokenNow(): string | undefined {
+    try {
+      const row = this.#prepare(dataVersion).statement.get() as { data_version: number };
+      return `${row.data_version}.${this.#writes}`;
+    } catch (error) {
+      if (isBusy(error)) return undefined;
+      throw error;
+    }
+  }
+
   #execute<R>(query: CompiledQuery): QueryResult<R> {
-    const statement = this.#prepare(query.sql);
+    const { statement, returnsRows, reads } = this.#prepare(query.sql);
+    // Counted before running: a statement that fails half-way may still have written.
+    if (!reads) this.#writes += 1;
     const parameters = query.parameters.map(toSqlite);
-    if (statement.columns().length > 0) {
+    if (returnsRows) {
       return { rows: statement.all(...parameters) as R[] };
     }
     const { changes, lastInsertRowid } = statement.run(...parameters);
@@ -185,21 +239,35 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    const statement = this.#prepare(query.sql);
+    const { statement, reads } = this.#prepare(query.sql);
+    if (!reads) this.#writes += 1;
     for (const row of statement.iterate(...query.parameters.map(toSqlite))) {
       yield { rows: [row as R] };
     }
   }
 
-  /** Statements are prepared once per SQL text; the queries are few and fixed. */
-  #prepare(sqlText: string): StatementSync {
-    let statement = this.#statements.get(sqlText);
-    if (!statement) {
-      statement = this.database.prepare(sqlText);
-      if (this.#statements.size < 500) this.#statements.set(sqlText, statement);
+  /**
+   * Statements are prepared once per SQL text (the queries are few and fixed), and whether one
+   * returns rows is asked once: `columns()` costs more than running a small query.
+   */
+  #prepare(sqlText: string): Prepared {
+    let prepared = this.#statements.get(sqlText);
+    if (!prepared) {
+      const statement = this.database.prepare(sqlText);
+      // Only plain SELECTs (and the data_version check itself) are known not to write.
+      const reads = /^\s*select\b/i.test(sqlText) || sqlText === dataVersion;
+      prepared = { statement, returnsRows: statement.columns().length > 0, reads };
+      if (this.#statements.size < 500) this.#statements.set(sqlText, prepared);
     }
-    return statement;
+    return prepared;
   }
+}
+
+interface Prepared {
+  statement: StatementSync;
+  returnsRows: boolean;
+  /** A plain read: running it changes nothing. */
+  reads: boolean;
 }
 
 /** SQLITE_BUSY and its extended codes (the low byte is the primary code). */
@@ -207,6 +275,9 @@ function isBusy(error: unknown): boolean {
   const errcode = (error as { errcode?: unknown } | null)?.errcode;
   return typeof errcode === 'number' && (errcode & 0xff) === 5;
 }
+
+/** Moves whenever another connection (another process) commits to the file. */
+const dataVersion = 'PRAGMA data_version';
 
 function raw(sqlText: string): CompiledQuery {
   return CompiledQuery.raw(sqlText);

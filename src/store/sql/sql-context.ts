@@ -1,4 +1,4 @@
-import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { Compilable, CompiledQuery, Kysely, SelectQueryBuilder } from 'kysely';
 import type { SqlDialectName } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -25,6 +25,47 @@ export function forUpdate<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
 ): SelectQueryBuilder<DB, TB, O> {
   return context.dialect === 'postgres' ? query.forUpdate() : query;
+}
+
+/**
+ * A read built and compiled once per dialect, then run with new values: on the hottest reads
+ * (every request's key lookup, the conversation read) building and compiling the query with
+ * Kysely costs more than SQLite takes to run it. `build` gets a placeholder string for each
+ * value; each must reach the compiled parameters exactly once, where `run` puts the value.
+ */
+export class PreparedQuery<Row> {
+  readonly #compiled = new Map<SqlDialectName, { query: CompiledQuery<Row>; slots: number[] }>();
+
+  constructor(
+    private readonly valueCount: number,
+    private readonly build: (db: Kysely<Database>, ...placeholders: string[]) => Compilable<Row>,
+  ) {}
+
+  async run(context: SqlContext, ...values: string[]): Promise<Row[]> {
+    if (values.length !== this.valueCount) throw new Error(`This query takes ${this.valueCount} values, not ${values.length}.`);
+    const { query, slots } = this.#compile(context);
+    const parameters = [...query.parameters];
+    slots.forEach((slot, index) => {
+      parameters[slot] = values[index];
+    });
+    const result = await context.db.executeQuery<Row>({ ...query, parameters });
+    return result.rows;
+  }
+
+  #compile(context: SqlContext): { query: CompiledQuery<Row>; slots: number[] } {
+    let compiled = this.#compiled.get(context.dialect);
+    if (compiled) return compiled;
+    const placeholders = Array.from({ length: this.valueCount }, (_, index) => `\u0000prepared-value-${index}\u0000`);
+    const query = this.build(context.db, ...placeholders).compile();
+    const slots = placeholders.map((placeholder) => {
+      const found = query.parameters.flatMap((parameter, slot) => (parameter === placeholder ? [slot] : []));
+      if (found.length !== 1) throw new Error(`A prepared query must use each value once; value ${placeholders.indexOf(placeholder)} is used ${found.length} times.`);
+      return found[0]!;
+    });
+    compiled = { query, slots };
+    this.#compiled.set(context.dialect, compiled);
+    return compiled;
+  }
 }
 
 /** A unique or primary-key violation, from either driver. */

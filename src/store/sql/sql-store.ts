@@ -37,23 +37,29 @@ export interface SqlStore extends RepositoryStore {
  * `sqlite://:memory:`, or `postgres://user@host:port/database`.
  */
 export async function openSqlStore(url: string, options: SqlStoreOptions = {}): Promise<SqlStore> {
-  const { db, dialect } = connect(url, options);
+  const { db, dialect, changeToken } = connect(url, options);
   try {
     await migrateToLatest(db as Kysely<unknown>, dialect);
     const signals = dialect === 'postgres' ? await PostgresJobSignals.open(url) : await SqliteJobSignals.open(db, options.signalPollMs);
-    return new KyselyRepositoryStore(db, dialect, signals);
+    return new KyselyRepositoryStore(db, dialect, signals, changeToken);
   } catch (error) {
     await db.destroy();
     throw error;
   }
 }
 
-function connect(url: string, options: SqlStoreOptions): { db: Kysely<Database>; dialect: SqlDialectName } {
+interface Connected {
+  db: Kysely<Database>;
+  dialect: SqlDialectName;
+  changeToken: () => Promise<string | undefined>;
+}
+
+function connect(url: string, options: SqlStoreOptions): Connected {
   if (url.startsWith('sqlite://')) {
     const file = url.slice('sqlite://'.length);
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     const dialect = new NodeSqliteDialect({ path: file, ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }) });
-    return { db: new Kysely<Database>({ dialect }), dialect: 'sqlite' };
+    return { db: new Kysely<Database>({ dialect }), dialect: 'sqlite', changeToken: () => dialect.changeToken() };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const pool = new pg.Pool({
@@ -64,7 +70,7 @@ function connect(url: string, options: SqlStoreOptions): { db: Kysely<Database>;
     } as pg.PoolConfig);
     // Without a listener an idle connection's failure (a server restart) would crash the process.
     pool.on('error', (error) => options.onConnectionError?.(error));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres', changeToken: async () => undefined };
   }
   throw new Error(`The store URL must start with sqlite:// or postgres://; got "${url.split(':')[0]}:…".`);
 }
@@ -86,6 +92,7 @@ class KyselyRepositoryStore implements SqlStore {
     private readonly db: Kysely<Database>,
     readonly dialect: SqlDialectName,
     private readonly signalListener: JobSignalListener,
+    readonly changeToken: () => Promise<string | undefined>,
   ) {
     const repositories = repositoriesFor({ db, dialect });
     this.accounts = repositories.accounts;

@@ -23,7 +23,7 @@ export function accountsAndLedgerContract(context: ContractContext): void {
       expect(await other.accounts.get(records.account.id)).toEqual(records.account);
       expect((await other.accounts.findByUsername(records.account.username.toUpperCase()))?.id).toBe(records.account.id);
       expect(await other.characters.get(records.character.id)).toEqual(records.character);
-      expect((await other.accounts.findByApiKeyHash(records.apiKeyHash))?.id).toBe(records.account.id);
+      expect(await other.accounts.keyHolder(records.apiKeyHash)).toEqual({ accountId: records.account.id, isDisabled: false });
       expect(await other.ledger.balance(records.account.id)).toBe(25);
     });
 
@@ -37,7 +37,7 @@ export function accountsAndLedgerContract(context: ContractContext): void {
       // A refused create leaves nothing behind: no character, key or credit.
       for (const refused of attempts.filter((records) => records.account.id !== values[0]!.id)) {
         expect(await store.characters.get(refused.character.id)).toBeUndefined();
-        expect(await store.accounts.findByApiKeyHash(refused.apiKeyHash)).toBeUndefined();
+        expect(await store.accounts.keyHolder(refused.apiKeyHash)).toBeUndefined();
         expect(await store.ledger.transactions(refused.account.id)).toEqual([]);
       }
     });
@@ -61,15 +61,17 @@ export function accountsAndLedgerContract(context: ContractContext): void {
       await store.accounts.update({ ...records.account, username: 'ignored', isDisabled: true, tags: ['a', 'b'] });
       const read = await other.accounts.get(records.account.id);
       expect(read).toMatchObject({ username: records.account.username, isDisabled: true, tags: ['a', 'b'] });
+      // Authentication sees the change from the other store at once.
+      expect(await other.accounts.keyHolder(records.apiKeyHash)).toEqual({ accountId: records.account.id, isDisabled: true });
     });
 
     it('revokes the old key at once for every store when a key is rotated', async () => {
       const records = await createAccount('rotate');
-      expect((await other.accounts.findByApiKeyHash(records.apiKeyHash))?.id).toBe(records.account.id);
+      expect((await other.accounts.keyHolder(records.apiKeyHash))?.accountId).toBe(records.account.id);
       const next = hashKey(`lk_${randomUUID()}`);
       await store.accounts.rotateApiKey(records.account.id, next, Date.now());
-      expect(await other.accounts.findByApiKeyHash(records.apiKeyHash)).toBeUndefined();
-      expect((await other.accounts.findByApiKeyHash(next))?.id).toBe(records.account.id);
+      expect(await other.accounts.keyHolder(records.apiKeyHash)).toBeUndefined();
+      expect((await other.accounts.keyHolder(next))?.accountId).toBe(records.account.id);
     });
   });
 

@@ -69,10 +69,19 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
         finishReason: 'length',
       });
       expect(reply.finishReason).toBe('length');
-      expect(await other.conversations.supersede(reply.id, Date.now() * 1000)).toBe(true);
-      expect(await other.conversations.supersede(reply.id, Date.now() * 1000)).toBe(false);
-      const regenerated = await store.conversations.append(conversation.id, { ...messageRecord(character.id, 'second reply'), participantType: 'character', finishReason: 'stop' });
+      const before = await other.conversations.snapshot(conversation.id);
+      expect(before).toMatchObject({ lastPosition: reply.position });
+      const regenerated = await other.conversations.append(
+        conversation.id,
+        { ...messageRecord(character.id, 'second reply'), participantType: 'character', finishReason: 'stop' },
+        { supersedes: reply.id },
+      );
       expect((await store.conversations.messages(conversation.id)).map((message) => message.content)).toEqual(['hello', 'second reply']);
+      // The snapshot moved with the regenerated reply: same list only at the same last position.
+      const after = await store.conversations.snapshot(conversation.id);
+      expect(after.lastPosition).toBe(regenerated.position);
+      expect(after.messages.map((message) => message.content)).toEqual(['hello', 'second reply']);
+      expect(before.messages.map((message) => message.content)).toEqual(['hello', 'first reply']);
       const history = await store.conversations.messages(conversation.id, { includeSuperseded: true });
       expect(history.map((message) => [message.content, message.supersededMicros !== null])).toEqual([
         ['hello', false],
@@ -100,6 +109,31 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       const second = await store.conversations.create({ ...conversation, id: randomUUID() }, account.id);
       expect((await store.conversations.listFor(account.id)).map((each) => each.id)).toEqual([second.id, conversation.id]);
       expect((await store.conversations.listFor(guest.id)).map((each) => each.id)).toEqual([conversation.id]);
+    });
+
+    it('reads a conversation state in one call: character, speakers in order, and the last position', async () => {
+      const { account, character, conversation } = await openConversation();
+      expect(await other.conversations.state(randomUUID())).toBeUndefined();
+      const empty = await other.conversations.state(conversation.id);
+      expect(empty).toMatchObject({ conversation: { id: conversation.id, accountId: account.id, characterId: character.id }, lastPosition: null });
+      expect(empty?.character).toEqual(await store.characters.get(character.id));
+      expect(empty?.speakers).toEqual([await store.accounts.get(account.id)]);
+      const guest = (await createAccount('guest')).account;
+      await store.conversations.addSpeaker(conversation.id, guest.id, 1);
+      const first = await store.conversations.append(conversation.id, messageRecord(account.id, 'one'));
+      const reply = await store.conversations.append(conversation.id, { ...messageRecord(character.id, 'two'), participantType: 'character' });
+      const state = await other.conversations.state(conversation.id);
+      expect(state?.speakers.map((speaker) => speaker.id)).toEqual([account.id, guest.id]);
+      expect(state?.lastPosition).toBe(reply.position);
+      expect(state?.lastPosition).toBeGreaterThan(first.position);
+      // A regenerated reply moves the last position; a clear empties it.
+      const again = await other.conversations.append(conversation.id, { ...messageRecord(character.id, 'three'), participantType: 'character' }, { supersedes: reply.id });
+      expect((await store.conversations.state(conversation.id))?.lastPosition).toBe(again.position);
+      await store.conversations.setSummary(conversation.id, 'Earlier: one.', first.position);
+      expect((await other.conversations.state(conversation.id))?.conversation).toMatchObject({ summary: 'Earlier: one.', summaryThroughPosition: first.position });
+      await store.conversations.clear(conversation.id, Date.now() * 1000);
+      expect(await other.conversations.state(conversation.id)).toMatchObject({ lastPosition: null, conversation: { summary: null } });
+      expect(await other.conversations.snapshot(conversation.id)).toEqual({ lastPosition: null, messages: [] });
     });
 
     it('refuses a message for a conversation that does not exist', async () => {

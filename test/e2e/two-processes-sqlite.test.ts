@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
+import { type ServiceProcess, call, startService, stopService, waitUntilServing } from './service-processes.js';
+
+const adminKey = 'admin-key-of-the-two-process-sqlite-test';
+
+/**
+ * Two `npm start` processes on one SQLite file. Each keeps whole conversation reads and key
+ * lookups while the database's change token stays the same; these tests prove that a write
+ * through one process is seen by the other on its very next request.
+ */
+describe('two service processes on one SQLite file, over HTTP', () => {
+  let directory: string;
+  let llm: FakeOpenAI;
+  let services: ServiceProcess[] = [];
+  let a: ServiceProcess;
+  let b: ServiceProcess;
+
+  beforeAll(async () => {
+    directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-two-sqlite-'));
+    llm = await startFakeOpenAI({ script: { reply: 'Noted.' } });
+    const environment = {
+      STORE_URL: `sqlite://${path.join(directory, 'shared.sqlite')}`,
+      LLM_BASE_URL: llm.baseURL,
+      ADMIN_API_KEY: adminKey,
+      // One secret and base URL for both, so both sign the same URLs and their answers compare byte for byte.
+      URL_SIGNING_SECRET: 'the-same-secret-for-both-processes',
+      PUBLIC_BASE_URL: 'http://likeness.test',
+      API_RATE_LIMIT_PER_MINUTE: '100000',
+    };
+    services = await Promise.all(['a', 'b'].map((name) => startService(name, environment)));
+    for (const service of services) await waitUntilServing(service);
+    [a, b] = services as [ServiceProcess, ServiceProcess];
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(services.map(stopService));
+    await llm?.close();
+    await rm(directory, { recursive: true, force: true });
+  }, 60_000);
+
+  async function account(username: string): Promise<{ id: string; key: string; characterId: string }> {
+    const created = await call(a, 'POST', '/accounts', adminKey, { username });
+    expect(created.status).toBe(201);
+    return { id: created.body.account.id, key: created.body.apiKey, characterId: created.body.account.characterId };
+  }
+
+  it('shows a conversation written through one process in the next read of the other', async () => {
+    const user = await account('Reader');
+    const opened = await call(b, 'POST', '/conversations', user.key, { characterId: user.characterId });
+    expect(opened.status).toBe(201);
+    const route = `/conversations/${opened.body.id}`;
+    const empty = await call(b, 'GET', route, user.key);
+    expect(empty.body.messages).toEqual([]);
+    expect(await call(b, 'GET', route, user.key)).toEqual(empty);
+
+    expect((await call(a, 'POST', `${route}/chat`, user.key, { data: 'Hello from process a.' })).status).toBe(200);
+    const afterChat = await call(b, 'GET', route, user.key);
+    expect(afterChat.body.messages.map((message: { content: string }) => message.content)).toEqual(['Hello from process a.', 'Noted.']);
+    expect(await call(a, 'GET', route, user.key)).toEqual(afterChat);
+
+    // The head changes too: a rename through b reaches a's next read.
+    expect((await call(b, 'PATCH', `/characters/${user.characterId}`, user.key, { name: 'Renamed' })).status).toBe(200);
+    const renamed = await call(a, 'GET', route, user.key);
+    expect(renamed.body.speakers.find((speaker: { type: string }) => speaker.type === 'character').name).toBe('Renamed');
+    expect(renamed.body.messages).toEqual(afterChat.body.messages);
+
+    // A clear through a empties b's next read.
+    expect((await call(a, 'POST', `${route}/clear`, user.key)).status).toBe(200);
+    expect((await call(b, 'GET', route, user.key)).body.messages).toEqual([]);
+  }, 30_000);
+
+  it('refuses a rotated key in the other process at once, and takes the new one', async () => {
+    const user = await account('Rotator');
+    expect((await call(b, 'GET', `/accounts/${user.id}`, user.key)).status).toBe(200);
+    expect((await call(b, 'GET', `/accounts/${user.id}`, user.key)).status).toBe(200);
+    const rotated = await call(a, 'POST', `/accounts/${user.id}/keys`, user.key);
+    expect(rotated.status).toBe(201);
+    const refused = await call(b, 'GET', `/accounts/${user.id}`, user.key);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('UNAUTHORIZED');
+    expect((await call(b, 'GET', `/accounts/${user.id}`, rotated.body.apiKey)).status).toBe(200);
+  }, 30_000);
+
+  it('turns a disabled account away in the other process at once', async () => {
+    const user = await account('Disabled');
+    expect((await call(b, 'GET', `/accounts/${user.id}`, user.key)).status).toBe(200);
+    expect((await call(a, 'PATCH', `/accounts/${user.id}`, adminKey, { isDisabled: true })).status).toBe(200);
+    const refused = await call(b, 'GET', `/accounts/${user.id}`, user.key);
+    expect(refused.body.error?.code).toBe('ACCOUNT_DISABLED');
+  }, 30_000);
+});
