@@ -28,8 +28,7 @@ export default {
     if (!interaction.inCachedGuild() || !voiceChannelId) {
       // Not in a voice channel: the speech comes as a file to play.
       const file = await speech.speakAs(character, text);
-      const bytes = await context.core.files.read(file.key);
-      if (!bytes) throw new AppError('INTERNAL', 'The speech file went missing; try again.');
+      const { bytes } = await context.core.files.read(file.key);
       await answer(interaction, {
         content: `🔊 **${character.name}**: “${text.slice(0, 1800)}”`,
         files: [new AttachmentBuilder(bytes, { name: `${character.name.replace(/[^\w.-]+/g, '_') || 'speech'}.mp3` })],

@@ -26,6 +26,7 @@ import { createLogger } from './logger.js';
 import { createSharpImageCodec, defaultImageLimits } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
+import { openRateLimits } from './rate-limits.js';
 import { openSqlStore } from './store/sql/sql-store.js';
 
 export interface RunningService {
@@ -42,6 +43,8 @@ export interface RunningService {
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const repositories = await openSqlStore(config.storeUrl, { onConnectionError: (error) => logger.warn({ err: error }, 'a pooled database connection failed; it is replaced') });
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
+  // Limits on chats, images and Discord messages hold across processes on a PostgreSQL store.
+  const rateLimits = await openRateLimits(config.storeUrl, (error) => logger.warn({ err: error }, 'a rate-limit database connection failed; it is replaced'));
   const engineTimeouts = {
     connectTimeoutMs: config.llm.connectTimeoutMs,
     headersTimeoutMs: config.llm.headersTimeoutMs,
@@ -112,6 +115,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     signer,
     logger: logger.child({ module: 'http' }),
     rateLimitPerMinute: config.apiRateLimitPerMinute,
+    rateLimits,
     synchronousImageWaitMs: config.images.synchronousWaitMs,
   });
   const server = await listen(app, { host: config.host, port: config.port, limits: config.httpLimits });
@@ -123,7 +127,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const { token } = config.discord;
   if (token) {
     const botLogger = logger.child({ module: 'bot' });
-    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token }, botLogger), botLogger);
+    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits }, botLogger), botLogger);
   }
   return {
     url: server.url,
@@ -137,6 +141,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
       await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
+      await rateLimits.close();
       await repositories.close();
     },
   };

@@ -11,6 +11,7 @@ import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
 import { VoicePlayback } from './voice-playback.js';
+import { type RateLimits, memoryRateLimits } from '../rate-limits.js';
 import { createInteractionHandler } from './interactions.js';
 import { createMessageHandler } from './messages.js';
 
@@ -22,6 +23,8 @@ export interface BotOptions {
   editIntervalMs: number;
   messagesPerMinute: number;
   commandsPerMinute: number;
+  /** Where those limits are counted: shared by every process on a PostgreSQL store; in memory by default. */
+  rateLimits?: RateLimits;
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
@@ -106,8 +109,9 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
       return { account, actor: accountActor(account.id) };
     },
   };
-  const onInteraction = createInteractionHandler(commands, context, options.commandsPerMinute);
-  const onMessage = createMessageHandler(context, options.messagesPerMinute);
+  const rateLimits = options.rateLimits ?? memoryRateLimits();
+  const onInteraction = createInteractionHandler(commands, context, rateLimits.limiter('discord-commands', options.commandsPerMinute), options.commandsPerMinute);
+  const onMessage = createMessageHandler(context, rateLimits.limiter('discord-messages', options.messagesPerMinute), options.messagesPerMinute);
   // Handlers catch their own failures; these catches keep a bug from becoming an unhandled rejection.
   client.on(Events.InteractionCreate, (interaction) => {
     onInteraction(interaction).catch((error: unknown) => logger.error({ err: error }, 'interaction handler failed'));

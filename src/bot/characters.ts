@@ -39,7 +39,7 @@ export async function characterCard(core: Core, character: CharacterRecord): Pro
     .setFooter({ text: character.isPublic ? 'Public character' : 'Private character' });
   if (character.personalitySummary.trim()) embed.addFields({ name: 'Personality', value: character.personalitySummary.slice(0, 1024) });
   const files: AttachmentBuilder[] = [];
-  const avatar = character.avatar ? await core.files.read(character.avatar.key) : undefined;
+  const avatar = character.avatar ? (await core.files.read(character.avatar.key).catch(() => undefined))?.bytes : undefined;
   if (avatar && character.avatar) {
     const name = `avatar.${character.avatar.key.split('.').at(-1)}`;
     files.push(new AttachmentBuilder(avatar, { name }));

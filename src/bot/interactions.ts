@@ -1,5 +1,5 @@
 import type { Interaction } from 'discord.js';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError, EngineError } from '../core/errors.js';
 import { type BotContext, type Command, answer, deferOnce, deferralOf } from './command.js';
 import { explainError } from './explain-error.js';
@@ -11,9 +11,8 @@ const deferAfterMs = 2_000;
  * Routes interactions to commands: the one place where a command's failure becomes a
  * message to the person, and where per-user command rates are limited.
  */
-export function createInteractionHandler(commands: readonly Command[], context: BotContext, commandsPerMinute: number) {
+export function createInteractionHandler(commands: readonly Command[], context: BotContext, limiter: RateLimiterAbstract, commandsPerMinute: number) {
   const byName = new Map(commands.map((command) => [command.data.name, command]));
-  const limiter = new RateLimiterMemory({ points: commandsPerMinute, duration: 60 });
 
   return async (interaction: Interaction): Promise<void> => {
     if (interaction.isAutocomplete()) {
@@ -58,7 +57,7 @@ export function createInteractionHandler(commands: readonly Command[], context: 
 }
 
 /** Takes one point for the user, or throws RATE_LIMITED saying when to try again. */
-export async function consume(limiter: RateLimiterMemory, key: string, perMinute: number): Promise<void> {
+export async function consume(limiter: RateLimiterAbstract, key: string, perMinute: number): Promise<void> {
   try {
     await limiter.consume(key);
   } catch (rejection) {

@@ -1,5 +1,6 @@
 import { type Client, DiscordAPIError, InteractionWebhook, RESTJSONErrorCodes } from 'discord.js';
 import type { Core } from '../core/core.js';
+import { AppError } from '../core/errors.js';
 import { type JobEvent, isFinal } from '../core/images/jobs.js';
 import type { Logger } from '../core/ports.js';
 import type { JobRecord } from '../core/records.js';
@@ -272,8 +273,11 @@ export class JobDeliveries {
   async #readImages(job: JobRecord): Promise<OutputImage[]> {
     const images: OutputImage[] = [];
     for (const file of job.outputFiles) {
-      const bytes = await this.core.files.read(file.key);
-      if (bytes) images.push({ file, bytes });
+      const stored = await this.core.files.read(file.key).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'NOT_FOUND') return undefined;
+        throw error;
+      });
+      if (stored) images.push({ file, bytes: stored.bytes });
       else this.logger.error({ jobId: job.id, key: file.key }, 'an output file is missing from storage');
     }
     return images;

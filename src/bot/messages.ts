@@ -1,5 +1,5 @@
 import type { Message } from 'discord.js';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { adminActor } from '../core/actor.js';
 import type { ChatInput } from '../core/chat.js';
 import { AppError } from '../core/errors.js';
@@ -17,8 +17,7 @@ const maxImageBytes = 10 * 1024 * 1024;
  * Messages people write in conversation threads and DMs: each is a chat message from the
  * writer's account, answered by the character in the same place.
  */
-export function createMessageHandler(context: BotContext, messagesPerMinute: number) {
-  const limiter = new RateLimiterMemory({ points: messagesPerMinute, duration: 60 });
+export function createMessageHandler(context: BotContext, limiter: RateLimiterAbstract, messagesPerMinute: number) {
   /** Users told they are too fast, so the notice is sent once per burst, not per message. */
   const warned = new Set<string>();
 

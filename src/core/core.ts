@@ -7,6 +7,7 @@ import { Images, type ImagesOptions } from './images/images.js';
 import { JobRunner, type JobRunnerOptions, type JobWorker, defaultJobRunnerOptions } from './images/job-runner.js';
 import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
+import { Files } from './files.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
 import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, TokenCounter } from './ports.js';
@@ -51,9 +52,8 @@ export interface Core {
   chat: Chat;
   answers: Answers;
   speech: Speech | undefined;
-  ledger: Ledger;
   images: Images;
-  files: FileStore;
+  files: Files;
   chatModel: ChatModel;
 }
 
@@ -86,5 +86,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, memories, conversations, chat, answers, speech, ledger, images, files, chatModel: dependencies.chatModel };
+  return { accounts, characters, memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel };
 }

@@ -18,6 +18,8 @@ export interface FileStore {
   /** Stores bytes; the same bytes give the same key. */
   put(bytes: Uint8Array, mimeType: string): Promise<StoredFile>;
   read(key: string): Promise<Buffer | undefined>;
+  /** The MIME type of a key this store made, or undefined for anything it could not have made. */
+  typeOf(key: string): string | undefined;
 }
 
 /** Links to stored files that someone outside (an engine, a client) can fetch for a while. */

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { AppError } from '../core/errors.js';
+import { memoryRateLimits } from '../rate-limits.js';
 import { authenticate } from './auth.js';
 import type { HttpDependencies, HttpEnv } from './context.js';
 import { handleError } from './errors.js';
@@ -23,7 +24,7 @@ const trainingPath = /\/characters\/[^/]+\/images\/models\/?$/;
 
 /** The HTTP front end: the spec's `/api/v0` JSON API, signed files and a health check. */
 export function createApp(dependencies: HttpDependencies) {
-  const routes = { ...dependencies, serializers: new Serializers(dependencies.signer) };
+  const routes = { ...dependencies, serializers: new Serializers(dependencies.signer), rateLimits: dependencies.rateLimits ?? memoryRateLimits() };
   const app = new Hono<HttpEnv>();
 
   const onError = handleError(dependencies.logger);

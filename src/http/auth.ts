@@ -1,5 +1,5 @@
 import { createMiddleware } from 'hono/factory';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import { AppError } from '../core/errors.js';
@@ -18,9 +18,8 @@ export function authenticate(core: Core) {
   });
 }
 
-/** Limits costly requests (chats) per actor, answering 429 with Retry-After past the limit. */
-export function rateLimit(perMinute: number) {
-  const limiter = new RateLimiterMemory({ points: perMinute, duration: 60 });
+/** Limits costly requests (chats, images) per actor, answering 429 with Retry-After past the limit. */
+export function rateLimit(limiter: RateLimiterAbstract, perMinute: number) {
   return createMiddleware<HttpEnv>(async (context, next) => {
     try {
       await limiter.consume(actorKey(context.get('actor')));

@@ -2,6 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
+import type { RateLimits } from '../rate-limits.js';
 import type { HealthProbes } from './routes/health.js';
 import type { Serializers } from './serializers.js';
 import type { UrlSigner } from './signed-urls.js';
@@ -13,6 +14,8 @@ export interface HttpDependencies {
   logger: Logger;
   /** Chat requests allowed per account per minute. */
   rateLimitPerMinute: number;
+  /** Where limits are counted: shared by every process on a PostgreSQL store; in memory by default. */
+  rateLimits?: RateLimits;
   /** How long `POST /images` with `synchronous: true` waits for the images. */
   synchronousImageWaitMs: number;
   /** State of the parts for /healthz and /readyz; without it the bot counts as disabled and the store as up. */
@@ -21,6 +24,7 @@ export interface HttpDependencies {
 
 export interface RouteDependencies extends HttpDependencies {
   serializers: Serializers;
+  rateLimits: RateLimits;
 }
 
 export interface HttpEnv {

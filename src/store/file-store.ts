@@ -62,6 +62,10 @@ export function mimeTypeOfKey(key: string): string | undefined {
  * name, flushed, then renamed, so a reader or a crash never sees a partial file.
  */
 export class DiskFileStore implements FileStore {
+  typeOf(key: string): string | undefined {
+    return mimeTypeOfKey(key);
+  }
+
   readonly #directory: string;
 
   /** `directory` is created on first write, e.g. `DATA_DIR/files`. */

@@ -48,7 +48,7 @@ describe('DiscordAccounts', () => {
     expect(account.username).toBe('marie');
     expect(account.profilePictureUrl).toBe(user.avatarUrl);
     expect((await core.characters.get(adminActor, account.characterId)).name).toBe('marie');
-    expect(await core.ledger.balance(account.id)).toBe(10);
+    expect(await core.accounts.balance(adminActor, account.id)).toBe(10);
   });
 
   it('numbers a username that is taken, and cleans names our usernames cannot hold', async () => {

@@ -8,6 +8,7 @@ const files: FileStore = {
     throw new Error('not used');
   },
   read: async (key) => (key === 'photo.png' ? Buffer.from('png-bytes') : undefined),
+  typeOf: (key) => (key.endsWith('.png') ? 'image/png' : undefined),
 };
 
 function account(id: string, username: string): AccountRecord {

@@ -22,7 +22,7 @@ export const chatBody = z.object({
 export function conversationRoutes(dependencies: RouteDependencies) {
   const { core, serializers } = dependencies;
   const app = new Hono<HttpEnv>();
-  const limit = rateLimit(dependencies.rateLimitPerMinute);
+  const limit = rateLimit(dependencies.rateLimits.limiter('api-chat', dependencies.rateLimitPerMinute), dependencies.rateLimitPerMinute);
 
   app.post('/', async (context) => {
     const body = await readJson(context, createBody);

@@ -1,7 +1,6 @@
 import { Hono } from 'hono';
 import type { Core } from '../../core/core.js';
 import { AppError } from '../../core/errors.js';
-import { mimeTypeOfKey } from '../../store/file-store.js';
 import type { UrlSigner } from '../signed-urls.js';
 
 /** Stored files behind signed, expiring URLs (`GET /files/<key>?expires=…&signature=…`). */
@@ -11,11 +10,10 @@ export function fileRoutes(core: Core, signer: UrlSigner) {
     const key = context.req.param('key');
     const refusal = signer.refusal(key, context.req.query('expires'), context.req.query('signature'));
     if (refusal) throw new AppError('FORBIDDEN', refusal);
-    const bytes = await core.files.read(key);
-    if (!bytes) throw new AppError('NOT_FOUND', 'That file does not exist.');
+    const file = await core.files.read(key);
     const expiresInSeconds = Math.max(0, Number(context.req.query('expires')) - Math.floor(Date.now() / 1000));
-    return context.body(new Uint8Array(bytes), 200, {
-      'Content-Type': mimeTypeOfKey(key) ?? 'application/octet-stream',
+    return context.body(new Uint8Array(file.bytes), 200, {
+      'Content-Type': file.mimeType,
       'Cache-Control': `private, max-age=${expiresInSeconds}, immutable`,
       'X-Content-Type-Options': 'nosniff',
     });

@@ -36,7 +36,8 @@ export function imageRoutes(dependencies: RouteDependencies & { synchronousImage
   const { core, serializers } = dependencies;
   const app = new Hono<HttpEnv>();
 
-  app.post('/images', rateLimit(dependencies.rateLimitPerMinute), async (context) => {
+  const limit = rateLimit(dependencies.rateLimits.limiter('api-images', dependencies.rateLimitPerMinute), dependencies.rateLimitPerMinute);
+  app.post('/images', limit, async (context) => {
     const { synchronous, ...input } = await readJson(context, imageBody);
     const { job, transaction } = await core.images.create(context.get('actor'), input);
     const created = { success: true as const, jobId: job.id, transactionId: transaction.id };

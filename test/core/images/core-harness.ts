@@ -1,3 +1,4 @@
+import { adminActor } from '../../../src/core/actor.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,7 +63,7 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
     core: undefined as unknown as Core,
     account: async (balance) => {
       const { account } = await harness.core.accounts.create({ type: 'admin' }, { username: `user-${Math.random().toString(36).slice(2, 10)}` });
-      if (balance > 0) await harness.core.ledger.credit(account.id, balance, 'test');
+      if (balance > 0) await harness.core.accounts.credit(adminActor, account.id, balance, 'test');
       return { actor: accountActor(account.id), accountId: account.id, characterId: account.characterId };
     },
     restart: async (options = {}) => {

@@ -47,14 +47,14 @@ describe('face models', () => {
     expect((await final(job.id)).status).toBe('SUCCESS');
     const [trained] = await harness.core.characters.faceModels(actor, characterId);
     expect(trained).toMatchObject({ status: 'SUCCESS', triggerToken: '<s0><s1>' });
-    expect((await harness.core.files.read(trained!.archive!.key))?.toString()).toBe(`weights for ${job.id}`);
+    expect((await harness.core.files.read(trained!.archive!.key)).bytes.toString()).toBe(`weights for ${job.id}`);
 
     const image = await harness.core.images.create(actor, { prompt: `<${characterId}> on a horse`, loraScale: 0.8 });
     const run = await harness.engine.runs.nth(0);
     expect(run.request.payload).toMatchObject({ prompt: '<s0><s1> on a horse', lora_scale: 0.8, enable_face_inpainting: true });
     expect(run.request.faceModel).toEqual({ id: trained!.id, archiveUrl: expect.stringContaining(trained!.archive!.key), triggerToken: '<s0><s1>' });
     expect(image.job.faceModel).toEqual({ id: trained!.id, characterId, archiveKey: trained!.archive!.key });
-    expect(await harness.core.ledger.balance(accountId)).toBe(4);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(4);
   });
 
   it('takes photos inside a zip', async () => {
@@ -76,7 +76,7 @@ describe('face models', () => {
       harness.core.images.trainFace(actor, characterId, [...photos(4), { filename: 'notes.txt', data: new TextEncoder().encode('hello') }]),
     );
     expect((notImages as ValidationError).issues.map((issue) => issue.field)).toEqual(['photos.notes.txt']);
-    expect(await harness.core.ledger.balance(accountId)).toBe(50);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(50);
     expect(await harness.core.characters.faceModels(actor, characterId)).toEqual([]);
   });
 
@@ -96,7 +96,7 @@ describe('face models', () => {
     await final(job.id);
     await expect.poll(async () => (await harness.core.characters.faceModels(actor, characterId))[0]?.status).toBe('FAILED');
     expect((await harness.core.characters.faceModels(actor, characterId))[0]?.failure).toContain('refused this request');
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(5);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(5);
   });
 
   it('refuses to draw a character without a ready face model, saying its state', async () => {

@@ -32,7 +32,7 @@ describe('image jobs', () => {
     const { job, transaction } = await harness.core.images.create(actor, { prompt: 'a lighthouse at dusk', samples: 3, seed: 42 });
     expect(transaction.amount).toBe(6);
     expect(job.transactionId).toBe(transaction.id);
-    expect(await harness.core.ledger.balance(accountId)).toBe(4);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(4);
     const run = await harness.engine.runs.nth(0);
     expect(run.request.payload).toMatchObject({ prompt: 'a lighthouse at dusk', num_outputs: 3, seed: 42, width: 1024, height: 1024 });
     expect((await harness.core.images.get(actor, job.id)).status).toBe('IN_PROGRESS');
@@ -40,7 +40,7 @@ describe('image jobs', () => {
     const done = await final(job.id);
     expect(done.statuses.map((entry) => entry.status)).toEqual(['SUCCESS', 'IN_PROGRESS', 'CREATED']);
     expect(done.outputFiles.map((file) => file.name)).toEqual(['image-1.png', 'image-2.png', 'image-3.png']);
-    const bytes = await harness.core.files.read(done.outputFiles[0]!.key);
+    const { bytes } = await harness.core.files.read(done.outputFiles[0]!.key);
     expect(bytes?.subarray(1, 4).toString()).toBe('PNG');
     expect(done.outputFiles[0]!.feedback).toEqual({ like: null, feedback: null });
     expect(done.payload).toMatchObject({ seed: 42 });
@@ -66,7 +66,7 @@ describe('image jobs', () => {
     expect((error as ValidationError).issues.map((issue) => issue.field).sort()).toEqual(
       ['guidanceScale', 'height', 'loraScale', 'negativePrompt', 'prompt', 'samples', 'seed', 'width'],
     );
-    expect(await harness.core.ledger.balance(accountId)).toBe(10);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(10);
     expect((await harness.core.images.list(actor, accountId, 10)).jobs).toEqual([]);
   });
 
@@ -75,7 +75,7 @@ describe('image jobs', () => {
     const { actor, accountId } = await harness.account(2);
     const error = await rejection(harness.core.images.create(actor, { prompt: 'x', samples: 3 }));
     expect(error.code).toBe('BALANCE_INSUFFICIENT');
-    expect(await harness.core.ledger.balance(accountId)).toBe(2);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(2);
     expect((await harness.core.images.list(actor, accountId, 10)).jobs).toEqual([]);
   });
 
@@ -84,7 +84,7 @@ describe('image jobs', () => {
     const { actor, accountId } = await harness.account(5);
     const results = await Promise.allSettled(Array.from({ length: 12 }, () => harness.core.images.create(actor, { prompt: 'x' })));
     expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(5);
-    expect(await harness.core.ledger.balance(accountId)).toBe(0);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(0);
     expect((await harness.core.images.list(actor, accountId, 50)).jobs).toHaveLength(5);
   });
 
@@ -98,9 +98,9 @@ describe('image jobs', () => {
     // The engine's words stay in the log: the job shows a message written by us.
     expect(failed.failure).toEqual({ code: 'ENGINE_FAILED', message: expect.stringContaining('refused this request') });
     expect(failed.failure?.message).not.toContain('flagged');
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(3);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(3);
     await expect.poll(async () => (await harness.core.images.find(job.id))?.settled).toBe(true);
-    const kinds = (await harness.core.ledger.transactions(accountId)).map((transaction) => transaction.type);
+    const kinds = (await harness.core.accounts.transactions(adminActor, accountId)).map((transaction) => transaction.type);
     expect(kinds).toEqual(['credit', 'debit', 'refund']);
   });
 
@@ -124,7 +124,7 @@ describe('image jobs', () => {
     (await harness.engine.runs.nth(1)).fail(engineDown());
     const failed = await final(job.id);
     expect(failed.failure?.code).toBe('ENGINE_UNAVAILABLE');
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(1);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(1);
   });
 
   it('fails a job past its time limit, stops the engine run and refunds', async () => {
@@ -136,7 +136,7 @@ describe('image jobs', () => {
     expect(failed.status).toBe('FAILED');
     expect(failed.failure?.code).toBe('ENGINE_TIMEOUT');
     expect(run.run.signal.aborted).toBe(true);
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(1);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(1);
   });
 
   it('cancels queued and running jobs with a refund, and refuses to cancel a finished one', async () => {
@@ -150,7 +150,7 @@ describe('image jobs', () => {
     const canceled = await harness.core.images.cancel(actor, running.job.id);
     expect(canceled.statuses.map((entry) => entry.status)).toEqual(['CANCELED', 'IN_PROGRESS', 'CREATED']);
     expect(run.run.signal.aborted).toBe(true);
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(3);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(3);
     // The queued job never reached the engine.
     expect(harness.engine.runs.started).toHaveLength(1);
     const third = await harness.core.images.create(actor, { prompt: 'third' });
@@ -241,7 +241,7 @@ describe('image jobs across a restart', () => {
     submitted.finish();
     expect((await final(running.job.id)).status).toBe('SUCCESS');
     expect((await final(waiting.job.id)).status).toBe('SUCCESS');
-    expect(await harness.core.ledger.balance(accountId)).toBe(3);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(3);
   });
 
   it('records a job whose images arrive as the service stops', async () => {
@@ -266,7 +266,7 @@ describe('image jobs across a restart', () => {
     await harness.restart();
     const failed = await final(job.id);
     expect(failed.failure?.code).toBe('ENGINE_TIMEOUT');
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(1);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(1);
     expect(harness.engine.runs.started).toHaveLength(0);
   });
 
@@ -283,7 +283,7 @@ describe('image jobs across a restart', () => {
     expect(first.run.signal.aborted).toBe(false);
     resumed.finish();
     expect((await final(job.id)).status).toBe('SUCCESS');
-    expect(await harness.core.ledger.balance(accountId)).toBe(1);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(1);
   });
 
   it('refunds a job that failed just before a crash left it unsettled', async () => {
@@ -294,10 +294,10 @@ describe('image jobs across a restart', () => {
     await harness.core.images.stop();
     await harness.repositories.jobs.transition(job.id, { id: 'failed-before-the-crash', status: 'FAILED', createdMillis: Date.now() }, { failure: { code: 'ENGINE_FAILED', message: 'boom' } });
     await harness.restart();
-    await expect.poll(() => harness.core.ledger.balance(accountId)).toBe(1);
+    await expect.poll(() => harness.core.accounts.balance(adminActor, accountId)).toBe(1);
     await expect.poll(async () => (await harness.repositories.jobs.get(job.id))?.settled).toBe(true);
     // A second restart does not refund again.
     await harness.restart();
-    expect(await harness.core.ledger.balance(accountId)).toBe(1);
+    expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(1);
   });
 });

@@ -1,0 +1,54 @@
+import pg from 'pg';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres } from 'rate-limiter-flexible';
+
+/**
+ * Per-key limits on costly actions (chats, images, Discord messages and commands), made by
+ * rate-limiter-flexible. On a PostgreSQL store they are kept in that database, so a limit holds
+ * across every process sharing it; on SQLite (one process, or a few on one file) each process
+ * counts its own.
+ */
+export interface RateLimits {
+  /** A limiter of `perMinute` points a minute per key; `name` keeps limits of different actions apart. */
+  limiter(name: string, perMinute: number): RateLimiterAbstract;
+  /** Whether every process sharing the store shares these limits. */
+  readonly shared: boolean;
+  close(): Promise<void>;
+}
+
+const tableName = 'rate_limits';
+
+/** Limits each process keeps in memory. */
+export function memoryRateLimits(): RateLimits {
+  return {
+    shared: false,
+    limiter: (name, perMinute) => new RateLimiterMemory({ keyPrefix: name, points: perMinute, duration: 60 }),
+    close: async () => undefined,
+  };
+}
+
+/**
+ * Limits for the store at `storeUrl`: in its PostgreSQL database (a table of their own, made on
+ * first use, through a small pool of their own), or in memory for SQLite.
+ */
+export async function openRateLimits(storeUrl: string, onConnectionError: (error: Error) => void): Promise<RateLimits> {
+  if (!/^postgres(ql)?:\/\//.test(storeUrl)) return memoryRateLimits();
+  const pool = new pg.Pool({ connectionString: storeUrl, max: 3 });
+  pool.on('error', onConnectionError);
+  try {
+    // The first limiter makes the table (processes starting at once are handled by the library).
+    await new Promise<void>((resolve, reject) => {
+      new RateLimiterPostgres({ storeClient: pool, storeType: 'pool', tableName, keyPrefix: 'setup', points: 1, duration: 60 }, (error?: Error) =>
+        error ? reject(error) : resolve(),
+      );
+    });
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return {
+    shared: true,
+    limiter: (name, perMinute) =>
+      new RateLimiterPostgres({ storeClient: pool, storeType: 'pool', tableName, tableCreated: true, keyPrefix: name, points: perMinute, duration: 60 }),
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RateLimits, openRateLimits } from '../../src/rate-limits.js';
+import { createTestDatabase } from './postgres-database.js';
+
+describe('rate limits', () => {
+  let database: { url: string; drop(): Promise<void> };
+  const opened: RateLimits[] = [];
+  const open = async (url: string) => {
+    const limits = await openRateLimits(url, (error) => {
+      throw error;
+    });
+    opened.push(limits);
+    return limits;
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((limits) => limits.close()));
+    await database?.drop();
+  });
+
+  it('holds one limit across processes on a PostgreSQL store, each action apart', async () => {
+    // Two openings at once, as two processes starting together: both make or find the table.
+    const [one, two] = await Promise.all([open(database.url), open(database.url)]);
+    expect(one!.shared).toBe(true);
+    const first = one!.limiter('api-chat', 3);
+    const second = two!.limiter('api-chat', 3);
+    await first.consume('account-1');
+    await second.consume('account-1');
+    await first.consume('account-1');
+    await expect(second.consume('account-1')).rejects.toMatchObject({ remainingPoints: 0 });
+    // Another key, and another action with the same key, count apart.
+    await expect(second.consume('account-2')).resolves.toMatchObject({ remainingPoints: 2 });
+    await expect(two!.limiter('api-images', 3).consume('account-1')).resolves.toMatchObject({ remainingPoints: 2 });
+  });
+
+  it('counts in each process on SQLite', async () => {
+    const [one, two] = await Promise.all([open('sqlite:///tmp/unused.sqlite'), open('sqlite:///tmp/unused.sqlite')]);
+    expect(one!.shared).toBe(false);
+    await one!.limiter('api-chat', 1).consume('account-1');
+    await expect(two!.limiter('api-chat', 1).consume('account-1')).resolves.toMatchObject({ remainingPoints: 0 });
+  });
+});
