@@ -71,7 +71,7 @@ export default {
     await thread.send({ ...(await characterCard(context.core, character)), allowedMentions: { parse: [] } });
     await answer(interaction, `Your conversation with **${character.name}** is in <#${thread.id}>.`);
     if (first) {
-      await context.runner.answer(actor, conversation.id, [{ data: first }], replyChannelOf(thread));
+      await context.runner.answer(actor, conversation.id, [{ text: first }], replyChannelOf(thread));
     }
   },
   /** 🔄 under a reply: a new reply to the same message, replacing the old one. */
@@ -116,5 +116,5 @@ async function sendFirst(
     await context.links.setDmConversation(interaction.user.id, characterId, conversationId);
   }
   const channel = interaction.channel ?? (await interaction.user.createDM());
-  await context.runner.answer(actor, conversationId, [{ data: text }], replyChannelOf(channel));
+  await context.runner.answer(actor, conversationId, [{ text }], replyChannelOf(channel));
 }

@@ -45,7 +45,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       } else {
         conversationId = await dmConversation(context, message.author.id, account.id, account.characterId);
       }
-      const inputs = [...(await imagesOf(message)), ...(message.content.trim() ? [{ data: message.content }] : [])];
+      const inputs = [...(await imagesOf(message)), ...(message.content.trim() ? [{ text: message.content }] : [])];
       if (inputs.length === 0) return;
       const speakSentence = link ? await followSpeaker(context, message, conversationId) : undefined;
       await context.runner.answer(actor, conversationId, inputs, replyChannelOf(message.channel), speakSentence);
@@ -93,7 +93,7 @@ async function imagesOf(message: Message): Promise<ChatInput[]> {
     const type = attachment.contentType?.split(';')[0]?.trim() ?? '';
     if (!isImageMimeType(type)) continue;
     const bytes = await downloadAttachment(attachment, maxImageBytes);
-    inputs.push({ data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), mimeType: type });
+    inputs.push({ image: bytes, mimeType: type });
   }
   return inputs;
 }

@@ -9,19 +9,15 @@ import type { Speech } from './speech.js';
 
 export type ReplyFormat = 'text' | 'audio';
 
-/** The spec's synchronous answer; `finishReason` (added) says why the reply ended, when known. */
-export interface SyncAnswer {
-  data: string;
-  mimeType: string;
-  finishReason?: string;
-}
+/** A whole reply: its text, or its text spoken as mp3; `finishReason` says why it ended, when known. */
+export type SyncAnswer = ({ text: string } | { audio: Buffer }) & { finishReason?: string };
 
 const textTypes = ['text/plain', 'text/*', '*/*'];
 const audioTypes = ['audio/mp3', 'audio/mpeg', 'audio/*'];
 
 /**
  * The spec's chat answers: the reply as text, or, when the caller allows only audio, the
- * reply spoken in the character's voice as mp3 (base64 in `data`, `mimeType: audio/mp3`).
+ * reply spoken in the character's voice as mp3 bytes (the HTTP API sends them as base64).
  * The stored message keeps the text either way.
  */
 export class Answers {
@@ -67,12 +63,12 @@ export class Answers {
   async #deliver(reply: Reply, format: ReplyFormat): Promise<SyncAnswer> {
     const stored = await reply.done;
     const finish = stored.finishReason === undefined ? {} : { finishReason: stored.finishReason };
-    if (format === 'text' || !this.speech) return { data: stored.content, mimeType: 'text/plain', ...finish };
+    if (format === 'text' || !this.speech) return { text: stored.content, ...finish };
     const character = await this.#character(stored.participantId);
     const file = await this.speech.speakAs(character, stored.content);
     const bytes = await this.files.read(file.key);
     if (!bytes) throw notFound('Audio', file.key);
-    return { data: bytes.toString('base64'), mimeType: 'audio/mp3', ...finish };
+    return { audio: bytes, ...finish };
   }
 
   /** Starts a streamed (text) reply, after checking what the caller allows. */

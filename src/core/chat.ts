@@ -3,7 +3,7 @@ import { AsyncQueue } from './async-queue.js';
 import { ContextWindow, type PromptPlan } from './context-window.js';
 import type { Conversations } from './conversations.js';
 import { AppError, EngineError, ValidationError, notFound } from './errors.js';
-import { decodeImage, isImageMimeType } from './media.js';
+import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import { ModelTraits } from './model-traits.js';
 import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, TokenCounter } from './ports.js';
@@ -13,12 +13,15 @@ import type { RepositoryStore, StoredMessage } from './repositories.js';
 import { ConversationSummaries, type ConversationSummary, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
 import { ThinkFilter } from './think-filter.js';
 
-export interface ChatInput {
-  data: string;
-  mimeType?: string | undefined;
+/**
+ * What someone says: text, or an image as bytes with the type it was sent as (its real type
+ * is read from the bytes). Front ends decode their wire forms (base64, data: URLs, Discord
+ * attachments) before they call the core.
+ */
+export type ChatInput = ({ text: string } | { image: Uint8Array; mimeType: string }) & {
   /** MIME types the caller accepts for the reply (see `Answers`). */
   allow?: readonly string[] | undefined;
-}
+};
 
 /** A reply on its way. Generation goes on even if nobody reads `pieces`, and ends in `done`. */
 export interface Reply {
@@ -347,20 +350,20 @@ export class Chat {
   }
 
   async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
-    const mimeType = input.mimeType ?? 'text/plain';
-    if (mimeType === 'text/plain') {
-      const text = input.data.trim();
+    if ('text' in input) {
+      const text = input.text.trim();
       if (text.length === 0) throw ValidationError.field('data', 'must not be empty');
       if (text.length > this.options.maxTextLength) {
         throw ValidationError.field('data', `must be at most ${this.options.maxTextLength} characters`);
       }
-      return { content: text, mimeType, participantId: authorId, participantType: 'account', file: null };
+      return { content: text, mimeType: 'text/plain', participantId: authorId, participantType: 'account', file: null };
     }
-    if (isImageMimeType(mimeType)) {
-      const image = await decodeImage('data', input.data, mimeType, this.options.maxImageBytes);
+    if (isImageMimeType(input.mimeType)) {
+      // Its real format, size and pixel count from its header before anything decodes it.
+      await checkImage('data', input.image, this.options.maxImageBytes, this.imageCodec);
       // Downscaled once here, so no prompt carries megapixels the model would scale anyway,
       // and its size is known for counting its tokens.
-      const fitted = await this.imageCodec.fit('data', image.bytes, maxImageSide);
+      const fitted = await this.imageCodec.fit('data', input.image, maxImageSide);
       const file = await this.files.put(fitted.data, fitted.mimeType);
       return {
         content: '',

@@ -1,4 +1,5 @@
 import { isoMicros } from '../core/clock.js';
+import type { SyncAnswer } from '../core/answers.js';
 import type { ConversationRead, ConversationView } from '../core/conversations.js';
 import type { ImagePayload } from '../core/ports.js';
 import type { AccountRecord, CharacterRecord, FaceModelRecord, JobRecord, MemoryRecord, MessageRecord, OutputFileRecord, TransactionRecord } from '../core/records.js';
@@ -180,6 +181,13 @@ export class Serializers {
     const bytes = Buffer.from(messages.map((message) => this.messageJson(message)).join(','));
     if (Object.isFrozen(messages)) this.#listJson.set(messages, { expiry, bytes });
     return bytes;
+  }
+
+  /** The spec's synchronous chat answer; `finishReason` (added) says why the reply ended. */
+  syncAnswer(answer: SyncAnswer) {
+    const finish = answer.finishReason === undefined ? {} : { finishReason: answer.finishReason };
+    if ('text' in answer) return { data: answer.text, mimeType: 'text/plain', ...finish };
+    return { data: answer.audio.toString('base64'), mimeType: 'audio/mp3', ...finish };
   }
 
   memory(memory: MemoryRecord) {

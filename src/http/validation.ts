@@ -53,3 +53,21 @@ export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(32).optional(),
 });
+
+const dataUrlPattern = /^data:([\w.+-]+\/[\w.+-]+)?(;[\w-]+=[^;,]*)*;base64,/i;
+const base64Pattern = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+/**
+ * The bytes of a field sent as base64 (standard or URL-safe) or as a `data:` URL; the
+ * core then checks what they are. `what` names the expected content in the error.
+ */
+export function decodeBase64(field: string, data: string, what: string): Buffer {
+  let payload = data.trim();
+  const dataUrl = dataUrlPattern.exec(payload);
+  if (dataUrl) payload = payload.slice(dataUrl[0].length);
+  payload = payload.replace(/\s+/g, '');
+  if (payload.length === 0 || !base64Pattern.test(payload)) {
+    throw ValidationError.field(field, `must be base64 or a data: URL of ${what}`);
+  }
+  return Buffer.from(payload, 'base64');
+}

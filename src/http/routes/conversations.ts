@@ -4,7 +4,8 @@ import { accountInScope } from '../account-scope.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { streamReply } from '../stream-reply.js';
-import { readJson, readQuery, uuid, uuidParam } from '../validation.js';
+import type { ChatInput } from '../../core/chat.js';
+import { decodeBase64, readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
 const createBody = z.object({
   characterId: uuid,
@@ -17,6 +18,14 @@ export const chatBody = z.object({
   mimeType: z.string().max(100).optional(),
   allow: z.array(z.string().max(100)).max(20).optional(),
 });
+
+/** The spec's chat body as the core takes it: text as is, anything else decoded from base64. */
+export function chatInput(body: z.output<typeof chatBody>): ChatInput {
+  const allow = body.allow === undefined ? {} : { allow: body.allow };
+  const mimeType = body.mimeType ?? 'text/plain';
+  if (mimeType === 'text/plain') return { text: body.data, ...allow };
+  return { image: decodeBase64('data', body.data, `a ${mimeType} image`), mimeType, ...allow };
+}
 
 /** The spec's section 4.1. */
 export function conversationRoutes(dependencies: RouteDependencies) {
@@ -50,13 +59,13 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/chat', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    return context.json(await core.answers.answer(context.get('actor'), conversationId, body));
+    return context.json(serializers.syncAnswer(await core.answers.answer(context.get('actor'), conversationId, chatInput(body))));
   });
 
   app.post('/:conversationId/chat/stream', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const reply = await core.answers.stream(context.get('actor'), conversationId, body);
+    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body));
     return streamReply(context, reply, dependencies.logger);
   });
 
@@ -65,7 +74,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/regenerate', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, regenerateBody);
-    return context.json(await core.answers.regenerate(context.get('actor'), conversationId, body.allow));
+    return context.json(serializers.syncAnswer(await core.answers.regenerate(context.get('actor'), conversationId, body.allow)));
   });
 
   app.post('/:conversationId/regenerate/stream', limit, async (context) => {
