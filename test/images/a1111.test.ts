@@ -39,8 +39,8 @@ describe('AUTOMATIC1111 image engine', () => {
     for (const file of files) expect(pngSize(file)).toEqual({ width: 96, height: 64 });
     expect(run.submittedIds).toEqual(['a1111:job-1']);
     const post = fake.requests.find((recorded) => recorded.path === '/sdapi/v1/txt2img');
-    expect(post?.json).toEqual({
-      prompt: samplePayload().prompt,
+    expect(post?.body.toString()).toBe(JSON.stringify({
+      prompt: 'a portrait of <s0><s1> in a sunflower field, golden hour',
       negative_prompt: 'blurry, deformed',
       width: 96,
       height: 64,
@@ -49,7 +49,7 @@ describe('AUTOMATIC1111 image engine', () => {
       seed: 1234,
       cfg_scale: 7.5,
       steps: 8,
-    });
+    }));
     expect(fake.requests.some((recorded) => recorded.path === '/sdapi/v1/loras')).toBe(false);
   });
 

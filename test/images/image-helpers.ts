@@ -27,6 +27,31 @@ export function samplePayload(overrides: Partial<ImagePayload> = {}): ImagePaylo
   };
 }
 
+/**
+ * `samplePayload()` as Replicate and Cog receive it: the spec's snake_case `input`, in the
+ * order the model has always been sent. Written out by hand, not derived by our mapping, so
+ * the tests check the wire itself. Overrides keep a key's place; new keys (`lora_scale`,
+ * `lora_1`) go last, as they are sent.
+ */
+export function sampleInput(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    prompt: 'a portrait of <s0><s1> in a sunflower field, golden hour',
+    negative_prompt: 'blurry, deformed',
+    width: 96,
+    height: 64,
+    num_outputs: 1,
+    seed: 1234,
+    guidance_scale: 7.5,
+    num_inference_steps: 8,
+    prompt_strength: 0.8,
+    enable_face_inpainting: false,
+    max_face_inpaint_size: 0.5,
+    face_inpainting_prompt: '',
+    face_inpainting_negative_prompt: 'blurry, deformed, disfigured',
+    ...overrides,
+  };
+}
+
 /** An `EngineRun` that records what the adapter reported. */
 export interface RecordingRun extends EngineRun {
   readonly controller: AbortController;
