@@ -35,7 +35,7 @@ describe('Cog image engine', () => {
   it('runs the prediction under the job id and decodes the data: URL outputs', async () => {
     const { fake, engine } = await cogWith();
     const run = recordingRun();
-    const images = await engine.generate(request({ payload: samplePayload({ num_outputs: 2 }) }), run);
+    const images = await engine.generate(request({ payload: samplePayload({ samples: 2 }) }), run);
 
     expect(engine.provider).toBe('cog');
     expect(engine.concurrency).toBe(1);
@@ -75,7 +75,7 @@ describe('Cog image engine', () => {
 
   it('reports invalid input field by field', async () => {
     const { engine } = await cogWith();
-    const error = await engineFailure(engine.generate(request({ payload: samplePayload({ num_outputs: 9 }) }), recordingRun()));
+    const error = await engineFailure(engine.generate(request({ payload: samplePayload({ samples: 9 }) }), recordingRun()));
     expect(error).toMatchObject({ status: 422, retryable: false });
     expect(error.upstream).toContain('input.num_outputs: Must be less than or equal to 4');
   });

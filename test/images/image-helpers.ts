@@ -7,22 +7,22 @@ import type { EngineFile, EngineRun, ImagePayload } from '../../src/core/ports.j
 import { fakePicture } from '../fakes/images/fake-pictures.js';
 import { ustar } from '../fakes/images/ustar.js';
 
-/** A small, fast payload in the spec's names; sizes stay tiny so fakes answer at once. */
+/** A small, fast payload in the core's names; sizes stay tiny so fakes answer at once. */
 export function samplePayload(overrides: Partial<ImagePayload> = {}): ImagePayload {
   return {
     prompt: 'a portrait of <s0><s1> in a sunflower field, golden hour',
-    negative_prompt: 'blurry, deformed',
+    negativePrompt: 'blurry, deformed',
     width: 96,
     height: 64,
-    num_outputs: 1,
+    samples: 1,
     seed: 1234,
-    guidance_scale: 7.5,
-    num_inference_steps: 8,
-    prompt_strength: 0.8,
-    enable_face_inpainting: false,
-    max_face_inpaint_size: 0.5,
-    face_inpainting_prompt: '',
-    face_inpainting_negative_prompt: 'blurry, deformed, disfigured',
+    guidanceScale: 7.5,
+    steps: 8,
+    promptStrength: 0.8,
+    faceInpainting: false,
+    maxFaceInpaintSize: 0.5,
+    faceInpaintingPrompt: '',
+    faceInpaintingNegativePrompt: 'blurry, deformed, disfigured',
     ...overrides,
   };
 }

@@ -41,7 +41,7 @@ describe('Replicate image engine', () => {
   it('creates a prediction by model, follows it, and downloads the outputs without our token', async () => {
     const engine = engineWith();
     const run = recordingRun();
-    const images = await engine.generate(request({ payload: samplePayload({ num_outputs: 2 }) }), run);
+    const images = await engine.generate(request({ payload: samplePayload({ samples: 2 }) }), run);
 
     expect(engine.provider).toBe('replicate');
     expect(engine.concurrency).toBe(4);
@@ -76,7 +76,7 @@ describe('Replicate image engine', () => {
     const engine = engineWith();
     const archiveUrl = files.put('face-1.tar', faceArchive('face-1'), 'application/x-tar');
     const plain = await engine.generate(request(), recordingRun());
-    const personal = await engine.generate(request({ payload: samplePayload({ lora_scale: 0.6 }), faceModel: { id: 'face-1', archiveUrl, triggerToken: '<s0><s1>' } }), recordingRun());
+    const personal = await engine.generate(request({ payload: samplePayload({ loraScale: 0.6 }), faceModel: { id: 'face-1', archiveUrl, triggerToken: '<s0><s1>' } }), recordingRun());
 
     expect(creations().at(-1)!.body.toString()).toBe(JSON.stringify({ input: sampleInput({ lora_scale: 0.6, lora_1: archiveUrl }) }));
     expect(files.requests.some((recorded) => recorded.path === '/face-1.tar')).toBe(true);
@@ -195,7 +195,7 @@ describe('Replicate image engine', () => {
     expect(unauthorized).toMatchObject({ status: 401, retryable: false });
     expect(unauthorized.upstream).toBe('Replicate answered 401: You did not pass a valid authentication token');
 
-    const invalid = await engineFailure(engineWith().generate(request({ payload: samplePayload({ num_outputs: 5 }) }), recordingRun()));
+    const invalid = await engineFailure(engineWith().generate(request({ payload: samplePayload({ samples: 5 }) }), recordingRun()));
     expect(invalid).toMatchObject({ status: 422, retryable: false });
     expect(invalid.upstream).toContain('input.num_outputs: Must be less than or equal to 4');
   });
