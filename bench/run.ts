@@ -13,6 +13,7 @@ import { benchmarkDiscordStreams } from './discord-streams.js';
 import { benchmarkImageJobs } from './images.js';
 import { benchmarkDiscordImages } from './discord-images.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
+import { benchmarkScale } from './scale.js';
 import { benchmarkStore } from './store.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
 
@@ -24,6 +25,7 @@ try {
   if (selected('read')) results.conversationRead = await benchmarkConversationRead(path.join(scratch, 'read'));
   if (selected('read-postgres')) results.conversationReadPostgres = await benchmarkConversationRead(path.join(scratch, 'read-postgres'), 'postgres');
   if (selected('store')) results.store = await benchmarkStore();
+  if (selected('scale')) results.scale = await benchmarkScale(path.join(scratch, 'scale'));
   if (selected('relay')) results.streamRelay = await benchmarkStreamRelay(path.join(scratch, 'relay'));
   if (selected('streams')) results.manyStreams = await benchmarkManyStreams(path.join(scratch, 'streams'));
   if (selected('append')) results.appends = await benchmarkAppends(path.join(scratch, 'append'));
