@@ -49,11 +49,22 @@ const conversationAnswer = wrapped({ conversation: resources.conversation }).reg
 const jobAnswer = wrapped({ job: resources.job }).register(resources.documented, { id: 'JobAnswer' });
 const apiKeyAnswer = wrapped({ apiKey: z.string().describe('Shown once; earlier keys stop working') }).register(resources.documented, { id: 'ApiKeyAnswer' });
 const jobCreated = wrapped({ jobId: z.uuid(), transactionId: z.uuid() });
-const eventStream = {
-  status: 200,
-  mediaType: 'text/event-stream',
-  description: 'One `data:` event per piece of the reply, each a ChatChunk; the last chunk carries finish_reason, then `data: [DONE]`.',
-};
+/** A reply answered whole, and the same request at `<path>/stream` answered as events (text only). */
+const alsoStreamed = (operation: Operation, streamedSummary: string): Operation[] => [
+  operation,
+  {
+    ...operation,
+    path: `${operation.path}/stream`,
+    summary: streamedSummary,
+    answers: [
+      {
+        status: 200,
+        mediaType: 'text/event-stream',
+        description: 'One `data:` event per piece of the reply, each a ChatChunk; the last chunk carries finish_reason, then `data: [DONE]`.',
+      },
+    ],
+  },
+];
 const image = z.file().describe('A PNG, JPEG or WebP image');
 
 const conversationOperations: Operation[] = [
@@ -72,28 +83,18 @@ const conversationOperations: Operation[] = [
     method: 'get', path: '/api/v0/conversations/:conversationId', tag: 'Conversations', summary: 'Read a conversation with its messages',
     answers: [ok(resources.conversationRead)],
   },
-  {
+  ...alsoStreamed({
     method: 'post', path: '/api/v0/conversations/:conversationId/chat', tag: 'Conversations', summary: 'Send a message and wait for the reply',
     description: '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice.',
     body: conversations.chatBody, rateLimited: true,
     answers: [ok(resources.syncAnswer, 'The reply')],
-  },
-  {
-    method: 'post', path: '/api/v0/conversations/:conversationId/chat/stream', tag: 'Conversations', summary: 'Send a message and stream the reply',
-    body: conversations.chatBody, rateLimited: true,
-    answers: [eventStream],
-  },
-  {
+  }, 'Send a message and stream the reply'),
+  ...alsoStreamed({
     method: 'post', path: '/api/v0/conversations/:conversationId/regenerate', tag: 'Conversations', summary: 'Answer the last message again',
     description: 'The previous reply is replaced; 409 CONFLICT when there is no message yet.',
     body: conversations.regenerateBody, rateLimited: true,
     answers: [ok(resources.syncAnswer, 'The new reply')],
-  },
-  {
-    method: 'post', path: '/api/v0/conversations/:conversationId/regenerate/stream', tag: 'Conversations', summary: 'Answer the last message again, streamed',
-    body: conversations.regenerateBody, rateLimited: true,
-    answers: [eventStream],
-  },
+  }, 'Answer the last message again, streamed'),
   {
     method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account to a conversation',
     body: conversations.speakerBody,
@@ -219,6 +220,7 @@ const imageOperations: Operation[] = [
   { method: 'post', path: '/api/v0/jobs/:jobId/cancel', tag: 'Images', summary: 'Cancel a job; it is refunded', answers: [ok(jobAnswer)] },
   {
     method: 'post', path: '/api/v0/jobs/:jobId/outputs/:name/feedback', tag: 'Images', summary: 'Like or comment on an output',
+    description: 'Send `like` (true, false or null), `feedback` (text or null), or both.',
     params: { name: z.string().describe('The output file name, e.g. image-1.png') },
     body: images.feedbackBody,
     answers: [ok(jobAnswer)],
