@@ -3,10 +3,10 @@ import type { z } from 'zod';
 import type { Core } from '../../src/core/core.js';
 import { createApp } from '../../src/http/app.js';
 import { operations } from '../../src/http/openapi/operations.js';
-import { errorBody } from '../../src/http/openapi/resources.js';
+import { errorBody, streamChunk } from '../../src/http/openapi/resources.js';
 import { UrlSigner } from '../../src/http/signed-urls.js';
 import { createLogger } from '../../src/logger.js';
-import { type Harness, startHarness } from './harness.js';
+import { adminKey, type Harness, readEvents, startHarness } from './harness.js';
 
 describe('the OpenAPI document', () => {
   let harness: Harness;
@@ -37,6 +37,8 @@ describe('the OpenAPI document', () => {
         expect(declared).toEqual([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => name));
       }
     }
+    const operationIds = Object.values<any>(document.paths).flatMap((byMethod) => Object.values<any>(byMethod).map((operation) => operation.operationId));
+    expect(new Set(operationIds).size).toBe(operationIds.length);
     // Every reference points at a component that is there.
     const references = [...JSON.stringify(document).matchAll(/"\$ref":"#\/components\/(\w+)\/(\w+)"/g)];
     expect(references.length).toBeGreaterThan(30);
@@ -114,6 +116,15 @@ describe('the OpenAPI document', () => {
     const conversation = `/api/v0/conversations/${opened.id}`;
     await check('POST', '/api/v0/conversations/:conversationId/chat', `${conversation}/chat`, { key, body: { data: 'Hello' } });
     await check('GET', '/api/v0/conversations/:conversationId', conversation, { key });
+    const streamed = await fetch(`${harness.url}${conversation}/chat/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: 'Hello again' }),
+    });
+    const events = await readEvents(streamed);
+    expect(events.pop()).toBe('[DONE]');
+    expect(events.length).toBeGreaterThan(0);
+    for (const event of events) expect(streamChunk.parse(JSON.parse(event))).toEqual(JSON.parse(event));
     await check('GET', '/api/v0/conversations', '/api/v0/conversations', { key });
     await check('GET', '/api/v0/jobs', '/api/v0/jobs', { key });
     await check('POST', '/api/v0/conversations/:conversationId/clear', `${conversation}/clear`, { key });

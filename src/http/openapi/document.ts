@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { uuid } from '../validation.js';
-import { type Answer, type Operation, operations } from './operations.js';
+import { type Answer, type Operation, operations, tags } from './operations.js';
 import { documented } from './resources.js';
 
 export type JsonSchema = { [keyword: string]: unknown };
@@ -9,7 +9,8 @@ export type JsonSchema = { [keyword: string]: unknown };
 export interface OpenApiDocument {
   openapi: string;
   info: { title: string; version: string; description: string };
-  tags: { name: string }[];
+  servers: { url: string; description: string }[];
+  tags: { name: string; description: string }[];
   security: Record<string, string[]>[];
   paths: Record<string, Record<string, OpenApiOperation>>;
   components: {
@@ -20,6 +21,7 @@ export interface OpenApiDocument {
 }
 
 export interface OpenApiOperation {
+  operationId: string;
   tags: string[];
   summary: string;
   description?: string;
@@ -58,7 +60,9 @@ export function openApiDocument(): OpenApiDocument {
         'Characters with a face, a voice and a memory: conversations, accounts, characters, images and jobs. ' +
         'Bodies are JSON; every error is an Error with a stable code. Pages: pass `nextCursor` back as `cursor` until it is null.',
     },
-    tags: [...new Set(operations.map((operation) => operation.tag))].map((name) => ({ name })),
+    // Relative: wherever the document is read from; paths carry /api/v0 themselves.
+    servers: [{ url: '/', description: 'This service' }],
+    tags: Object.entries(tags).map(([name, description]) => ({ name, description })),
     security: [{ apiKey: [] }],
     paths,
     components: {
@@ -102,6 +106,7 @@ function describe(operation: Operation): OpenApiOperation {
   responses['4XX'] = errorResponse;
   responses['5XX'] = errorResponse;
   return {
+    operationId: operationId(operation),
     tags: [operation.tag],
     summary: operation.summary,
     ...(operation.description ? { description: operation.description } : {}),
@@ -119,6 +124,18 @@ function describe(operation: Operation): OpenApiOperation {
     responses,
   };
 }
+
+/** `POST /api/v0/jobs/:jobId/cancel` → `postJobsByJobIdCancel`: unique as method and path are. */
+function operationId(operation: Operation): string {
+  const words = operation.path
+    .replace(/^\/api\/v0/, '')
+    .split(/[/.]/)
+    .filter(Boolean)
+    .map((segment) => (segment.startsWith(':') ? `By${capital(segment.slice(1))}` : capital(segment)));
+  return operation.method + words.join('');
+}
+
+const capital = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
 
 function response(answer: Answer): OpenApiResponse {
   if (!answer.body) return { description: answer.description, ...(answer.mediaType ? { content: { [answer.mediaType]: {} } } : {}) };

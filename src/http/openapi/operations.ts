@@ -8,6 +8,15 @@ import * as resources from './resources.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
+/** The groups of the document, in its order. */
+export const tags = {
+  Conversations: 'A person (or several) and a character talking; replies whole or streamed.',
+  Accounts: 'Accounts, their keys, balance and ledger. The admin key sees all; an account key sees itself.',
+  Characters: 'Characters: their text, avatar, voice, face models and memories.',
+  Images: 'Image generation jobs, paid in credits, and their outputs.',
+  Service: 'What needs no key: this document, stored files by signed URL, health checks.',
+} as const;
+
 export interface Answer {
   status: number;
   description: string;
@@ -25,7 +34,7 @@ export interface Operation {
   method: Method;
   /** As Hono writes it, e.g. `/api/v0/accounts/:accountId`; parameters are UUIDs unless `params` says. */
   path: string;
-  tag: string;
+  tag: keyof typeof tags;
   summary: string;
   description?: string;
   query?: z.ZodObject;
@@ -42,29 +51,26 @@ export interface Operation {
 
 const ok = (body: z.ZodType, description = 'Done') => ({ status: 200, description, body });
 const created = (body: z.ZodType, description = 'Created') => ({ status: 201, description, body });
-const { wrapped } = resources;
+const { answer } = resources;
 
-const accountAnswer = wrapped({ account: resources.account }).register(resources.documented, { id: 'AccountAnswer' });
-const conversationAnswer = wrapped({ conversation: resources.conversation }).register(resources.documented, { id: 'ConversationAnswer' });
-const jobAnswer = wrapped({ job: resources.job }).register(resources.documented, { id: 'JobAnswer' });
-const apiKeyAnswer = wrapped({ apiKey: z.string().describe('Shown once; earlier keys stop working') }).register(resources.documented, { id: 'ApiKeyAnswer' });
-const jobCreated = wrapped({ jobId: z.uuid(), transactionId: z.uuid() });
-/** A reply answered whole, and the same request at `<path>/stream` answered as events (text only). */
-const alsoStreamed = (operation: Operation, streamedSummary: string): Operation[] => [
-  operation,
-  {
-    ...operation,
-    path: `${operation.path}/stream`,
-    summary: streamedSummary,
-    answers: [
-      {
-        status: 200,
-        mediaType: 'text/event-stream',
-        description: 'One `data:` event per piece of the reply, each a ChatChunk; the last chunk carries finish_reason, then `data: [DONE]`.',
-      },
-    ],
-  },
-];
+const accountAnswer = answer('AccountAnswer', { account: resources.account });
+const conversationAnswer = answer('ConversationAnswer', { conversation: resources.conversation });
+const jobAnswer = answer('JobAnswer', { job: resources.job });
+const apiKeyAnswer = answer('ApiKeyAnswer', { apiKey: z.string().describe('Shown once; earlier keys stop working') });
+const jobCreated = answer('ImageJobCreated', { jobId: z.uuid(), transactionId: z.uuid() });
+/**
+ * `POST /conversations/:conversationId/<action>`, answered whole, and the same request at
+ * `<action>/stream` answered as events (text only).
+ */
+const replyOperations = (action: string, body: z.ZodType, summaries: { whole: string; streamed: string }, description: string): Operation[] => {
+  const path = `/api/v0/conversations/:conversationId/${action}`;
+  const common = { method: 'post', tag: 'Conversations', description, body, rateLimited: true } as const;
+  const events = 'One `data:` event per piece of the reply, each a ChatChunk; the last chunk carries finish_reason, then `data: [DONE]`.';
+  return [
+    { ...common, path, summary: summaries.whole, answers: [ok(resources.syncAnswer, 'The reply')] },
+    { ...common, path: `${path}/stream`, summary: summaries.streamed, answers: [{ status: 200, mediaType: 'text/event-stream', description: events }] },
+  ];
+};
 const image = z.file().describe('A PNG, JPEG or WebP image');
 
 const conversationOperations: Operation[] = [
@@ -72,29 +78,29 @@ const conversationOperations: Operation[] = [
     method: 'post', path: '/api/v0/conversations', tag: 'Conversations', summary: 'Open a conversation with a character',
     description: 'The admin key names the account in `accountId`.',
     body: conversations.createBody,
-    answers: [created(wrapped({ id: z.uuid() }).register(resources.documented, { id: 'ConversationCreated' }))],
+    answers: [created(answer('ConversationCreated', { id: z.uuid() }))],
   },
   {
     method: 'get', path: '/api/v0/conversations', tag: 'Conversations', summary: 'List conversations, newest first',
     query: conversations.listQuery,
-    answers: [ok(wrapped({ conversations: z.array(resources.conversation) }).register(resources.documented, { id: 'ConversationList' }))],
+    answers: [ok(answer('ConversationList', { conversations: z.array(resources.conversation) }))],
   },
   {
     method: 'get', path: '/api/v0/conversations/:conversationId', tag: 'Conversations', summary: 'Read a conversation with its messages',
     answers: [ok(resources.conversationRead)],
   },
-  ...alsoStreamed({
-    method: 'post', path: '/api/v0/conversations/:conversationId/chat', tag: 'Conversations', summary: 'Send a message and wait for the reply',
-    description: '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice.',
-    body: conversations.chatBody, rateLimited: true,
-    answers: [ok(resources.syncAnswer, 'The reply')],
-  }, 'Send a message and stream the reply'),
-  ...alsoStreamed({
-    method: 'post', path: '/api/v0/conversations/:conversationId/regenerate', tag: 'Conversations', summary: 'Answer the last message again',
-    description: 'The previous reply is replaced; 409 CONFLICT when there is no message yet.',
-    body: conversations.regenerateBody, rateLimited: true,
-    answers: [ok(resources.syncAnswer, 'The new reply')],
-  }, 'Answer the last message again, streamed'),
+  ...replyOperations(
+    'chat',
+    conversations.chatBody,
+    { whole: 'Send a message and wait for the reply', streamed: 'Send a message and stream the reply' },
+    '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice.',
+  ),
+  ...replyOperations(
+    'regenerate',
+    conversations.regenerateBody,
+    { whole: 'Answer the last message again', streamed: 'Answer the last message again, streamed' },
+    'The previous reply is replaced; 409 CONFLICT when there is no message yet.',
+  ),
   {
     method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account to a conversation',
     body: conversations.speakerBody,
@@ -110,12 +116,12 @@ const accountOperations: Operation[] = [
   {
     method: 'get', path: '/api/v0/accounts', tag: 'Accounts', summary: 'List accounts (the admin: all, paged; an account: itself)',
     query: pageQuery,
-    answers: [ok(wrapped({ accounts: z.array(resources.account), nextCursor: z.string().nullable() }).register(resources.documented, { id: 'AccountList' }))],
+    answers: [ok(answer('AccountList', { accounts: z.array(resources.account), nextCursor: z.string().nullable() }))],
   },
   {
     method: 'post', path: '/api/v0/accounts', tag: 'Accounts', summary: 'Create an account with its character and first key (admin)',
     body: accounts.createBody,
-    answers: [created(wrapped({ account: resources.account, apiKey: z.string() }).register(resources.documented, { id: 'AccountCreated' }))],
+    answers: [created(answer('AccountCreated', { account: resources.account, apiKey: z.string() }))],
   },
   { method: 'get', path: '/api/v0/accounts/:accountId', tag: 'Accounts', summary: 'Read an account', answers: [ok(accountAnswer)] },
   {
@@ -126,16 +132,16 @@ const accountOperations: Operation[] = [
   },
   {
     method: 'get', path: '/api/v0/accounts/:accountId/balance', tag: 'Accounts', summary: 'Read the balance',
-    answers: [ok(wrapped({ balance: z.number() }).register(resources.documented, { id: 'Balance' }))],
+    answers: [ok(answer('Balance', { balance: z.number() }))],
   },
   {
     method: 'post', path: '/api/v0/accounts/:accountId/balance', tag: 'Accounts', summary: 'Credit an account (admin)',
     body: accounts.creditBody,
-    answers: [ok(wrapped({ transactionId: z.uuid(), balance: z.number() }).register(resources.documented, { id: 'Credited' }))],
+    answers: [ok(answer('Credited', { transactionId: z.uuid(), balance: z.number() }))],
   },
   {
     method: 'get', path: '/api/v0/accounts/:accountId/transactions', tag: 'Accounts', summary: 'List transactions, newest first',
-    answers: [ok(wrapped({ transactions: z.array(resources.transaction) }).register(resources.documented, { id: 'TransactionList' }))],
+    answers: [ok(answer('TransactionList', { transactions: z.array(resources.transaction) }))],
   },
   {
     method: 'post', path: '/api/v0/accounts/:accountId/keys', tag: 'Accounts', summary: 'Issue a new API key',
@@ -159,7 +165,7 @@ const characterOperations: Operation[] = [
   {
     method: 'post', path: '/api/v0/characters/:characterId/speak', tag: 'Characters', summary: 'Speak a text in the character\'s voice',
     body: characters.speakBody,
-    answers: [ok(wrapped({ url: z.string().describe('A signed URL of the mp3') }).register(resources.documented, { id: 'Speech' }))],
+    answers: [ok(answer('Speech', { url: z.string().describe('A signed URL of the mp3') }))],
   },
   {
     method: 'post', path: '/api/v0/characters/:characterId/voice', tag: 'Characters', summary: 'Give the character a voice (owner)',
@@ -172,28 +178,28 @@ const characterOperations: Operation[] = [
     method: 'post', path: '/api/v0/characters/:characterId/images/models', tag: 'Characters', summary: 'Train a face model (owner)',
     description: '5 to 30 face photos as multipart parts `photos` (or zips of them), or one zip as the raw body; charges TRAINING_CREDIT_COST.',
     uploads: { 'multipart/form-data': z.object({ photos: z.array(z.file()).min(1) }), 'application/zip': z.file().mime('application/zip') },
-    answers: [created(wrapped({ model: resources.faceModel, jobId: z.uuid(), transactionId: z.uuid() }).register(resources.documented, { id: 'FaceModelCreated' }))],
+    answers: [created(answer('FaceModelCreated', { model: resources.faceModel, jobId: z.uuid(), transactionId: z.uuid() }))],
   },
   {
     method: 'get', path: '/api/v0/characters/:characterId/images/models', tag: 'Characters', summary: 'List face models',
-    answers: [ok(wrapped({ models: z.array(resources.faceModel) }).register(resources.documented, { id: 'FaceModelList' }))],
+    answers: [ok(answer('FaceModelList', { models: z.array(resources.faceModel) }))],
   },
   {
     method: 'get', path: '/api/v0/characters/:characterId/memories', tag: 'Characters', summary: 'List memories (owner)',
-    answers: [ok(wrapped({ memories: z.array(resources.memory) }).register(resources.documented, { id: 'MemoryList' }))],
+    answers: [ok(answer('MemoryList', { memories: z.array(resources.memory) }))],
   },
   {
     method: 'post', path: '/api/v0/characters/:characterId/memories', tag: 'Characters', summary: 'Add a memory (owner)',
     body: characters.memoryBody,
-    answers: [created(wrapped({ memory: resources.memory }).register(resources.documented, { id: 'MemoryCreated' }))],
+    answers: [created(answer('MemoryCreated', { memory: resources.memory }))],
   },
   {
     method: 'delete', path: '/api/v0/characters/:characterId/memories/:memoryId', tag: 'Characters', summary: 'Forget a memory (owner)',
-    answers: [ok(wrapped({}).register(resources.documented, { id: 'Success' }))],
+    answers: [ok(answer('Success', {}))],
   },
   {
     method: 'get', path: '/api/v0/voices', tag: 'Characters', summary: 'List the speech engine\'s voices',
-    answers: [ok(wrapped({ engine: z.string(), maxTextLength: z.int(), voices: z.array(resources.voice) }).register(resources.documented, { id: 'VoiceList' }))],
+    answers: [ok(answer('VoiceList', { engine: z.string(), maxTextLength: z.int(), voices: z.array(resources.voice) }))],
   },
 ];
 
@@ -203,18 +209,18 @@ const imageOperations: Operation[] = [
     description: 'Ranges are checked together: width and height 64–1024 in steps of 8, samples 1–4, guidanceScale 1–20, loraScale 0–1. `<character-id>` in the prompt draws that character.',
     body: images.imageBody, rateLimited: true,
     answers: [
-      created(jobCreated.register(resources.documented, { id: 'ImageJobCreated' }), 'Queued'),
-      ok(wrapped({ ...jobCreated.shape, output: z.array(z.string()) }).register(resources.documented, { id: 'ImagesDone' }), 'With synchronous: the images'),
+      created(jobCreated, 'Queued'),
+      ok(answer('ImagesDone', { ...jobCreated.shape, output: z.array(z.string()) }), 'With synchronous: the images'),
       {
         status: 202, description: 'With synchronous, past the wait: the job goes on; poll the Location',
-        body: wrapped({ ...jobCreated.shape, status: z.string(), output: z.null() }).register(resources.documented, { id: 'ImagesPending' }),
+        body: answer('ImagesPending', { ...jobCreated.shape, status: z.string(), output: z.null() }),
       },
     ],
   },
   {
     method: 'get', path: '/api/v0/jobs', tag: 'Images', summary: 'List jobs, newest first',
     query: images.jobsQuery,
-    answers: [ok(wrapped({ jobs: z.array(resources.job), nextCursor: z.string().optional() }).register(resources.documented, { id: 'JobList' }))],
+    answers: [ok(answer('JobList', { jobs: z.array(resources.job), nextCursor: z.string().optional() }))],
   },
   { method: 'get', path: '/api/v0/jobs/:jobId', tag: 'Images', summary: 'Read a job', answers: [ok(jobAnswer)] },
   { method: 'post', path: '/api/v0/jobs/:jobId/cancel', tag: 'Images', summary: 'Cancel a job; it is refunded', answers: [ok(jobAnswer)] },

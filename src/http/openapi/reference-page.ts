@@ -8,9 +8,9 @@ export function referencePage(document: OpenApiDocument): string {
   const operations = Object.entries(document.paths).flatMap(([path, byMethod]) =>
     Object.entries(byMethod).map(([method, operation]) => ({ path, method, operation })),
   );
-  const sections = document.tags.map(({ name }) => {
+  const sections = document.tags.map(({ name, description }) => {
     const inTag = operations.filter(({ operation }) => operation.tags.includes(name));
-    return `<section><h2 id="${anchor('tag', name)}">${escape(name)}</h2>${inTag.map((entry) => operationHtml(entry.method, entry.path, entry.operation)).join('')}</section>`;
+    return `<section><h2 id="${anchor('tag', name)}">${escape(name)}</h2><p>${text(description)}</p>${inTag.map((entry) => operationHtml(entry.method, entry.path, entry.operation)).join('')}</section>`;
   });
   const contents = document.tags.map(({ name }) => {
     const links = operations

@@ -172,5 +172,5 @@ export const job = z
   })
   .register(documented, { id: 'Job' });
 
-/** Answers that wrap a resource as `{success, <name>}`, the common case. */
-export const wrapped = <Shape extends z.ZodRawShape>(shape: Shape) => z.object({ success, ...shape });
+/** An answer that wraps what it carries as `{success: true, …}`, documented as `#/components/schemas/<id>`. */
+export const answer = <Shape extends z.ZodRawShape>(id: string, shape: Shape) => z.object({ success, ...shape }).register(documented, { id });
