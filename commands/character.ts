@@ -135,7 +135,7 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
     const uploads = await Promise.all(attachments.map(async (item) => ({ filename: item.name, data: await downloadAttachment(item, maxAttachmentBytes) })));
     const { job, model, transaction } = await context.core.images.trainFace(actor, character.id, uploads);
     await context.deliveries.add(deliveryRecordFor(interaction, job.id, 'training', character.name));
-    const photos = (job.payload as TrainingPayload).photo_count;
+    const photos = (job.payload as TrainingPayload).photoCount;
     await answer(
       interaction,
       `🧑‍🎨 Training a face model of **${character.name}** from ${photos} photos (model \`${model.id}\` is ${model.status}; ${transaction.amount} credits). ` +

@@ -47,6 +47,10 @@ const httpUrl = () => z.preprocess(blankToUndefined, url().optional());
 const httpUrlOr = (fallback: string) => z.preprocess(blankToUndefined, url().default(fallback));
 
 const snowflake = /^\d{15,21}$/;
+
+/** The parts a process may run: the HTTP API, the image job worker, the Discord bot. */
+export const roleNames = ['api', 'worker', 'bot'] as const;
+export type Role = (typeof roleNames)[number];
 const atLeast16 = (value: string) => value.length >= 16;
 
 const variables = {
@@ -113,6 +117,23 @@ const variables = {
   DISCORD_COMMANDS_PER_MINUTE: integer(30, 1, 10_000),
   DISCORD_VOICE_IDLE_SECONDS: integer(300, 1, 86_400),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  /** What this process does: any of api, worker, bot, comma-separated; all three by default. */
+  ROLES: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .optional()
+      .transform((value) => value ?? '')
+      .transform((value) => value.split(',').map((role) => role.trim().toLowerCase()).filter(Boolean))
+      .pipe(z.array(z.enum(roleNames, { error: `must list roles among ${roleNames.join(', ')}, separated by commas` })))
+      // Unset: every role (the bot only with a DISCORD_TOKEN).
+      .transform((roles) => (roles.length === 0 ? undefined : roles)),
+  ),
+  /** Serve Prometheus figures at /metrics on this port, apart from the API (unset: off). */
+  METRICS_PORT: z.preprocess(blankToUndefined, z.coerce.number({ error: 'must be a port number' }).int().min(1).max(65535).optional()),
+  METRICS_HOST: textOr('127.0.0.1'),
+  /** Bearer token a scrape must send; alone (no METRICS_PORT), it serves /metrics on the API port. */
+  METRICS_TOKEN: checkedText(atLeast16, 'must be at least 16 characters long'),
 };
 
 type Variables = z.output<z.ZodObject<typeof variables>>;
@@ -132,6 +153,7 @@ function crossChecks(values: Variables): string[] {
     ...(image === 'replicate' && !values.REPLICATE_IMAGE_MODEL ? ['REPLICATE_IMAGE_MODEL is required when IMAGE_ENGINE=replicate (owner/name or owner/name:version)'] : []),
     ...(values.REPLICATE_TRAINER_VERSION && !values.REPLICATE_API_TOKEN ? ['REPLICATE_API_TOKEN is required when REPLICATE_TRAINER_VERSION is set'] : []),
     ...(values.REPLICATE_TRAINER_VERSION && !values.REPLICATE_TRAINING_DESTINATION ? ['REPLICATE_TRAINING_DESTINATION (owner/model) is required when REPLICATE_TRAINER_VERSION is set'] : []),
+    ...(values.ROLES?.includes('bot') && !values.DISCORD_TOKEN ? ['DISCORD_TOKEN is required when ROLES names bot'] : []),
     ...(values.LLM_MAX_REPLY_TOKENS >= values.LLM_CONTEXT_TOKENS
       ? [`LLM_MAX_REPLY_TOKENS (${values.LLM_MAX_REPLY_TOKENS}) must be smaller than LLM_CONTEXT_TOKENS (${values.LLM_CONTEXT_TOKENS})`]
       : []),
@@ -192,6 +214,9 @@ function toConfig(values: Variables, workingDirectory: string) {
     /** Chat and image requests allowed per account per minute over the API. */
     apiRateLimitPerMinute: values.API_RATE_LIMIT_PER_MINUTE,
     logLevel: values.LOG_LEVEL,
+    /** What this process runs; `bot` only does anything with a DISCORD_TOKEN. */
+    roles: new Set<Role>(values.ROLES ?? roleNames),
+    metrics: { port: values.METRICS_PORT, host: values.METRICS_HOST, token: values.METRICS_TOKEN },
     speech: {
       engine: values.TTS_ENGINE,
       elevenLabs: { apiKey: values.ELEVENLABS_API_KEY, baseUrl: values.ELEVENLABS_BASE_URL, model: values.ELEVENLABS_MODEL },

@@ -26,6 +26,9 @@ import { createLogger } from './logger.js';
 import { createSharpImageCodec, defaultImageLimits } from './media/sharp-image-codec.js';
 import { loadSigningSecret } from './signing-secret.js';
 import { DiskFileStore } from './store/file-store.js';
+import { withChatMetrics } from './metrics/chat-metrics.js';
+import { startMetricsServer } from './metrics/metrics-server.js';
+import { Metrics } from './metrics/metrics.js';
 import { openRateLimits } from './rate-limits.js';
 import { openSqlStore } from './store/sql/sql-store.js';
 
@@ -50,12 +53,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     headersTimeoutMs: config.llm.headersTimeoutMs,
     bodyTimeoutMs: config.llm.idleTimeoutMs,
   };
-  const chatModel = createOpenAICompatibleChatModel({
+  const { roles } = config;
+  // Prometheus figures only when asked for (METRICS_PORT or METRICS_TOKEN): never public by accident.
+  const metrics = config.metrics.port !== undefined || config.metrics.token ? new Metrics({ defaultLabels: { role: [...roles].sort().join('+') } }) : undefined;
+  const chatEngine = createOpenAICompatibleChatModel({
     baseURL: config.llm.baseUrl,
     apiKey: config.llm.apiKey,
     model: config.llm.model,
     ...engineTimeouts,
   });
+  const chatModel = metrics ? withChatMetrics(chatEngine, metrics) : chatEngine;
   // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
   const tokenCounter = createLlamaServerTokenCounter({
     baseURL: config.llm.baseUrl,
@@ -99,8 +106,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       images: { ...config.images, workerName: `${os.hostname()}:${process.pid}` },
     },
   });
-  // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
-  await core.images.start();
+  if (roles.has('worker')) {
+    // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
+    await core.images.start();
+    metrics?.jobs.collectWith(async () => {
+      const census = await repositories.jobs.census();
+      return { counts: census.counts.map(({ type, status, count }) => ({ type, state: status, count })), queueDepth: census.waiting };
+    });
+  }
   // The bot starts in the background once the API serves: Discord trouble must not take it down.
   let bot: BotSupervisor | undefined;
   const app = createApp({
@@ -111,6 +124,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         return true;
       },
     },
+    api: roles.has('api'),
+    metrics,
+    // Without a port of their own, the figures are served on this one, behind their token.
+    metricsToken: config.metrics.port === undefined ? config.metrics.token : undefined,
     core,
     signer,
     logger: logger.child({ module: 'http' }),
@@ -119,15 +136,18 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     synchronousImageWaitMs: config.images.synchronousWaitMs,
   });
   const server = await listen(app, { host: config.host, port: config.port, limits: config.httpLimits });
+  const metricsServer =
+    metrics && config.metrics.port !== undefined ? await startMetricsServer(metrics, { host: config.metrics.host, port: config.metrics.port, token: config.metrics.token }) : undefined;
+  if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served');
   logger.info(
-    { url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl, model: config.llm.model },
+    { roles: [...roles], url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl, model: config.llm.model },
     'Likeness API listening',
   );
   if (!config.adminApiKey) logger.warn({}, 'ADMIN_API_KEY is not set: accounts cannot be created over HTTP');
   const { token } = config.discord;
-  if (token) {
+  if (token && roles.has('bot')) {
     const botLogger = logger.child({ module: 'bot' });
-    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits }, botLogger), botLogger);
+    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits, metrics }, botLogger), botLogger);
   }
   return {
     url: server.url,
@@ -140,7 +160,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await core.chat.idle(30_000);
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
-      await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
+      await metricsServer?.close();
+      await Promise.allSettled([chatEngine.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
       await rateLimits.close();
       await repositories.close();
     },

@@ -11,6 +11,9 @@ import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
 import { VoicePlayback } from './voice-playback.js';
+import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { watchVoiceConnections } from '../metrics/voice-metrics.js';
 import { type RateLimits, memoryRateLimits } from '../rate-limits.js';
 import { createInteractionHandler } from './interactions.js';
 import { createMessageHandler } from './messages.js';
@@ -25,6 +28,8 @@ export interface BotOptions {
   commandsPerMinute: number;
   /** Where those limits are counted: shared by every process on a PostgreSQL store; in memory by default. */
   rateLimits?: RateLimits;
+  /** Prometheus figures of REST, the gateway and voice connections, when metrics are on. */
+  metrics?: Metrics | undefined;
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
@@ -68,6 +73,11 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     partials: [Partials.Channel],
     rest: options.apiBase ? { api: options.apiBase } : {},
   });
+  if (options.metrics) {
+    watchDiscordRest(client.rest, options.metrics);
+    watchGateway(client, options.metrics);
+    watchVoiceConnections(options.metrics);
+  }
   const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000 });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {

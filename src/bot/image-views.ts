@@ -34,12 +34,12 @@ export function settingsLine(payload: ImagePayload): string {
   const parts = [
     `seed \`${payload.seed}\``,
     `${payload.width}×${payload.height}`,
-    `${payload.num_outputs} image${payload.num_outputs === 1 ? '' : 's'}`,
-    `guidance ${payload.guidance_scale}`,
-    `${payload.num_inference_steps} steps`,
+    `${payload.samples} image${payload.samples === 1 ? '' : 's'}`,
+    `guidance ${payload.guidanceScale}`,
+    `${payload.steps} steps`,
   ];
-  if (payload.lora_scale !== undefined) parts.push(`face ${payload.lora_scale}`);
-  const negative = payload.negative_prompt ? `\nwithout: ${shorten(payload.negative_prompt, 300)}` : '';
+  if (payload.loraScale !== undefined) parts.push(`face ${payload.loraScale}`);
+  const negative = payload.negativePrompt ? `\nwithout: ${shorten(payload.negativePrompt, 300)}` : '';
   return parts.join(' · ') + negative;
 }
 

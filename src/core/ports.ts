@@ -244,27 +244,33 @@ export interface AudioEncoder {
 // Images
 
 /**
- * The parameters of an image job under the spec's payload names. Replicate and Cog models take
- * them as their `input` as they are (plus `lora_1`, the face-model archive URL, added when the
- * job is sent, because a signed URL expires); other engines map them onto their own API.
+ * The parameters of an image job, in the core's names; the stored payload, and all of it, so
+ * the same payload reproduces the same images. Engine adapters map it onto their wire:
+ * Replicate and Cog send the spec's snake_case `input` (`toSpecImagePayload` in
+ * src/engines/image/spec-payload.ts, which also makes the Job JSON's `payload` and says which
+ * spec name each field has), A1111 its txt2img body (`txt2imgBody`).
  */
 export interface ImagePayload {
+  /** The trigger token already stands in place of a character reference. */
   prompt: string;
-  negative_prompt: string;
+  negativePrompt: string;
   width: number;
   height: number;
-  num_outputs: number;
+  /** Images the run makes (the request's `samples`). */
+  samples: number;
   /** Always set, so the same payload reproduces the same images. */
   seed: number;
-  guidance_scale: number;
-  num_inference_steps: number;
-  prompt_strength: number;
-  enable_face_inpainting: boolean;
-  max_face_inpaint_size: number;
-  face_inpainting_prompt: string;
-  face_inpainting_negative_prompt: string;
+  guidanceScale: number;
+  /** Denoising steps. */
+  steps: number;
+  promptStrength: number;
+  /** Whether the face is repainted with the face model; on exactly when one applies. */
+  faceInpainting: boolean;
+  maxFaceInpaintSize: number;
+  faceInpaintingPrompt: string;
+  faceInpaintingNegativePrompt: string;
   /** How strongly the face model applies (the request's `loraScale`); only with a face model. */
-  lora_scale?: number;
+  loraScale?: number;
 }
 
 /** A trained face model as an engine applies it. */

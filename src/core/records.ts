@@ -163,11 +163,14 @@ export interface OutputFileRecord {
   feedback: OutputFeedback;
 }
 
-/** What a training job was given: the zip of face photos and the model it makes. */
+/**
+ * What a training job was given: the character, the model it makes and how many photos went
+ * into the zip (`JobRecord.photos`). The HTTP serializer shows it under the spec's names.
+ */
 export interface TrainingPayload {
-  character_id: string;
-  face_model_id: string;
-  photo_count: number;
+  characterId: string;
+  faceModelId: string;
+  photoCount: number;
 }
 
 /**
@@ -183,8 +186,8 @@ export interface JobRecord {
   /** Image jobs: the engine parameters, seed included. Trainings: what was trained. */
   payload: ImagePayload | TrainingPayload;
   /**
-   * Image jobs: the face model applied, with its archive (the payload's `lora_1`). Trainings:
-   * the model being trained (no archive yet).
+   * Image jobs: the face model applied, with its archive (the Job JSON's `payload.lora_1`).
+   * Trainings: the model being trained (no archive yet).
    */
   faceModel: { id: string; characterId: string; archiveKey: string | null } | null;
   /** Trainings: the zip of face photos the trainer fetches. */

@@ -203,6 +203,15 @@ export interface LedgerRepository {
 // ---------------------------------------------------------------------------------------------
 // Jobs and face models
 
+export interface ClaimOptions {
+  workerId: string;
+  types: readonly JobType[];
+  nowMillis: number;
+  leaseMs: number;
+  /** At most this many live leases of a type, counted over every worker. */
+  limits?: Partial<Record<JobType, number>>;
+}
+
 /** A job claimed by one worker until `leaseExpiresMillis`, unless renewed. */
 export interface ClaimedJob {
   job: JobRecord;
@@ -225,12 +234,16 @@ export interface JobRepository {
   listFor(accountId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ jobs: JobRecord[]; nextCursor: string | null }>;
   /** Deletes a job that was never charged (its debit was refused). */
   deleteUncharged(jobId: string): Promise<boolean>;
+  /** How many jobs there are by type and status, and how many wait unclaimed (for metrics). */
+  census(): Promise<{ counts: Array<{ type: JobType; status: JobStatus; count: number }>; waiting: number }>;
   /**
    * Gives the oldest unsettled job of one of `types` whose lease is free or expired to exactly
    * one caller, leased to `workerId` until `nowMillis + leaseMs`. Final unsettled jobs are
-   * claimed too, so that whoever takes them over settles them.
+   * claimed too, so that whoever takes them over settles them. With `limits`, a type is
+   * skipped while that many of its jobs are held under live leases by all workers together
+   * (the engines' concurrency, across every process).
    */
-  claim(options: { workerId: string; types: readonly JobType[]; nowMillis: number; leaseMs: number }): Promise<ClaimedJob | undefined>;
+  claim(options: ClaimOptions): Promise<ClaimedJob | undefined>;
   /** Extends the lease; false when the worker no longer holds it (expired and taken over). */
   renewLease(jobId: string, workerId: string, nowMillis: number, leaseMs: number): Promise<boolean>;
   /** Lets the lease go, so another worker may claim the job at once. */

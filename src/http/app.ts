@@ -1,6 +1,8 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { AppError } from '../core/errors.js';
+import { httpMetrics } from '../metrics/http-metrics.js';
+import { metricsRoutes } from '../metrics/metrics-server.js';
 import { memoryRateLimits } from '../rate-limits.js';
 import { authenticate } from './auth.js';
 import type { HttpDependencies, HttpEnv } from './context.js';
@@ -34,6 +36,10 @@ export function createApp(dependencies: HttpDependencies) {
     onError(new AppError('NOT_FOUND', `There is no endpoint ${context.req.method} ${context.req.path}.`), context),
   );
 
+  if (dependencies.metrics) {
+    app.use(httpMetrics(dependencies.metrics));
+    if (dependencies.metricsToken) app.route('/', metricsRoutes(dependencies.metrics, { token: dependencies.metricsToken }));
+  }
   app.use(async (context, next) => {
     const started = performance.now();
     await next();
@@ -44,6 +50,7 @@ export function createApp(dependencies: HttpDependencies) {
   });
 
   app.route('/', healthRoutes(dependencies.health ?? { discord: () => 'disabled', storeReachable: async () => true }));
+  if (dependencies.api === false) return app;
   app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
   // Before the API's key check, which these two must not pass through.
   app.route('/api/v0', openApiRoutes());

@@ -2,6 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { HealthProbes } from './routes/health.js';
 import type { Serializers } from './serializers.js';
@@ -20,6 +21,11 @@ export interface HttpDependencies {
   synchronousImageWaitMs: number;
   /** State of the parts for /healthz and /readyz; without it the bot counts as disabled and the store as up. */
   health?: HealthProbes;
+  /** False in a process without the api role: only /healthz and /readyz are served. Default true. */
+  api?: boolean;
+  /** Request counts and latency by route, when metrics are on; with `metricsToken`, /metrics is served here too. */
+  metrics?: Metrics | undefined;
+  metricsToken?: string | undefined;
 }
 
 export interface RouteDependencies extends HttpDependencies {

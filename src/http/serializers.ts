@@ -2,7 +2,18 @@ import { isoMicros } from '../core/clock.js';
 import type { SyncAnswer } from '../core/answers.js';
 import type { ConversationRead, ConversationView } from '../core/conversations.js';
 import type { ImagePayload } from '../core/ports.js';
-import type { AccountRecord, CharacterRecord, FaceModelRecord, JobRecord, MemoryRecord, MessageRecord, OutputFileRecord, TransactionRecord } from '../core/records.js';
+import type {
+  AccountRecord,
+  CharacterRecord,
+  FaceModelRecord,
+  JobRecord,
+  MemoryRecord,
+  MessageRecord,
+  OutputFileRecord,
+  TrainingPayload,
+  TransactionRecord,
+} from '../core/records.js';
+import { toSpecImagePayload } from '../engines/image/spec-payload.js';
 import type { UrlSigner } from './signed-urls.js';
 
 const closing = Buffer.from(']}');
@@ -101,7 +112,8 @@ export class Serializers {
   }
 
   /**
-   * The spec's Job. Image payloads gain `lora_1`, a fresh signed URL of the face archive;
+   * The spec's Job, its payload under the spec's snake_case names (`toSpecImagePayload` for
+   * images). Image payloads gain `lora_1`, a fresh signed URL of the face archive;
    * added members: `failure` (code and message of a failed job), `progress` (0–1 while the
    * engine reports it) and `queuePosition` (jobs ahead, while waiting).
    */
@@ -137,13 +149,19 @@ export class Serializers {
     return this.signer.sign(file.key);
   }
 
+  /** The job's payload under the spec's names; the core keeps its own (see `ImagePayload`, `TrainingPayload`). */
   #payload(job: JobRecord) {
     if (job.type === 'FACE_MODEL_TRAINING') {
-      return { ...job.payload, ...(job.photos ? { input_images: this.signer.sign(job.photos.key) } : {}) };
+      const payload = job.payload as TrainingPayload;
+      return {
+        character_id: payload.characterId,
+        face_model_id: payload.faceModelId,
+        photo_count: payload.photoCount,
+        ...(job.photos ? { input_images: this.signer.sign(job.photos.key) } : {}),
+      };
     }
-    const payload = job.payload as ImagePayload;
     const archiveKey = job.faceModel?.archiveKey;
-    return archiveKey ? { ...payload, lora_1: this.signer.sign(archiveKey) } : payload;
+    return toSpecImagePayload(job.payload as ImagePayload, archiveKey ? this.signer.sign(archiveKey) : undefined);
   }
 
   /** `message()` as JSON text, memoised for messages without a file (whose URL changes with time). */

@@ -35,6 +35,21 @@ describe('parseConfig', () => {
     expect((thrown as ConfigError).problems).toHaveLength(5);
   });
 
+  it('runs every role by default and the named ones with ROLES', () => {
+    expect([...parseConfig({}).roles].sort()).toEqual(['api', 'bot', 'worker']);
+    expect([...parseConfig({ ROLES: ' Worker , api ' }).roles].sort()).toEqual(['api', 'worker']);
+    expect(() => parseConfig({ ROLES: 'api,web' })).toThrow(/ROLES/);
+    expect(() => parseConfig({ ROLES: 'bot' })).toThrow(/DISCORD_TOKEN is required when ROLES names bot/);
+    expect([...parseConfig({ ROLES: 'bot', DISCORD_TOKEN: 'token' }).roles]).toEqual(['bot']);
+  });
+
+  it('serves metrics only when asked, on their own port or with a token', () => {
+    expect(parseConfig({}).metrics).toEqual({ port: undefined, host: '127.0.0.1', token: undefined });
+    expect(parseConfig({ METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' }).metrics).toMatchObject({ port: 9464, host: '0.0.0.0' });
+    expect(() => parseConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN/);
+    expect(() => parseConfig({ METRICS_PORT: 'ninety' })).toThrow(/METRICS_PORT/);
+  });
+
   it('refuses a reply budget as large as the context', () => {
     expect(() => parseConfig({ LLM_CONTEXT_TOKENS: '1024', LLM_MAX_REPLY_TOKENS: '1024' })).toThrow(/LLM_MAX_REPLY_TOKENS/);
   });

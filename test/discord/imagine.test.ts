@@ -33,8 +33,7 @@ describe('/imagine, end to end through the fake Discord and a fake Replicate', (
 
     const done = await images.replyWhen(first, (message) => message.attachments.length === 2);
     expect(done.content).toContain('a lighthouse at dusk');
-    expect(done.content).toContain('seed `1234`');
-    expect(done.content).toContain('256×192');
+    expect(done.content).toContain('seed `1234` · 256×192 · 2 images · guidance 7.5 · 30 steps');
     expect(done.attachments.map((attachment) => attachment.filename)).toEqual(['image-1.png', 'image-2.png']);
     const picture = await images.download(done.attachments[0]!.url);
     expect([picture.width, picture.height]).toEqual([256, 192]);

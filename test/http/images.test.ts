@@ -104,7 +104,24 @@ describe('image jobs over HTTP on Replicate', () => {
     expect(done.status).toBe('SUCCESS');
     expect(done.statuses.map((entry: { status: string }) => entry.status)).toEqual(['SUCCESS', 'IN_PROGRESS', 'CREATED']);
     expect(done).toMatchObject({ accountId: account.id, type: 'IMAGE_INFERENCE', clientId: null, failure: null });
-    expect(done.payload).toMatchObject({ prompt: 'a red fox in snow', seed: 1234, width: 256, height: 192, num_outputs: 2, guidance_scale: 6 });
+    // The spec's payload, byte for byte: names, values and order.
+    expect(JSON.stringify(done.payload)).toBe(
+      JSON.stringify({
+        prompt: 'a red fox in snow',
+        negative_prompt: '',
+        width: 256,
+        height: 192,
+        num_outputs: 2,
+        seed: 1234,
+        guidance_scale: 6,
+        num_inference_steps: 30,
+        prompt_strength: 0.8,
+        enable_face_inpainting: false,
+        max_face_inpaint_size: 0.5,
+        face_inpainting_prompt: '',
+        face_inpainting_negative_prompt: '',
+      }),
+    );
     expect(done.outputFiles).toHaveLength(2);
     const [first] = done.outputFiles;
     expect(first).toMatchObject({ name: 'image-1.png', size: expect.any(Number), created: expect.any(Number), feedback: { like: null, feedback: null } });
@@ -215,6 +232,12 @@ describe('image jobs over HTTP on Replicate', () => {
     expect((await download(model.url)).length).toBeGreaterThan(0);
     // The trainer fetched our zip of all six photos.
     expect(replicate.trainings.at(-1)).toMatchObject({ photoCount: 6, destination: 'likeness/faces' });
+    const training = await job(account.key, started.body.jobId);
+    expect(training.type).toBe('FACE_MODEL_TRAINING');
+    expect(training.payload.input_images).toContain('/files/');
+    expect(JSON.stringify(training.payload)).toBe(
+      JSON.stringify({ character_id: account.characterId, face_model_id: model.id, photo_count: 6, input_images: training.payload.input_images }),
+    );
 
     const plain = await harness.call('POST', '/api/v0/images', { key: account.key, body: { prompt: 'portrait, studio light', seed: 77, width: 128, height: 128, synchronous: true } });
     const personal = await harness.call('POST', '/api/v0/images', {
@@ -223,9 +246,28 @@ describe('image jobs over HTTP on Replicate', () => {
     });
     expect(personal.status).toBe(200);
     const personalJob = await job(account.key, personal.body.jobId);
-    expect(personalJob.payload).toMatchObject({ prompt: 'portrait of <s0><s1>, studio light', lora_scale: 0.9, enable_face_inpainting: true });
+    const personalPayload = {
+      prompt: 'portrait of <s0><s1>, studio light',
+      negative_prompt: '',
+      width: 128,
+      height: 128,
+      num_outputs: 1,
+      seed: 77,
+      guidance_scale: 7.5,
+      num_inference_steps: 30,
+      prompt_strength: 0.8,
+      enable_face_inpainting: true,
+      max_face_inpaint_size: 0.5,
+      face_inpainting_prompt: 'a photo of <s0><s1>',
+      face_inpainting_negative_prompt: 'blurry, deformed, disfigured',
+      lora_scale: 0.9,
+    };
     expect(personalJob.payload.lora_1).toContain('/files/');
-    expect(replicate.predictions.at(-1)?.input.lora_1).toEqual(expect.stringContaining('/files/'));
+    expect(JSON.stringify(personalJob.payload)).toBe(JSON.stringify({ ...personalPayload, lora_1: personalJob.payload.lora_1 }));
+    // The model got the same names, in the same order, as its `input`.
+    const input = replicate.predictions.at(-1)!.input;
+    expect(input.lora_1).toEqual(expect.stringContaining('/files/'));
+    expect(JSON.stringify(input)).toBe(JSON.stringify({ ...personalPayload, lora_1: input.lora_1 }));
     expect(sha(await download(personal.body.output[0]))).not.toBe(sha(await download(plain.body.output[0])));
   });
 

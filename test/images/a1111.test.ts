@@ -31,7 +31,7 @@ afterAll(async () => {
 describe('AUTOMATIC1111 image engine', () => {
   it('maps the payload onto txt2img and returns the images as real PNGs', async () => {
     const run = recordingRun();
-    const files = await engine.generate(request({ payload: samplePayload({ num_outputs: 2 }) }), run);
+    const files = await engine.generate(request({ payload: samplePayload({ samples: 2 }) }), run);
 
     expect(engine.provider).toBe('automatic1111');
     expect(engine.concurrency).toBe(1);
@@ -39,8 +39,8 @@ describe('AUTOMATIC1111 image engine', () => {
     for (const file of files) expect(pngSize(file)).toEqual({ width: 96, height: 64 });
     expect(run.submittedIds).toEqual(['a1111:job-1']);
     const post = fake.requests.find((recorded) => recorded.path === '/sdapi/v1/txt2img');
-    expect(post?.json).toEqual({
-      prompt: samplePayload().prompt,
+    expect(post?.body.toString()).toBe(JSON.stringify({
+      prompt: 'a portrait of <s0><s1> in a sunflower field, golden hour',
       negative_prompt: 'blurry, deformed',
       width: 96,
       height: 64,
@@ -49,7 +49,7 @@ describe('AUTOMATIC1111 image engine', () => {
       seed: 1234,
       cfg_scale: 7.5,
       steps: 8,
-    });
+    }));
     expect(fake.requests.some((recorded) => recorded.path === '/sdapi/v1/loras')).toBe(false);
   });
 
@@ -63,7 +63,7 @@ describe('AUTOMATIC1111 image engine', () => {
 
   it('reports progress from /progress while txt2img runs, never backwards', async () => {
     const run = recordingRun();
-    await engine.generate(request({ payload: samplePayload({ num_inference_steps: 60 }) }), run);
+    await engine.generate(request({ payload: samplePayload({ steps: 60 }) }), run);
     expect(run.progressValues.length).toBeGreaterThanOrEqual(3);
     expect(run.progressValues.every((value, index) => value > 0 && value <= 1 && (index === 0 || value > run.progressValues[index - 1]!))).toBe(true);
     const poll = fake.requests.find((recorded) => recorded.path === '/sdapi/v1/progress');
@@ -72,7 +72,7 @@ describe('AUTOMATIC1111 image engine', () => {
 
   it('applies a face model as a LoRA tag after checking the server has it', async () => {
     const plain = await engine.generate(request(), recordingRun());
-    const files = await engine.generate(request({ payload: samplePayload({ lora_scale: 0.6 }), faceModel: FACE }), recordingRun());
+    const files = await engine.generate(request({ payload: samplePayload({ loraScale: 0.6 }), faceModel: FACE }), recordingRun());
 
     const post = fake.requests.find((recorded) => recorded.path === '/sdapi/v1/txt2img' && String((recorded.json as { prompt: string }).prompt).includes('<lora:'));
     expect((post?.json as { prompt: string }).prompt).toBe(`${samplePayload().prompt} <lora:likeness-face-1:0.6>`);

@@ -5,7 +5,7 @@ import type { ImageRequest } from '../../src/core/ports.js';
 import { type CogImageOptions, createCogImageEngine } from '../../src/engines/image/cog.js';
 import { type FakeCog, type FakeCogOptions, startFakeCog } from '../fakes/images/fake-cog.js';
 import { type FileHost, startFileHost } from '../fakes/images/file-host.js';
-import { TestAbort, engineFailure, faceArchive, pngSize, recordingRun, rejection, samplePayload, waitFor } from './image-helpers.js';
+import { TestAbort, engineFailure, faceArchive, pngSize, recordingRun, rejection, sampleInput, samplePayload, waitFor } from './image-helpers.js';
 
 let files: FileHost;
 const closers: Array<{ close(): Promise<void> }> = [];
@@ -35,14 +35,15 @@ describe('Cog image engine', () => {
   it('runs the prediction under the job id and decodes the data: URL outputs', async () => {
     const { fake, engine } = await cogWith();
     const run = recordingRun();
-    const images = await engine.generate(request({ payload: samplePayload({ num_outputs: 2 }) }), run);
+    const images = await engine.generate(request({ payload: samplePayload({ samples: 2 }) }), run);
 
     expect(engine.provider).toBe('cog');
     expect(engine.concurrency).toBe(1);
     expect(images.map(pngSize)).toEqual([{ width: 96, height: 64 }, { width: 96, height: 64 }]);
     expect(run.submittedIds).toEqual(['job-1']);
     expect(puts(fake)).toHaveLength(1);
-    expect(puts(fake)[0]).toMatchObject({ path: '/predictions/job-1', json: { input: samplePayload({ num_outputs: 2 }) } });
+    expect(puts(fake)[0]).toMatchObject({ path: '/predictions/job-1' });
+    expect(puts(fake)[0]!.body.toString()).toBe(JSON.stringify({ input: sampleInput({ num_outputs: 2 }) }));
   });
 
   it('reproduces the same images from the same seed, and others from another', async () => {
@@ -59,7 +60,7 @@ describe('Cog image engine', () => {
     const archiveUrl = files.put('cog-face.tar', faceArchive('cog-face'), 'application/x-tar');
     const plain = await engine.generate(request(), recordingRun());
     const personal = await engine.generate(request({ jobId: 'job-2', faceModel: { id: 'face', archiveUrl, triggerToken: '<s0><s1>' } }), recordingRun());
-    expect(puts(fake).at(-1)?.json).toEqual({ input: { ...samplePayload(), lora_1: archiveUrl } });
+    expect(puts(fake).at(-1)?.body.toString()).toBe(JSON.stringify({ input: sampleInput({ lora_1: archiveUrl }) }));
     expect(files.requests.some((recorded) => recorded.path === '/cog-face.tar')).toBe(true);
     expect(Buffer.from(personal[0]!.data).equals(Buffer.from(plain[0]!.data))).toBe(false);
   });
@@ -74,7 +75,7 @@ describe('Cog image engine', () => {
 
   it('reports invalid input field by field', async () => {
     const { engine } = await cogWith();
-    const error = await engineFailure(engine.generate(request({ payload: samplePayload({ num_outputs: 9 }) }), recordingRun()));
+    const error = await engineFailure(engine.generate(request({ payload: samplePayload({ samples: 9 }) }), recordingRun()));
     expect(error).toMatchObject({ status: 422, retryable: false });
     expect(error.upstream).toContain('input.num_outputs: Must be less than or equal to 4');
   });

@@ -80,7 +80,7 @@ describe.each(Object.keys(subjects))('ImageEngine contract: %s', (name) => {
 
   it('makes one PNG per output at the asked size, announcing its run once', async () => {
     const run = recordingRun();
-    const images = await subject.engine.generate(request({ payload: samplePayload({ num_outputs: 3 }) }), run);
+    const images = await subject.engine.generate(request({ payload: samplePayload({ samples: 3 }) }), run);
     expect(images.map(pngSize)).toEqual(Array.from({ length: 3 }, () => ({ width: 96, height: 64 })));
     expect(new Set(images.map((image) => Buffer.from(image.data).toString('base64'))).size).toBe(3);
     expect(run.submittedIds).toHaveLength(1);

@@ -7,8 +7,33 @@ import type { EngineFile, EngineRun, ImagePayload } from '../../src/core/ports.j
 import { fakePicture } from '../fakes/images/fake-pictures.js';
 import { ustar } from '../fakes/images/ustar.js';
 
-/** A small, fast payload in the spec's names; sizes stay tiny so fakes answer at once. */
+/** A small, fast payload in the core's names; sizes stay tiny so fakes answer at once. */
 export function samplePayload(overrides: Partial<ImagePayload> = {}): ImagePayload {
+  return {
+    prompt: 'a portrait of <s0><s1> in a sunflower field, golden hour',
+    negativePrompt: 'blurry, deformed',
+    width: 96,
+    height: 64,
+    samples: 1,
+    seed: 1234,
+    guidanceScale: 7.5,
+    steps: 8,
+    promptStrength: 0.8,
+    faceInpainting: false,
+    maxFaceInpaintSize: 0.5,
+    faceInpaintingPrompt: '',
+    faceInpaintingNegativePrompt: 'blurry, deformed, disfigured',
+    ...overrides,
+  };
+}
+
+/**
+ * `samplePayload()` as Replicate and Cog receive it: the spec's snake_case `input`, in the
+ * order the model has always been sent. Written out by hand, not derived by our mapping, so
+ * the tests check the wire itself. Overrides keep a key's place; new keys (`lora_scale`,
+ * `lora_1`) go last, as they are sent.
+ */
+export function sampleInput(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     prompt: 'a portrait of <s0><s1> in a sunflower field, golden hour',
     negative_prompt: 'blurry, deformed',

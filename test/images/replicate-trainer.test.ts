@@ -133,7 +133,7 @@ describe('Replicate face trainer', () => {
     const archiveUrl = files.put('trained.tar', trained.archive.data, 'application/x-tar');
     const engine = createReplicateImageEngine({ baseURL: fake.apiURL, apiToken: 'test-token', model: 'stability-ai/sdxl', pollIntervalMs: 5 });
     closers.push(engine);
-    const request = { jobId: 'job-14', payload: samplePayload({ lora_scale: 0.6 }) };
+    const request = { jobId: 'job-14', payload: samplePayload({ loraScale: 0.6 }) };
     const plain = await engine.generate({ ...request, faceModel: null }, recordingRun());
     const personal = await engine.generate({ ...request, faceModel: { id: 'face-13', archiveUrl, triggerToken: trained.triggerToken } }, recordingRun());
     expect(Buffer.from(personal[0]!.data).equals(Buffer.from(plain[0]!.data))).toBe(false);

@@ -4,7 +4,7 @@ import type { ImageRequest } from '../../src/core/ports.js';
 import { type ReplicateImageOptions, createReplicateImageEngine } from '../../src/engines/image/replicate.js';
 import { type FileHost, startFileHost } from '../fakes/images/file-host.js';
 import { type FakeReplicate, startFakeReplicate } from '../fakes/images/fake-replicate.js';
-import { TestAbort, engineFailure, faceArchive, pngSize, recordingRun, rejection, samplePayload, waitFor } from './image-helpers.js';
+import { TestAbort, engineFailure, faceArchive, pngSize, recordingRun, rejection, sampleInput, samplePayload, waitFor } from './image-helpers.js';
 
 let fake: FakeReplicate;
 let files: FileHost;
@@ -41,7 +41,7 @@ describe('Replicate image engine', () => {
   it('creates a prediction by model, follows it, and downloads the outputs without our token', async () => {
     const engine = engineWith();
     const run = recordingRun();
-    const images = await engine.generate(request({ payload: samplePayload({ num_outputs: 2 }) }), run);
+    const images = await engine.generate(request({ payload: samplePayload({ samples: 2 }) }), run);
 
     expect(engine.provider).toBe('replicate');
     expect(engine.concurrency).toBe(4);
@@ -49,7 +49,7 @@ describe('Replicate image engine', () => {
     const [creation] = creations();
     expect(creation).toMatchObject({ path: '/v1/models/stability-ai/sdxl/predictions' });
     expect(creation!.headers.authorization).toBe('Bearer test-token');
-    expect(creation!.json).toEqual({ input: samplePayload({ num_outputs: 2 }) });
+    expect(creation!.body.toString()).toBe(JSON.stringify({ input: sampleInput({ num_outputs: 2 }) }));
     expect(run.submittedIds).toEqual([fake.predictions.at(-1)!.id]);
     expect(fake.requests.some((recorded) => recorded.method === 'GET' && recorded.path === `/v1/predictions/${run.submittedIds[0]}`)).toBe(true);
     expect(fake.delivery.requests).toHaveLength(2);
@@ -58,7 +58,8 @@ describe('Replicate image engine', () => {
 
   it('creates by version when the model is pinned', async () => {
     await engineWith({ model: 'stability-ai/sdxl:7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc' }).generate(request(), recordingRun());
-    expect(creations()[0]).toMatchObject({ path: '/v1/predictions', json: { version: '7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc', input: samplePayload() } });
+    expect(creations()[0]).toMatchObject({ path: '/v1/predictions' });
+    expect(creations()[0]!.body.toString()).toBe(JSON.stringify({ version: '7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc', input: sampleInput() }));
     expect(fake.predictions.at(-1)?.route).toBe('version');
   });
 
@@ -75,9 +76,9 @@ describe('Replicate image engine', () => {
     const engine = engineWith();
     const archiveUrl = files.put('face-1.tar', faceArchive('face-1'), 'application/x-tar');
     const plain = await engine.generate(request(), recordingRun());
-    const personal = await engine.generate(request({ payload: samplePayload({ lora_scale: 0.6 }), faceModel: { id: 'face-1', archiveUrl, triggerToken: '<s0><s1>' } }), recordingRun());
+    const personal = await engine.generate(request({ payload: samplePayload({ loraScale: 0.6 }), faceModel: { id: 'face-1', archiveUrl, triggerToken: '<s0><s1>' } }), recordingRun());
 
-    expect(creations().at(-1)!.json).toEqual({ input: { ...samplePayload({ lora_scale: 0.6 }), lora_1: archiveUrl } });
+    expect(creations().at(-1)!.body.toString()).toBe(JSON.stringify({ input: sampleInput({ lora_scale: 0.6, lora_1: archiveUrl }) }));
     expect(files.requests.some((recorded) => recorded.path === '/face-1.tar')).toBe(true);
     expect(Buffer.from(personal[0]!.data).equals(Buffer.from(plain[0]!.data))).toBe(false);
   });
@@ -194,7 +195,7 @@ describe('Replicate image engine', () => {
     expect(unauthorized).toMatchObject({ status: 401, retryable: false });
     expect(unauthorized.upstream).toBe('Replicate answered 401: You did not pass a valid authentication token');
 
-    const invalid = await engineFailure(engineWith().generate(request({ payload: samplePayload({ num_outputs: 5 }) }), recordingRun()));
+    const invalid = await engineFailure(engineWith().generate(request({ payload: samplePayload({ samples: 5 }) }), recordingRun()));
     expect(invalid).toMatchObject({ status: 422, retryable: false });
     expect(invalid.upstream).toContain('input.num_outputs: Must be less than or equal to 4');
   });

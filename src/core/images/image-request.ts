@@ -102,19 +102,19 @@ export function buildImagePayload(input: ImageRequestInput, face: { triggerToken
   const prompt = input.prompt.trim();
   const payload: ImagePayload = {
     prompt: face ? withTriggerToken(prompt, face.triggerToken) : prompt,
-    negative_prompt: input.negativePrompt?.trim() ?? '',
+    negativePrompt: input.negativePrompt?.trim() ?? '',
     width: input.width ?? imageDefaults.width,
     height: input.height ?? imageDefaults.height,
-    num_outputs: input.samples ?? imageDefaults.samples,
+    samples: input.samples ?? imageDefaults.samples,
     seed: input.seed ?? randomInt(0, imageLimits.maxSeed),
-    guidance_scale: input.guidanceScale ?? imageDefaults.guidanceScale,
-    num_inference_steps: imageDefaults.steps,
-    prompt_strength: imageDefaults.promptStrength,
-    enable_face_inpainting: face !== null,
-    max_face_inpaint_size: imageDefaults.maxFaceInpaintSize,
-    face_inpainting_prompt: face ? `a photo of ${face.triggerToken}` : '',
-    face_inpainting_negative_prompt: face ? imageDefaults.faceInpaintingNegativePrompt : '',
+    guidanceScale: input.guidanceScale ?? imageDefaults.guidanceScale,
+    steps: imageDefaults.steps,
+    promptStrength: imageDefaults.promptStrength,
+    faceInpainting: face !== null,
+    maxFaceInpaintSize: imageDefaults.maxFaceInpaintSize,
+    faceInpaintingPrompt: face ? `a photo of ${face.triggerToken}` : '',
+    faceInpaintingNegativePrompt: face ? imageDefaults.faceInpaintingNegativePrompt : '',
   };
-  if (face) payload.lora_scale = input.loraScale ?? imageDefaults.loraScale;
+  if (face) payload.loraScale = input.loraScale ?? imageDefaults.loraScale;
   return payload;
 }

@@ -54,8 +54,8 @@ export class Images {
         faceModel: model ? { id: model.id, characterId: model.characterId, archiveKey: model.archive!.key } : null,
         photos: null,
       },
-      this.options.imageCreditCost * payload.num_outputs,
-      `Image generation (${payload.num_outputs} × ${this.options.imageCreditCost})`,
+      this.options.imageCreditCost * payload.samples,
+      `Image generation (${payload.samples} × ${this.options.imageCreditCost})`,
     );
     this.runner.wake();
     return created;
@@ -73,12 +73,12 @@ export class Images {
     }
     return this.create(actor, {
       prompt,
-      negativePrompt: payload.negative_prompt,
+      negativePrompt: payload.negativePrompt,
       width: payload.width,
       height: payload.height,
-      samples: payload.num_outputs,
-      guidanceScale: payload.guidance_scale,
-      loraScale: payload.lora_scale,
+      samples: payload.samples,
+      guidanceScale: payload.guidanceScale,
+      loraScale: payload.loraScale,
     });
   }
 
@@ -100,7 +100,7 @@ export class Images {
         accountId: character.accountId,
         clientId: null,
         type: 'FACE_MODEL_TRAINING',
-        payload: { character_id: character.id, face_model_id: modelId, photo_count: count },
+        payload: { characterId: character.id, faceModelId: modelId, photoCount: count },
         faceModel: { id: modelId, characterId: character.id, archiveKey: null },
         photos: { key: photos.key, mimeType: photos.mimeType },
       },

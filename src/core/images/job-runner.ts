@@ -171,7 +171,9 @@ export class JobRunner {
       if (this.#stopping) return;
       const types = [...this.#lanes].filter(([, lane]) => lane.running.size < lane.worker.concurrency).map(([type]) => type);
       if (types.length === 0) return;
-      const claimed = await this.store.jobs.claim({ workerId: this.#workerId, types, nowMillis: this.clock.nowMillis(), leaseMs: this.options.leaseMs });
+      // Each engine's concurrency holds across every worker process, not per process.
+      const limits = Object.fromEntries([...this.#lanes].map(([type, lane]) => [type, lane.worker.concurrency]));
+      const claimed = await this.store.jobs.claim({ workerId: this.#workerId, types, nowMillis: this.clock.nowMillis(), leaseMs: this.options.leaseMs, limits });
       if (!claimed) return;
       if (this.#stopping) {
         await this.store.jobs.releaseLease(claimed.job.id, this.#workerId);

@@ -30,17 +30,17 @@ export function loraName(prefix: string, faceModelId: string): string {
  */
 export function txt2imgBody(request: ImageRequest, options: { loraPrefix: string; samplerName?: string | undefined }): A1111Txt2ImgBody {
   const { payload, faceModel } = request;
-  const tag = faceModel === null ? '' : ` <lora:${loraName(options.loraPrefix, faceModel.id)}:${payload.lora_scale ?? 1}>`;
+  const tag = faceModel === null ? '' : ` <lora:${loraName(options.loraPrefix, faceModel.id)}:${payload.loraScale ?? 1}>`;
   const body: A1111Txt2ImgBody = {
     prompt: `${payload.prompt}${tag}`,
-    negative_prompt: payload.negative_prompt,
+    negative_prompt: payload.negativePrompt,
     width: payload.width,
     height: payload.height,
-    batch_size: payload.num_outputs,
+    batch_size: payload.samples,
     n_iter: 1,
     seed: payload.seed,
-    cfg_scale: payload.guidance_scale,
-    steps: payload.num_inference_steps,
+    cfg_scale: payload.guidanceScale,
+    steps: payload.steps,
   };
   if (options.samplerName !== undefined) body.sampler_name = options.samplerName;
   return body;

@@ -5,13 +5,15 @@
  */
 
 import type { ImageRequest } from '../../core/ports.js';
+import { type SpecImagePayload, toSpecImagePayload } from './spec-payload.js';
 
 /**
  * The model's `input` for an image request, as the SDXL model takes it on Replicate and in
- * its Cog container: the payload as it is, plus `lora_1`, the face model's archive URL.
+ * its Cog container: the payload under the spec's names, plus `lora_1`, the face model's
+ * archive URL.
  */
-export function modelInput(request: ImageRequest): Record<string, unknown> {
-  return request.faceModel === null ? { ...request.payload } : { ...request.payload, lora_1: request.faceModel.archiveUrl };
+export function modelInput(request: ImageRequest): SpecImagePayload {
+  return toSpecImagePayload(request.payload, request.faceModel?.archiveUrl);
 }
 
 /** A task's state; `aborted` means its deadline passed before it could start. */

@@ -1,7 +1,7 @@
 /**
- * An `ImageEngine` over Replicate predictions. The payload is the model's input as it is
- * (its names are the SDXL model's), plus `lora_1`, the face model's archive URL, which the
- * model downloads itself. Predictions are polled rather than held open with `Prefer: wait`,
+ * An `ImageEngine` over Replicate predictions. The model's input is the payload under the
+ * spec's names (the SDXL model's, see `modelInput`), plus `lora_1`, the face model's archive
+ * URL, which the model downloads itself. Predictions are polled rather than held open with `Prefer: wait`,
  * which caps at 60 s and would hide progress. Output URLs expire, so they are downloaded here.
  */
 import { AppError } from '../../core/errors.js';
@@ -9,6 +9,7 @@ import type { EngineFile, EngineRun, ImageEngine, ImageRequest } from '../../cor
 import { outputImages } from './engine-files.js';
 import { REPLICATE_PROVIDER, type ReplicateConnectionOptions, createReplicateTasks } from './replicate-tasks.js';
 import { modelInput, parseModelReference } from './replicate-wire.js';
+import type { SpecImagePayload } from './spec-payload.js';
 
 export { REPLICATE_PROVIDER };
 
@@ -29,7 +30,7 @@ export function createReplicateImageEngine(options: ReplicateImageOptions): Imag
   const { http } = tasks;
 
   /** The create request; a pinned version goes to `/predictions`, a bare model to its own route. */
-  const creation = (input: Record<string, unknown>): { target: string; body: unknown } =>
+  const creation = (input: SpecImagePayload): { target: string; body: unknown } =>
     model.version === undefined
       ? { target: `/models/${encodeURIComponent(model.owner)}/${encodeURIComponent(model.name)}/predictions`, body: { input } }
       : { target: '/predictions', body: { version: model.version, input } };

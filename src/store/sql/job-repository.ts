@@ -1,6 +1,6 @@
 import { type Insertable, type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import { notFound } from '../../core/errors.js';
-import type { ClaimedJob, JobChange, JobRepository } from '../../core/repositories.js';
+import type { ClaimOptions, ClaimedJob, JobChange, JobRepository } from '../../core/repositories.js';
 import type { JobRecord, JobStatus, JobStatusEntry, JobType } from '../../core/records.js';
 import { type SqlContext, atomic, forUpdate, fromJson, fromNullableJson, toJson } from './sql-context.js';
 import type { Database, JobsTable } from './schema.js';
@@ -15,6 +15,9 @@ const finalStatuses: readonly JobStatus[] = ['SUCCESS', 'FAILED', 'CANCELED'];
  * by an UPDATE that re-checks it is free, so a job has at most one live holder. A holder that
  * dies stops renewing; once `lease_expires_millis` passes, the next claim takes the job over.
  */
+/** The advisory lock that serialises counted claims on PostgreSQL (any constant of our own). */
+const claimLockKey = 7_140_001;
+
 export class SqlJobRepository implements JobRepository {
   constructor(private readonly context: SqlContext) {}
 
@@ -52,20 +55,40 @@ export class SqlJobRepository implements JobRepository {
     };
   }
 
+  async census(): Promise<{ counts: Array<{ type: JobType; status: JobStatus; count: number }>; waiting: number }> {
+    const db = this.context.db;
+    const [rows, waiting] = await Promise.all([
+      db.selectFrom('jobs').select(['type', 'status', (expression) => expression.fn.countAll<number>().as('count')]).groupBy(['type', 'status']).execute(),
+      db
+        .selectFrom('jobs')
+        .select((expression) => expression.fn.countAll<number>().as('count'))
+        .where(sql<boolean>`settled = 0`)
+        .where('status', '=', 'CREATED')
+        .where('lease_owner', 'is', null)
+        .executeTakeFirstOrThrow(),
+    ]);
+    return {
+      counts: rows.map((row) => ({ type: row.type as JobType, status: row.status as JobStatus, count: Number(row.count) })),
+      waiting: Number(waiting.count),
+    };
+  }
+
   async deleteUncharged(jobId: string): Promise<boolean> {
     const result = await this.context.db.deleteFrom('jobs').where('id', '=', jobId).where('transaction_id', 'is', null).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
-  claim(options: { workerId: string; types: readonly JobType[]; nowMillis: number; leaseMs: number }): Promise<ClaimedJob | undefined> {
+  claim(options: ClaimOptions): Promise<ClaimedJob | undefined> {
     if (options.types.length === 0) return Promise.resolve(undefined);
     return atomic(this.context.db, async (db) => {
+      const types = options.limits ? await this.#typesWithRoom(db, options.types, options.limits, options.nowMillis) : options.types;
+      if (types.length === 0) return undefined;
       let candidates = db
         .selectFrom('jobs')
         .select('id')
         // Written literally so PostgreSQL matches the partial index `WHERE settled = 0`.
         .where(sql<boolean>`settled = 0`)
-        .where('type', 'in', options.types)
+        .where('type', 'in', types)
         .where((where) => where.or([where('lease_owner', 'is', null), where('lease_expires_millis', '<=', options.nowMillis)]))
         .orderBy('position')
         .limit(1);
@@ -90,6 +113,26 @@ export class SqlJobRepository implements JobRepository {
         claims: taken.claims,
       };
     });
+  }
+
+  /**
+   * The types with fewer live leases than their limit. Claims that count are serialised (an
+   * advisory lock on PostgreSQL, held to the end of the transaction; SQLite's transactions
+   * already take the one write lock), so two workers never both take the last free place.
+   */
+  async #typesWithRoom(db: SqlContext['db'], types: readonly JobType[], limits: Partial<Record<JobType, number>>, nowMillis: number): Promise<JobType[]> {
+    if (this.context.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${claimLockKey})`.execute(db);
+    const held = await db
+      .selectFrom('jobs')
+      .select(['type', (expression) => expression.fn.countAll<number>().as('count')])
+      .where(sql<boolean>`settled = 0`)
+      .where('type', 'in', types)
+      .where('lease_owner', 'is not', null)
+      .where('lease_expires_millis', '>', nowMillis)
+      .groupBy('type')
+      .execute();
+    const counts = new Map(held.map((row) => [row.type, Number(row.count)]));
+    return types.filter((type) => (counts.get(type) ?? 0) < (limits[type] ?? Number.POSITIVE_INFINITY));
   }
 
   async renewLease(jobId: string, workerId: string, nowMillis: number, leaseMs: number): Promise<boolean> {

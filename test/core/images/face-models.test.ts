@@ -51,7 +51,7 @@ describe('face models', () => {
 
     const image = await harness.core.images.create(actor, { prompt: `<${characterId}> on a horse`, loraScale: 0.8 });
     const run = await harness.engine.runs.nth(0);
-    expect(run.request.payload).toMatchObject({ prompt: '<s0><s1> on a horse', lora_scale: 0.8, enable_face_inpainting: true });
+    expect(run.request.payload).toMatchObject({ prompt: '<s0><s1> on a horse', loraScale: 0.8, faceInpainting: true });
     expect(run.request.faceModel).toEqual({ id: trained!.id, archiveUrl: expect.stringContaining(trained!.archive!.key), triggerToken: '<s0><s1>' });
     expect(image.job.faceModel).toEqual({ id: trained!.id, characterId, archiveKey: trained!.archive!.key });
     expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(4);
@@ -62,7 +62,7 @@ describe('face models', () => {
     const { actor, characterId } = await harness.account(50);
     const zip = zipSync(Object.fromEntries(photos(5).map((entry) => [`faces/${entry.filename}`, entry.data])));
     const { job } = await harness.core.images.trainFace(actor, characterId, [{ filename: 'faces.zip', data: zip }]);
-    expect(job.payload).toMatchObject({ photo_count: 5 });
+    expect(job.payload).toMatchObject({ photoCount: 5 });
   });
 
   it('refuses bad photos before charging anything', async () => {

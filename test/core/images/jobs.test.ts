@@ -34,7 +34,7 @@ describe('image jobs', () => {
     expect(job.transactionId).toBe(transaction.id);
     expect(await harness.core.accounts.balance(adminActor, accountId)).toBe(4);
     const run = await harness.engine.runs.nth(0);
-    expect(run.request.payload).toMatchObject({ prompt: 'a lighthouse at dusk', num_outputs: 3, seed: 42, width: 1024, height: 1024 });
+    expect(run.request.payload).toMatchObject({ prompt: 'a lighthouse at dusk', samples: 3, seed: 42, width: 1024, height: 1024 });
     expect((await harness.core.images.get(actor, job.id)).status).toBe('IN_PROGRESS');
     run.finish();
     const done = await final(job.id);

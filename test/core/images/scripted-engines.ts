@@ -77,7 +77,7 @@ class Scripted<Request, Result> {
 export class ScriptedImageEngine implements ImageEngine {
   readonly provider = 'scripted';
   readonly runs = new Scripted<ImageRequest, EngineFile[]>((request) =>
-    Array.from({ length: request.payload.num_outputs }, (_, index) => ({ data: png(request.payload.seed + index), mimeType: 'image/png' })),
+    Array.from({ length: request.payload.samples }, (_, index) => ({ data: png(request.payload.seed + index), mimeType: 'image/png' })),
   );
 
   constructor(readonly concurrency = 2) {}

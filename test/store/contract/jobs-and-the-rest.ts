@@ -44,6 +44,50 @@ export function jobsAndTheRestContract(context: ContractContext): void {
       expect(await store.jobs.claim({ workerId: 'late', types, nowMillis: now, leaseMs: 60_000 })).toBeUndefined();
     });
 
+    it('holds a type\'s limit over all claimers together, and frees a place when a lease ends', async () => {
+      await drainQueue();
+      const { account } = await createAccount('limits');
+      const jobs = [];
+      for (let index = 0; index < 5; index++) jobs.push(await store.jobs.create(jobRecord(account.id)));
+      const training = await store.jobs.create(jobRecord(account.id, 'FACE_MODEL_TRAINING'));
+      const now = Date.now();
+      const limits = { IMAGE_INFERENCE: 2, FACE_MODEL_TRAINING: 1 };
+      const claims = await Promise.all(
+        Array.from({ length: 12 }, (_, index) =>
+          (index % 2 ? other : store).jobs.claim({ workerId: `worker-${index}`, types: ['IMAGE_INFERENCE'], nowMillis: now, leaseMs: 60_000, limits }),
+        ),
+      );
+      const claimed = claims.filter((claim) => claim !== undefined);
+      expect(claimed).toHaveLength(2);
+      // Another type has its own limit.
+      expect((await other.jobs.claim({ workerId: 'trainer', types, nowMillis: now, leaseMs: 60_000, limits }))?.job.id).toBe(training.id);
+      expect(await store.jobs.claim({ workerId: 'trainer-2', types, nowMillis: now, leaseMs: 60_000, limits })).toBeUndefined();
+      // A released lease and an expired one each free a place.
+      await store.jobs.releaseLease(claimed[0]!.job.id, claimed[0]!.leaseOwner);
+      expect(await other.jobs.claim({ workerId: 'next', types: ['IMAGE_INFERENCE'], nowMillis: now, leaseMs: 60_000, limits })).toBeDefined();
+      expect(await other.jobs.claim({ workerId: 'next-2', types: ['IMAGE_INFERENCE'], nowMillis: now, leaseMs: 60_000, limits })).toBeUndefined();
+      expect(await store.jobs.claim({ workerId: 'later', types: ['IMAGE_INFERENCE'], nowMillis: now + 61_000, leaseMs: 60_000, limits })).toBeDefined();
+      // Without limits, the rest go at once.
+      const rest = await Promise.all([1, 2, 3].map((index) => store.jobs.claim({ workerId: `free-${index}`, types: ['IMAGE_INFERENCE'], nowMillis: now + 61_000, leaseMs: 60_000 })));
+      expect(rest.filter((claim) => claim !== undefined).length).toBeGreaterThan(0);
+    });
+
+    it('counts jobs by type and status, and those waiting for a worker', async () => {
+      await drainQueue();
+      const before = await other.jobs.census();
+      const { account } = await createAccount('census');
+      await store.jobs.create(jobRecord(account.id));
+      await store.jobs.create(jobRecord(account.id));
+      await store.jobs.create(jobRecord(account.id, 'FACE_MODEL_TRAINING'));
+      const claimed = await store.jobs.claim({ workerId: 'census', types: ['FACE_MODEL_TRAINING'], nowMillis: Date.now(), leaseMs: 60_000 });
+      expect(claimed).toBeDefined();
+      const after = await other.jobs.census();
+      const count = (census: typeof after, type: string) => census.counts.filter((row) => row.type === type && row.status === 'CREATED').reduce((sum, row) => sum + row.count, 0);
+      expect(count(after, 'IMAGE_INFERENCE') - count(before, 'IMAGE_INFERENCE')).toBe(2);
+      expect(count(after, 'FACE_MODEL_TRAINING') - count(before, 'FACE_MODEL_TRAINING')).toBe(1);
+      expect(after.waiting - before.waiting).toBe(2);
+    });
+
     it('hands a job over when its lease expires, and the old holder can no longer renew it', async () => {
       await drainQueue();
       const { account } = await createAccount('lease');
