@@ -6,6 +6,7 @@ import { operations } from '../../src/http/openapi/operations.js';
 import { errorBody, streamChunk } from '../../src/http/openapi/resources.js';
 import { UrlSigner } from '../../src/http/signed-urls.js';
 import { createLogger } from '../../src/logger.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 import { adminKey, type Harness, readEvents, startHarness } from './harness.js';
 
 describe('the OpenAPI document', () => {
@@ -53,8 +54,12 @@ describe('the OpenAPI document', () => {
       logger: createLogger('silent'),
       rateLimitPerMinute: 10,
       synchronousImageWaitMs: 1,
+      // With a token and no port of its own, /metrics is served by the app too.
+      metrics: new Metrics({ processMetrics: false }),
+      metricsToken: 'metrics-token-0123456789',
     });
-    const served = app.routes.filter((route) => route.method !== 'ALL').map((route) => `${route.method} ${route.path}`);
+    // HEAD is GET without the body: the GET entry stands for it.
+    const served = app.routes.filter((route) => route.method !== 'ALL').map((route) => `${route.method === 'HEAD' ? 'GET' : route.method} ${route.path}`);
     const documented = Object.entries<any>(document.paths).flatMap(([path, byMethod]) =>
       Object.keys(byMethod).map((method) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
     );
@@ -62,11 +67,12 @@ describe('the OpenAPI document', () => {
     expect([...documented].sort()).toEqual([...new Set(served)].sort());
   });
 
-  it('needs the key everywhere but on the document itself, the files and the health checks', () => {
+  it('needs the key everywhere but on the document itself, the files, the health checks and the metrics', () => {
     const open = Object.entries<any>(document.paths).flatMap(([path, byMethod]) =>
       Object.entries<any>(byMethod).filter(([, operation]) => operation.security?.length === 0).map(([method]) => `${method} ${path}`),
     );
     expect(open.sort()).toEqual(['get /api/v0/docs', 'get /api/v0/openapi.json', 'get /files/{key}', 'get /healthz', 'get /readyz']);
+    expect(document.paths['/metrics'].get.security).toEqual([{ metricsToken: [] }]);
   });
 
   it('describes the chat body the route validates', async () => {

@@ -74,6 +74,7 @@ export function openApiDocument(): OpenApiDocument {
           scheme: 'bearer',
           description: '`Authorization: Bearer <key>`: ADMIN_API_KEY may do everything; an account key (lk_…) acts as that account.',
         },
+        metricsToken: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <METRICS_TOKEN>`, for /metrics only.' },
       },
     },
   };
@@ -103,14 +104,17 @@ function describe(operation: Operation): OpenApiOperation {
       content: { 'application/json': { schema: { $ref: schemaUri('Error') } } },
     };
   }
-  responses['4XX'] = errorResponse;
-  responses['5XX'] = errorResponse;
+  // /metrics answers in plain text, apart from the API's error handler.
+  if (operation.access !== 'metricsToken') {
+    responses['4XX'] = errorResponse;
+    responses['5XX'] = errorResponse;
+  }
   return {
     operationId: operationId(operation),
     tags: [operation.tag],
     summary: operation.summary,
     ...(operation.description ? { description: operation.description } : {}),
-    ...(operation.public ? { security: [] } : {}),
+    ...(operation.access ? { security: operation.access === 'open' ? [] : [{ [operation.access]: [] }] } : {}),
     parameters: [...pathParameters, ...queryParameters],
     ...(Object.keys(bodies).length > 0
       ? {

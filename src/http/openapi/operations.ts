@@ -14,7 +14,7 @@ export const tags = {
   Accounts: 'Accounts, their keys, balance and ledger. The admin key sees all; an account key sees itself.',
   Characters: 'Characters: their text, avatar, voice, face models and memories.',
   Images: 'Image generation jobs, paid in credits, and their outputs.',
-  Service: 'What needs no key: this document, stored files by signed URL, health checks.',
+  Service: 'What needs no API key: this document, stored files by signed URL, health checks and metrics.',
 } as const;
 
 export interface Answer {
@@ -43,8 +43,8 @@ export interface Operation {
   uploads?: Record<string, z.ZodType>;
   params?: Record<string, z.ZodType>;
   answers: Answer[];
-  /** Served without an API key. */
-  public?: boolean;
+  /** What the caller shows instead of an API key: nothing, or the metrics token. */
+  access?: 'open' | 'metricsToken';
   /** Counted against RATE_LIMIT_PER_MINUTE: may answer 429 with Retry-After. */
   rateLimited?: boolean;
 }
@@ -239,25 +239,30 @@ const readiness = z
 
 const serviceOperations: Operation[] = [
   {
-    method: 'get', path: '/api/v0/openapi.json', tag: 'Service', summary: 'This document', public: true,
+    method: 'get', path: '/api/v0/openapi.json', tag: 'Service', summary: 'This document', access: 'open',
     answers: [{ status: 200, description: 'OpenAPI 3.1' }],
   },
   {
-    method: 'get', path: '/api/v0/docs', tag: 'Service', summary: 'This document as a page', public: true,
+    method: 'get', path: '/api/v0/docs', tag: 'Service', summary: 'This document as a page', access: 'open',
     answers: [{ status: 200, description: 'HTML without external resources', mediaType: 'text/html' }],
   },
   {
-    method: 'get', path: '/files/:key', tag: 'Service', summary: 'A stored file, by a signed URL', public: true,
+    method: 'get', path: '/files/:key', tag: 'Service', summary: 'A stored file, by a signed URL', access: 'open',
     params: { key: z.string() },
     query: z.object({ expires: z.string(), signature: z.string() }),
     answers: [{ status: 200, description: 'The file, with its own Content-Type', mediaType: 'application/octet-stream' }],
   },
   {
-    method: 'get', path: '/healthz', tag: 'Service', summary: 'The process serves', public: true,
+    method: 'get', path: '/metrics', tag: 'Service', summary: 'Prometheus metrics (HEAD too)', access: 'metricsToken',
+    description: 'Served here only when METRICS_TOKEN is set without METRICS_PORT; with METRICS_PORT, on that port instead.',
+    answers: [{ status: 200, description: 'Prometheus text exposition', mediaType: 'text/plain' }, { status: 401, description: 'No or wrong token', mediaType: 'text/plain' }],
+  },
+  {
+    method: 'get', path: '/healthz', tag: 'Service', summary: 'The process serves', access: 'open',
     answers: [ok(z.object({ status: z.literal('ok'), discord: z.string() }).register(resources.documented, { id: 'Health' }), 'Always while it serves')],
   },
   {
-    method: 'get', path: '/readyz', tag: 'Service', summary: 'Every configured part is up', public: true,
+    method: 'get', path: '/readyz', tag: 'Service', summary: 'Every configured part is up', access: 'open',
     answers: [200, 503].map((status) => ({
       status,
       description: status === 200 ? 'Ready' : 'Not ready: notReady names the parts',
