@@ -13,6 +13,7 @@ import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
 import { healthRoutes } from './routes/health.js';
 import { imageRoutes } from './routes/images.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { voiceRoutes } from './routes/voices.js';
 import { Serializers } from './serializers.js';
 
@@ -51,6 +52,8 @@ export function createApp(dependencies: HttpDependencies) {
   app.route('/', healthRoutes(dependencies.health ?? { discord: () => 'disabled', storeReachable: async () => true }));
   if (dependencies.api === false) return app;
   app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
+  // Before the API's key check, which these two must not pass through.
+  app.route('/api/v0', openApiRoutes());
 
   const api = new Hono<HttpEnv>();
   const limitBody = (maxSize: number) =>

@@ -4,7 +4,7 @@ import { HTTPException } from 'hono/http-exception';
 import { AppError, EngineError, type ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 
-const statusByCode: Record<ErrorCode, number> = {
+export const statusByCode: Record<ErrorCode, number> = {
   VALIDATION_FAILED: 400,
   UNAUTHORIZED: 401,
   BALANCE_INSUFFICIENT: 402,

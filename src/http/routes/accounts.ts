@@ -4,7 +4,7 @@ import { requireAdmin, usernamePattern } from '../../core/accounts.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { pageQuery, readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
-const createBody = z.object({
+export const createBody = z.object({
   username: z.string().regex(usernamePattern, 'must be 2 to 32 letters, digits, dots, dashes or underscores'),
   dateOfBirth: z.iso.date('must be a date as YYYY-MM-DD').nullish(),
   referredByAccountId: uuid.nullish(),
@@ -12,7 +12,7 @@ const createBody = z.object({
   tags: z.array(z.string().max(64)).max(50).optional(),
 });
 
-const changeBody = z
+export const changeBody = z
   .object({
     profilePictureUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).nullable().optional(),
     tags: z.array(z.string().max(64)).max(50).optional(),
@@ -22,7 +22,7 @@ const changeBody = z
   })
   .strict();
 
-const creditBody = z.object({
+export const creditBody = z.object({
   amount: z.number().positive('must be more than 0').max(1_000_000_000).refine(Number.isFinite, 'must be a number'),
   reason: z.string().trim().min(1, 'must say why').max(200),
 });

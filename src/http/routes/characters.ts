@@ -7,7 +7,7 @@ import type { UploadedFile } from '../../core/images/face-photos.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { readJson, uuidParam } from '../validation.js';
 
-const changeBody = z
+export const changeBody = z
   .object({
     name: z.string().trim().min(1).max(characterLimits.name).optional(),
     description: z.string().max(characterLimits.description).optional(),
@@ -16,10 +16,10 @@ const changeBody = z
   })
   .strict();
 
-const memoryBody = z.object({ text: z.string().trim().min(1).max(memoryLimits.text) });
+export const memoryBody = z.object({ text: z.string().trim().min(1).max(memoryLimits.text) });
 
-const speakBody = z.object({ text: z.string() });
-const presetBody = z.object({ voiceId: z.string().trim().min(1).max(200) }).strict();
+export const speakBody = z.object({ text: z.string() });
+export const presetBody = z.object({ voiceId: z.string().trim().min(1).max(200) }).strict();
 
 /** The spec's section 4.3 (speech comes with the speech engines), plus edits, avatar and memories. */
 export function characterRoutes({ core, serializers, signer }: RouteDependencies) {

@@ -7,7 +7,7 @@ import { streamReply } from '../stream-reply.js';
 import type { ChatInput } from '../../core/chat.js';
 import { decodeBase64, readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
-const createBody = z.object({
+export const createBody = z.object({
   characterId: uuid,
   /** Only for the admin key: the account the conversation is for. */
   accountId: uuid.optional(),
@@ -18,6 +18,12 @@ export const chatBody = z.object({
   mimeType: z.string().max(100).optional(),
   allow: z.array(z.string().max(100)).max(20).optional(),
 });
+
+export const listQuery = z.object({ accountId: uuid.optional() });
+
+export const regenerateBody = z.object({ allow: chatBody.shape.allow });
+
+export const speakerBody = z.object({ accountId: uuid });
 
 /** The spec's chat body as the core takes it: text as is, anything else decoded from base64. */
 export function chatInput(body: z.output<typeof chatBody>): ChatInput {
@@ -43,7 +49,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
 
   app.get('/', async (context) => {
     const actor = context.get('actor');
-    const query = readQuery(context, z.object({ accountId: uuid.optional() }));
+    const query = readQuery(context, listQuery);
     const accountId = accountInScope(actor, query.accountId, 'query.accountId');
     const conversations = await core.conversations.listFor(actor, accountId);
     const views = await Promise.all(conversations.map((conversation) => core.conversations.view(conversation)));
@@ -70,7 +76,6 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   });
 
   // Answers the last message again; the previous reply is replaced, the message not stored twice.
-  const regenerateBody = z.object({ allow: chatBody.shape.allow });
   app.post('/:conversationId/regenerate', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, regenerateBody);
@@ -86,7 +91,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
 
   app.post('/:conversationId/speakers', async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
-    const body = await readJson(context, z.object({ accountId: uuid }));
+    const body = await readJson(context, speakerBody);
     const conversation = await core.conversations.addSpeaker(context.get('actor'), conversationId, body.accountId);
     return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
   });

@@ -8,7 +8,7 @@ import type { HttpEnv, RouteDependencies } from '../context.js';
 import { pageQuery, readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
 // Ranges are checked by the core, which names every violation at once; here only types.
-const imageBody = z
+export const imageBody = z
   .object({
     prompt: z.string({ error: 'is required: describe the image you want' }),
     negativePrompt: z.string().optional(),
@@ -23,13 +23,15 @@ const imageBody = z
   })
   .strict();
 
-const feedbackBody = z
+export const feedbackBody = z
   .object({
     like: z.boolean().nullable().optional(),
     feedback: z.string().max(feedbackLimits.characters).nullable().optional(),
   })
   .strict()
   .refine((body) => body.like !== undefined || body.feedback !== undefined, { message: 'send like (true, false or null) and/or feedback (text)' });
+
+export const jobsQuery = pageQuery.extend({ accountId: uuid.optional() });
 
 /** The spec's section 4.4: image jobs, plus listing, cancelling and feedback on outputs. */
 export function imageRoutes(dependencies: RouteDependencies & { synchronousImageWaitMs: number }) {
@@ -59,7 +61,7 @@ export function imageRoutes(dependencies: RouteDependencies & { synchronousImage
 
   app.get('/jobs', async (context) => {
     const actor = context.get('actor');
-    const query = readQuery(context, pageQuery.extend({ accountId: uuid.optional() }));
+    const query = readQuery(context, jobsQuery);
     // An account lists its own jobs; the admin names whose.
     const accountId = accountInScope(actor, query.accountId, 'query.accountId');
     const page = await core.images.list(actor, accountId, query.limit, query.cursor);

@@ -1,0 +1,281 @@
+import { z } from 'zod';
+import * as accounts from '../routes/accounts.js';
+import * as characters from '../routes/characters.js';
+import * as conversations from '../routes/conversations.js';
+import * as images from '../routes/images.js';
+import { pageQuery } from '../validation.js';
+import * as resources from './resources.js';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** The groups of the document, in its order. */
+export const tags = {
+  Conversations: 'A person (or several) and a character talking; replies whole or streamed.',
+  Accounts: 'Accounts, their keys, balance and ledger. The admin key sees all; an account key sees itself.',
+  Characters: 'Characters: their text, avatar, voice, face models and memories.',
+  Images: 'Image generation jobs, paid in credits, and their outputs.',
+  Service: 'What needs no API key: this document, stored files by signed URL, health checks and metrics.',
+} as const;
+
+export interface Answer {
+  status: number;
+  description: string;
+  /** A schema registered in `resources.documented`, sent as JSON, unless `mediaType` says otherwise. */
+  body?: z.ZodType;
+  mediaType?: string;
+}
+
+/**
+ * One endpoint as the OpenAPI document shows it. `query` and `body` are the very schemas the
+ * route passes to `readQuery` and `readJson`; the OpenAPI test fails when a route is mounted
+ * without an entry here, or an entry names no route.
+ */
+export interface Operation {
+  method: Method;
+  /** As Hono writes it, e.g. `/api/v0/accounts/:accountId`; parameters are UUIDs unless `params` says. */
+  path: string;
+  tag: keyof typeof tags;
+  summary: string;
+  description?: string;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** Bodies the route reads itself (files, forms), by media type; these schemas only document. */
+  uploads?: Record<string, z.ZodType>;
+  params?: Record<string, z.ZodType>;
+  answers: Answer[];
+  /** What the caller shows instead of an API key: nothing, or the metrics token. */
+  access?: 'open' | 'metricsToken';
+  /** Counted against RATE_LIMIT_PER_MINUTE: may answer 429 with Retry-After. */
+  rateLimited?: boolean;
+}
+
+const ok = (body: z.ZodType, description = 'Done') => ({ status: 200, description, body });
+const created = (body: z.ZodType, description = 'Created') => ({ status: 201, description, body });
+const { answer } = resources;
+
+const accountAnswer = answer('AccountAnswer', { account: resources.account });
+const conversationAnswer = answer('ConversationAnswer', { conversation: resources.conversation });
+const jobAnswer = answer('JobAnswer', { job: resources.job });
+const apiKeyAnswer = answer('ApiKeyAnswer', { apiKey: z.string().describe('Shown once; earlier keys stop working') });
+const jobCreated = answer('ImageJobCreated', { jobId: z.uuid(), transactionId: z.uuid() });
+/**
+ * `POST /conversations/:conversationId/<action>`, answered whole, and the same request at
+ * `<action>/stream` answered as events (text only).
+ */
+const replyOperations = (action: string, body: z.ZodType, summaries: { whole: string; streamed: string }, description: string): Operation[] => {
+  const path = `/api/v0/conversations/:conversationId/${action}`;
+  const common = { method: 'post', tag: 'Conversations', description, body, rateLimited: true } as const;
+  const events = 'One `data:` event per piece of the reply, each a ChatChunk; the last chunk carries finish_reason, then `data: [DONE]`.';
+  return [
+    { ...common, path, summary: summaries.whole, answers: [ok(resources.syncAnswer, 'The reply')] },
+    { ...common, path: `${path}/stream`, summary: summaries.streamed, answers: [{ status: 200, mediaType: 'text/event-stream', description: events }] },
+  ];
+};
+const image = z.file().describe('A PNG, JPEG or WebP image');
+
+const conversationOperations: Operation[] = [
+  {
+    method: 'post', path: '/api/v0/conversations', tag: 'Conversations', summary: 'Open a conversation with a character',
+    description: 'The admin key names the account in `accountId`.',
+    body: conversations.createBody,
+    answers: [created(answer('ConversationCreated', { id: z.uuid() }))],
+  },
+  {
+    method: 'get', path: '/api/v0/conversations', tag: 'Conversations', summary: 'List conversations, newest first',
+    query: conversations.listQuery,
+    answers: [ok(answer('ConversationList', { conversations: z.array(resources.conversation) }))],
+  },
+  {
+    method: 'get', path: '/api/v0/conversations/:conversationId', tag: 'Conversations', summary: 'Read a conversation with its messages',
+    answers: [ok(resources.conversationRead)],
+  },
+  ...replyOperations(
+    'chat',
+    conversations.chatBody,
+    { whole: 'Send a message and wait for the reply', streamed: 'Send a message and stream the reply' },
+    '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice.',
+  ),
+  ...replyOperations(
+    'regenerate',
+    conversations.regenerateBody,
+    { whole: 'Answer the last message again', streamed: 'Answer the last message again, streamed' },
+    'The previous reply is replaced; 409 CONFLICT when there is no message yet.',
+  ),
+  {
+    method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account to a conversation',
+    body: conversations.speakerBody,
+    answers: [ok(conversationAnswer)],
+  },
+  {
+    method: 'post', path: '/api/v0/conversations/:conversationId/clear', tag: 'Conversations', summary: 'Delete all messages',
+    answers: [ok(z.object({ success: z.literal('true') }).register(resources.documented, { id: 'Cleared', description: 'success is the string "true", as the spec has it.' }))],
+  },
+];
+
+const accountOperations: Operation[] = [
+  {
+    method: 'get', path: '/api/v0/accounts', tag: 'Accounts', summary: 'List accounts (the admin: all, paged; an account: itself)',
+    query: pageQuery,
+    answers: [ok(answer('AccountList', { accounts: z.array(resources.account), nextCursor: z.string().nullable() }))],
+  },
+  {
+    method: 'post', path: '/api/v0/accounts', tag: 'Accounts', summary: 'Create an account with its character and first key (admin)',
+    body: accounts.createBody,
+    answers: [created(answer('AccountCreated', { account: resources.account, apiKey: z.string() }))],
+  },
+  { method: 'get', path: '/api/v0/accounts/:accountId', tag: 'Accounts', summary: 'Read an account', answers: [ok(accountAnswer)] },
+  {
+    method: 'patch', path: '/api/v0/accounts/:accountId', tag: 'Accounts', summary: 'Change an account',
+    description: 'An account changes its picture and tags; only the admin changes the flags.',
+    body: accounts.changeBody,
+    answers: [ok(accountAnswer)],
+  },
+  {
+    method: 'get', path: '/api/v0/accounts/:accountId/balance', tag: 'Accounts', summary: 'Read the balance',
+    answers: [ok(answer('Balance', { balance: z.number() }))],
+  },
+  {
+    method: 'post', path: '/api/v0/accounts/:accountId/balance', tag: 'Accounts', summary: 'Credit an account (admin)',
+    body: accounts.creditBody,
+    answers: [ok(answer('Credited', { transactionId: z.uuid(), balance: z.number() }))],
+  },
+  {
+    method: 'get', path: '/api/v0/accounts/:accountId/transactions', tag: 'Accounts', summary: 'List transactions, newest first',
+    answers: [ok(answer('TransactionList', { transactions: z.array(resources.transaction) }))],
+  },
+  {
+    method: 'post', path: '/api/v0/accounts/:accountId/keys', tag: 'Accounts', summary: 'Issue a new API key',
+    answers: [created(apiKeyAnswer)],
+  },
+];
+
+const characterOperations: Operation[] = [
+  { method: 'get', path: '/api/v0/characters/:characterId', tag: 'Characters', summary: 'Read a character', answers: [ok(resources.character)] },
+  {
+    method: 'patch', path: '/api/v0/characters/:characterId', tag: 'Characters', summary: 'Change a character (owner)',
+    body: characters.changeBody,
+    answers: [ok(resources.character)],
+  },
+  {
+    method: 'put', path: '/api/v0/characters/:characterId/avatar', tag: 'Characters', summary: 'Set the avatar (owner)',
+    description: 'The raw image (≤ 5 MB) or a multipart form with the part `avatar`.',
+    uploads: { 'image/png': image, 'image/jpeg': image, 'image/webp': image, 'multipart/form-data': z.object({ avatar: image }) },
+    answers: [ok(resources.character)],
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/speak', tag: 'Characters', summary: 'Speak a text in the character\'s voice',
+    body: characters.speakBody,
+    answers: [ok(answer('Speech', { url: z.string().describe('A signed URL of the mp3') }))],
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/voice', tag: 'Characters', summary: 'Give the character a voice (owner)',
+    description: 'A preset from GET /voices as JSON, or audio samples to clone (ElevenLabs) as multipart parts `samples` and `name`.',
+    body: characters.presetBody,
+    uploads: { 'multipart/form-data': z.object({ samples: z.array(z.file()).min(1).max(25), name: z.string().optional() }) },
+    answers: [ok(resources.character)],
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/images/models', tag: 'Characters', summary: 'Train a face model (owner)',
+    description: '5 to 30 face photos as multipart parts `photos` (or zips of them), or one zip as the raw body; charges TRAINING_CREDIT_COST.',
+    uploads: { 'multipart/form-data': z.object({ photos: z.array(z.file()).min(1) }), 'application/zip': z.file().mime('application/zip') },
+    answers: [created(answer('FaceModelCreated', { model: resources.faceModel, jobId: z.uuid(), transactionId: z.uuid() }))],
+  },
+  {
+    method: 'get', path: '/api/v0/characters/:characterId/images/models', tag: 'Characters', summary: 'List face models',
+    answers: [ok(answer('FaceModelList', { models: z.array(resources.faceModel) }))],
+  },
+  {
+    method: 'get', path: '/api/v0/characters/:characterId/memories', tag: 'Characters', summary: 'List memories (owner)',
+    answers: [ok(answer('MemoryList', { memories: z.array(resources.memory) }))],
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/memories', tag: 'Characters', summary: 'Add a memory (owner)',
+    body: characters.memoryBody,
+    answers: [created(answer('MemoryCreated', { memory: resources.memory }))],
+  },
+  {
+    method: 'delete', path: '/api/v0/characters/:characterId/memories/:memoryId', tag: 'Characters', summary: 'Forget a memory (owner)',
+    answers: [ok(answer('Success', {}))],
+  },
+  {
+    method: 'get', path: '/api/v0/voices', tag: 'Characters', summary: 'List the speech engine\'s voices',
+    answers: [ok(answer('VoiceList', { engine: z.string(), maxTextLength: z.int(), voices: z.array(resources.voice) }))],
+  },
+];
+
+const imageOperations: Operation[] = [
+  {
+    method: 'post', path: '/api/v0/images', tag: 'Images', summary: 'Generate images',
+    description: 'Ranges are checked together: width and height 64–1024 in steps of 8, samples 1–4, guidanceScale 1–20, loraScale 0–1. `<character-id>` in the prompt draws that character.',
+    body: images.imageBody, rateLimited: true,
+    answers: [
+      created(jobCreated, 'Queued'),
+      ok(answer('ImagesDone', { ...jobCreated.shape, output: z.array(z.string()) }), 'With synchronous: the images'),
+      {
+        status: 202, description: 'With synchronous, past the wait: the job goes on; poll the Location',
+        body: answer('ImagesPending', { ...jobCreated.shape, status: z.string(), output: z.null() }),
+      },
+    ],
+  },
+  {
+    method: 'get', path: '/api/v0/jobs', tag: 'Images', summary: 'List jobs, newest first',
+    query: images.jobsQuery,
+    answers: [ok(answer('JobList', { jobs: z.array(resources.job), nextCursor: z.string().optional() }))],
+  },
+  { method: 'get', path: '/api/v0/jobs/:jobId', tag: 'Images', summary: 'Read a job', answers: [ok(jobAnswer)] },
+  { method: 'post', path: '/api/v0/jobs/:jobId/cancel', tag: 'Images', summary: 'Cancel a job; it is refunded', answers: [ok(jobAnswer)] },
+  {
+    method: 'post', path: '/api/v0/jobs/:jobId/outputs/:name/feedback', tag: 'Images', summary: 'Like or comment on an output',
+    description: 'Send `like` (true, false or null), `feedback` (text or null), or both.',
+    params: { name: z.string().describe('The output file name, e.g. image-1.png') },
+    body: images.feedbackBody,
+    answers: [ok(jobAnswer)],
+  },
+];
+
+const readiness = z
+  .object({ status: z.enum(['ready', 'not_ready']), notReady: z.array(z.string()), store: z.enum(['ok', 'unreachable']), discord: z.string() })
+  .register(resources.documented, { id: 'Readiness' });
+
+const serviceOperations: Operation[] = [
+  {
+    method: 'get', path: '/api/v0/openapi.json', tag: 'Service', summary: 'This document', access: 'open',
+    answers: [{ status: 200, description: 'OpenAPI 3.1' }],
+  },
+  {
+    method: 'get', path: '/api/v0/docs', tag: 'Service', summary: 'This document as a page', access: 'open',
+    answers: [{ status: 200, description: 'HTML without external resources', mediaType: 'text/html' }],
+  },
+  {
+    method: 'get', path: '/files/:key', tag: 'Service', summary: 'A stored file, by a signed URL', access: 'open',
+    params: { key: z.string() },
+    query: z.object({ expires: z.string(), signature: z.string() }),
+    answers: [{ status: 200, description: 'The file, with its own Content-Type', mediaType: 'application/octet-stream' }],
+  },
+  {
+    method: 'get', path: '/metrics', tag: 'Service', summary: 'Prometheus metrics (HEAD too)', access: 'metricsToken',
+    description: 'Served here only when METRICS_TOKEN is set without METRICS_PORT; with METRICS_PORT, on that port instead.',
+    answers: [{ status: 200, description: 'Prometheus text exposition', mediaType: 'text/plain' }, { status: 401, description: 'No or wrong token', mediaType: 'text/plain' }],
+  },
+  {
+    method: 'get', path: '/healthz', tag: 'Service', summary: 'The process serves', access: 'open',
+    answers: [ok(z.object({ status: z.literal('ok'), discord: z.string() }).register(resources.documented, { id: 'Health' }), 'Always while it serves')],
+  },
+  {
+    method: 'get', path: '/readyz', tag: 'Service', summary: 'Every configured part is up', access: 'open',
+    answers: [200, 503].map((status) => ({
+      status,
+      description: status === 200 ? 'Ready' : 'Not ready: notReady names the parts',
+      body: readiness,
+    })),
+  },
+];
+
+/** Every endpoint of the app, in the order of the README's table. */
+export const operations: readonly Operation[] = [
+  ...conversationOperations,
+  ...accountOperations,
+  ...characterOperations,
+  ...imageOperations,
+  ...serviceOperations,
+];
