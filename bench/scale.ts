@@ -61,7 +61,6 @@ export async function benchmarkScale(dataDir: string) {
       IMAGE_CONCURRENCY: '8',
       API_RATE_LIMIT_PER_MINUTE: '1000000',
       STARTING_BALANCE: String(jobCount * 4),
-      LOG_LEVEL: 'warn',
       ...environment,
     });
     services.push(service);
