@@ -120,6 +120,9 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       const census = await repositories.jobs.census();
       return { counts: census.counts.map(({ type, status, count }) => ({ type, state: status, count })), queueDepth: census.waiting };
     });
+  } else {
+    // Jobs run by worker processes: a bot here follows them to Discord, a synchronous request waits for them.
+    core.images.listen();
   }
   // The bot starts in the background once the API serves: Discord trouble must not take it down.
   let bot: BotSupervisor | ShardManager | undefined;

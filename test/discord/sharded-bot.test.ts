@@ -4,11 +4,15 @@
  * Discord that shards as Discord does (guild events only to the owning shard, DMs to shard 0,
  * one identify per 5 s bucket), each message is answered once, and nothing is refused.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
 import { type ServiceProcess, startService, stopService, waitUntilServing } from '../e2e/service-processes.js';
 import { type FakeDiscord, type FakeGuild, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
+import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { createTestDatabase } from '../store/postgres-database.js';
 
@@ -22,7 +26,10 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
   let database: { url: string; drop(): Promise<void> };
   let discord: FakeDiscord;
   let llm: FakeOpenAI;
+  let cog: FakeCog;
   let service: ServiceProcess;
+  let worker: ServiceProcess;
+  let dataDir: string | undefined;
 
   const botTexts = (channelId: string) =>
     discord.messages(channelId).filter((message) => message.author.id === discord.botUser.id && message.content !== '').map((message) => message.content);
@@ -47,18 +54,22 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
       sharding: { recommendedShards: 2, maxConcurrency: 1, identifyBucketMs: 5_000 },
     });
     llm = await startFakeOpenAI({ script: echo });
+    cog = await startFakeCog({ capacity: 2, steps: 2, stepMs: 50 });
     await deployCommands({ token: discord.token, apiBase: discord.apiBase });
+    // One files directory, as processes on shared storage have: the worker writes the images the shards upload.
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-sharded-'));
+    const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: llm.baseURL, LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url };
+    // Images are made by a worker process of their own; the shards only deliver them.
+    worker = await startService('worker', { ...shared, ROLES: 'worker' });
     service = await startService('sharded', {
+      ...shared,
       ROLES: 'bot,api',
       DISCORD_SHARDS: 'auto',
       DISCORD_TOKEN: discord.token,
       DISCORD_API_BASE: discord.apiBase,
-      STORE_URL: database.url,
-      LLM_BASE_URL: llm.baseURL,
-      LLM_MODEL: 'fake-model',
       DISCORD_EDIT_INTERVAL_MS: '200',
     });
-    await waitUntilServing(service);
+    await Promise.all([waitUntilServing(worker), waitUntilServing(service)]);
     const deadline = Date.now() + 60_000;
     while ((await fetch(`${service.url}/readyz`)).status !== 200) {
       if (Date.now() > deadline) throw new Error(`the shards did not become ready:\n${service.output()}`);
@@ -68,9 +79,12 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
 
   afterAll(async () => {
     if (service) await stopService(service);
+    if (worker) await stopService(worker);
+    await cog?.close();
     await llm?.close();
     await discord?.close();
     await database?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }, 60_000);
 
   it('reports every shard ready, each identified once, none refused', async () => {
@@ -94,6 +108,27 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     expect(channels.map(botTexts)).toEqual(channels.map((channelId) => [`Echo: hello ${channelId}`]));
     expect(discord.rateLimitHits.total).toBe(0);
     expect(discord.shardingStats.identifiesByShard).toEqual({ 0: 1, 1: 1 });
+  }, 40_000);
+
+  it('delivers an /imagine made by the worker once, from the shard of the guild it was asked in', async () => {
+    const bob = discord.createUser({ username: 'bob' });
+    const asked = discord.guilds.map((guild) => discord.sendSlashCommand({ user: bob, channelId: guild.textChannelId, name: 'imagine', options: { prompt: `a lighthouse in ${guild.name}`, width: 64, height: 64 } }));
+    for (const sent of asked) expect(await sent.response).not.toBeNull();
+    const replyOf = (interactionId: string) => {
+      const messageId = discord.interactionResponses(interactionId).find((record) => record.messageId)?.messageId;
+      return messageId ? discord.message(messageId) : undefined;
+    };
+    await discord.waitFor(() => asked.every((sent) => (replyOf(sent.interactionId)?.attachments.length ?? 0) === 1), 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // One upload per job: the edit of its reply; no second process posted it again.
+    const uploads = discord.requests.filter((request) => request.path.startsWith('/webhooks/') && request.files.length > 0);
+    expect(uploads).toHaveLength(2);
+    discord.guilds.forEach((guild, index) => {
+      const withImages = discord.messages(guild.textChannelId).filter((message) => message.author.id === discord.botUser.id && message.attachments.length > 0);
+      expect(withImages.map((message) => message.id)).toEqual([replyOf(asked[index]!.interactionId)!.id]);
+    });
+    expect(cog.predictions).toHaveLength(2);
+    expect(discord.rateLimitHits.total).toBe(0);
   }, 40_000);
 
   it('stops its shard processes with it on SIGTERM', async () => {
