@@ -158,7 +158,14 @@ export async function startService(config: Config, logger: Logger, entry: Servic
   const { token } = config.discord;
   if (token && roles.has('bot') && config.discord.shards !== undefined) {
     // This process manages the shards: each runs in a process of its own, with ROLES=bot.
-    bot = new ShardManager({ token, shards: config.discord.shards, apiBase: config.discord.apiBase, ...entry, logger: logger.child({ module: 'shards' }) });
+    bot = new ShardManager({
+      token,
+      shards: config.discord.shards,
+      apiBase: config.discord.apiBase,
+      ...entry,
+      publicBaseUrl: config.publicBaseUrl,
+      logger: logger.child({ module: 'shards' }),
+    });
   } else if (token && roles.has('bot')) {
     const botLogger = logger.child({ module: 'bot' });
     bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits, metrics }, botLogger), botLogger);

@@ -4,6 +4,7 @@
  * Discord that shards as Discord does (guild events only to the owning shard, DMs to shard 0,
  * one identify per 5 s bucket), each message is answered once, and nothing is refused.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -130,6 +131,23 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     expect(cog.predictions).toHaveLength(2);
     expect(discord.rateLimitHits.total).toBe(0);
   }, 40_000);
+
+  it('starts a shard again when its process dies, and it answers again', async () => {
+    // The manager's children running the service are its shard processes (tsx runs esbuild beside them).
+    const shards = execFileSync('pgrep', ['-P', String(service.child.pid), '-f', 'src/main.ts'], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    expect(shards).toHaveLength(2);
+    process.kill(shards[0]!, 'SIGKILL');
+    await discord.waitFor((fake) => Object.values(fake.shardingStats.identifiesByShard).reduce((sum, count) => sum + count, 0) === 3, 30_000);
+    await expect.poll(async () => (await fetch(`${service.url}/readyz`)).status, { timeout: 30_000, interval: 250 }).toBe(200);
+    const carol = discord.createUser({ username: 'carol' });
+    const dm = discord.openDm(carol);
+    const threads = [];
+    for (const guild of discord.guilds) threads.push(await openThread(carol, guild));
+    const channels = [...threads.map((thread) => thread.id), dm];
+    for (const channelId of channels) discord.sendMessage({ channelId, author: carol, content: `again ${channelId}` });
+    await discord.waitFor(() => channels.every((channelId) => botTexts(channelId).includes(`Echo: again ${channelId}`)), 20_000);
+    expect(discord.shardingStats.concurrencyRefusals).toBe(0);
+  }, 90_000);
 
   it('stops its shard processes with it on SIGTERM', async () => {
     await stopService(service);

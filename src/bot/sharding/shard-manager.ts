@@ -23,6 +23,8 @@ export interface ShardManagerOptions {
   /** The script each shard runs and the node options it runs with (this process's own). */
   entry: string;
   execArgv: readonly string[];
+  /** This service's public URL: links a shard signs (files, avatars) point here, not at the shard's own port. */
+  publicBaseUrl: string;
   logger: Logger;
   /** Time between two identifies of one bucket; Discord's 5 s (plus a margin). */
   identifyIntervalMs?: number;
@@ -104,6 +106,7 @@ export class ShardManager {
       ROLES: 'bot',
       // A shard serves only its health, on a port of its own choosing; the metrics port stays the manager's.
       PORT: '0',
+      PUBLIC_BASE_URL: options.publicBaseUrl,
       METRICS_PORT: '',
       DISCORD_SHARDS: '',
       DISCORD_API_BASE: this.#proxy.url,
