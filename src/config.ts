@@ -48,6 +48,8 @@ const httpUrlOr = (fallback: string) => z.preprocess(blankToUndefined, url().def
 
 const snowflake = /^\d{15,21}$/;
 
+const shardsError = 'must be auto or a whole number of shards from 1 to 10000';
+
 /** The parts a process may run: the HTTP API, the image job worker, the Discord bot. */
 export const roleNames = ['api', 'worker', 'bot'] as const;
 export type Role = (typeof roleNames)[number];
@@ -110,6 +112,13 @@ const variables = {
   IMAGE_JOB_LEASE_SECONDS: integer(30, 1, 600),
   DISCORD_TOKEN: text(),
   DISCORD_API_BASE: httpUrl(),
+  /** Unset: one bot process, one shard. `auto` or a count: the bot role runs a shard manager forking one process per shard. */
+  DISCORD_SHARDS: z.preprocess(
+    blankToUndefined,
+    z
+      .union([z.literal('auto'), z.coerce.number().int({ error: shardsError }).min(1, { error: shardsError }).max(10_000, { error: shardsError })], { error: shardsError })
+      .optional(),
+  ),
   DISCORD_GUILD_ID: checkedText((value) => snowflake.test(value), 'must be a Discord id (digits)'),
   BOT_OWNER_IDS: checkedText((value) => value.split(',').every((id) => snowflake.test(id.trim())), 'must be Discord user ids separated by commas'),
   DISCORD_EDIT_INTERVAL_MS: integer(1000, 100, 60_000),
@@ -252,6 +261,8 @@ function toConfig(values: Variables, workingDirectory: string) {
       token: values.DISCORD_TOKEN,
       /** REST base (up to `/api`), e.g. for @discordjs/proxy; the gateway URL comes from its `/gateway/bot`. */
       apiBase: values.DISCORD_API_BASE,
+      /** How many shards the bot runs as, one process each (`auto`: Discord's recommendation); unset: one process, one shard. */
+      shards: values.DISCORD_SHARDS,
       /** Commands are deployed to this guild (instant) instead of globally. */
       guildId: values.DISCORD_GUILD_ID,
       /** Discord user ids allowed to use /admin. */

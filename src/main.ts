@@ -19,6 +19,7 @@ import { createOpenAISpeechEngine } from './engines/speech/openai-speech.js';
 import { commands } from '../commands/index.js';
 import { startBot } from './bot/bot.js';
 import { BotSupervisor, type DiscordStatus } from './bot/bot-supervisor.js';
+import { ShardManager } from './bot/sharding/shard-manager.js';
 import { createApp } from './http/app.js';
 import { listen } from './http/server.js';
 import { UrlSigner } from './http/signed-urls.js';
@@ -42,8 +43,14 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** The script and node options this process runs with; shard processes (DISCORD_SHARDS) run the same. */
+export interface ServiceEntry {
+  entry: string;
+  execArgv: readonly string[];
+}
+
 /** The one place that builds everything from the configuration and starts it. */
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+export async function startService(config: Config, logger: Logger, entry: ServiceEntry = { entry: process.argv[1] ?? '', execArgv: process.execArgv }): Promise<RunningService> {
   const repositories = await openSqlStore(config.storeUrl, { onConnectionError: (error) => logger.warn({ err: error }, 'a pooled database connection failed; it is replaced') });
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
   // Limits on chats, images and Discord messages hold across processes on a PostgreSQL store.
@@ -113,12 +120,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       const census = await repositories.jobs.census();
       return { counts: census.counts.map(({ type, status, count }) => ({ type, state: status, count })), queueDepth: census.waiting };
     });
+  } else {
+    // Jobs run by worker processes: a bot here follows them to Discord, a synchronous request waits for them.
+    core.images.listen();
   }
   // The bot starts in the background once the API serves: Discord trouble must not take it down.
-  let bot: BotSupervisor | undefined;
+  let bot: BotSupervisor | ShardManager | undefined;
   const app = createApp({
     health: {
       discord: () => bot?.status ?? 'disabled',
+      ...(config.discord.shards === undefined ? {} : { discordShards: () => (bot instanceof ShardManager ? bot.shards : {}) }),
       storeReachable: async () => {
         await repositories.facts.get('health:probe');
         return true;
@@ -145,7 +156,17 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   );
   if (!config.adminApiKey) logger.warn({}, 'ADMIN_API_KEY is not set: accounts cannot be created over HTTP');
   const { token } = config.discord;
-  if (token && roles.has('bot')) {
+  if (token && roles.has('bot') && config.discord.shards !== undefined) {
+    // This process manages the shards: each runs in a process of its own, with ROLES=bot.
+    bot = new ShardManager({
+      token,
+      shards: config.discord.shards,
+      apiBase: config.discord.apiBase,
+      ...entry,
+      publicBaseUrl: config.publicBaseUrl,
+      logger: logger.child({ module: 'shards' }),
+    });
+  } else if (token && roles.has('bot')) {
     const botLogger = logger.child({ module: 'bot' });
     bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits, metrics }, botLogger), botLogger);
   }

@@ -7,8 +7,9 @@
 import { DiscordjsErrorCodes, Events } from 'discord.js';
 import type { Logger } from '../core/ports.js';
 import { GatewayRefused, type RunningBot } from './bot.js';
+import { type DiscordStatus, ReadyWaiters } from './ready-waiters.js';
 
-export type DiscordStatus = 'disabled' | 'connecting' | 'ready' | 'failed';
+export type { DiscordStatus } from './ready-waiters.js';
 
 export interface BotSupervisorOptions {
   /** First wait after a failed start; doubled after each failure. */
@@ -26,7 +27,7 @@ export class BotSupervisor {
   #stopped = false;
   #wake: (() => void) | undefined;
   #settled: Promise<void>;
-  #readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+  readonly #readyWaiters = new ReadyWaiters();
 
   constructor(
     start: () => Promise<RunningBot>,
@@ -42,9 +43,7 @@ export class BotSupervisor {
 
   /** Resolves once the bot is ready; rejects if it fails for good or is stopped first. */
   whenReady(): Promise<void> {
-    if (this.#status === 'ready') return Promise.resolve();
-    if (this.#status === 'failed') return Promise.reject(new Error('the Discord bot failed for good'));
-    return new Promise((resolve, reject) => this.#readyWaiters.push({ resolve, reject }));
+    return this.#readyWaiters.wait(this.#status);
   }
 
   async stop(): Promise<void> {
@@ -55,7 +54,7 @@ export class BotSupervisor {
     await Promise.race([this.#settled, new Promise((resolve) => setTimeout(resolve, stopWaitMs).unref())]);
     await this.#bot?.stop();
     this.#bot = undefined;
-    this.#settle(new Error('the Discord bot was stopped'));
+    this.#readyWaiters.settle(new Error('the Discord bot was stopped'));
   }
 
   async #run(start: () => Promise<RunningBot>): Promise<void> {
@@ -98,15 +97,8 @@ export class BotSupervisor {
 
   #setStatus(status: DiscordStatus): void {
     this.#status = status;
-    if (status === 'ready') this.#settle();
-    if (status === 'failed') this.#settle(new Error('the Discord bot failed for good'));
-  }
-
-  #settle(error?: Error): void {
-    for (const waiter of this.#readyWaiters.splice(0)) {
-      if (error) waiter.reject(error);
-      else waiter.resolve();
-    }
+    if (status === 'ready') this.#readyWaiters.settle();
+    if (status === 'failed') this.#readyWaiters.settle(new Error('the Discord bot failed for good'));
   }
 
   #sleep(milliseconds: number): Promise<void> {

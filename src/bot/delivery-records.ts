@@ -37,7 +37,7 @@ export const interactionTokenLifetimeMs = 15 * 60_000;
 
 /** The delivery of a job started by this interaction: to its reply while the token lasts, then to its channel. */
 export function deliveryRecordFor(
-  interaction: { applicationId: string; token: string; createdTimestamp: number; channelId: string | null; user: { id: string } },
+  interaction: { applicationId: string; token: string; createdTimestamp: number; channelId: string | null; guildId: string | null; user: { id: string } },
   jobId: string,
   kind: DeliveryRecord['kind'],
   title: string,
@@ -50,6 +50,7 @@ export function deliveryRecordFor(
     tokenExpiresMillis: interaction.createdTimestamp + interactionTokenLifetimeMs,
     // Without a channel (an app used where the bot is not a member) the result goes by direct message.
     channelId: interaction.channelId ?? '',
+    guildId: interaction.guildId,
     userId: interaction.user.id,
     title,
   };

@@ -6,6 +6,7 @@ import type { Logger } from '../core/ports.js';
 import type { JobRecord } from '../core/records.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import type { DeliveryRecord, DeliveryRecords } from './delivery-records.js';
+import { holdsShardOf } from './sharding/shard-of.js';
 import { type JobMessage, type OutputImage, endedView, resultView, trainingNotice, waitingView } from './image-views.js';
 
 export interface JobDeliveriesOptions {
@@ -108,11 +109,16 @@ export class JobDeliveries {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Follows jobs from now on, and picks up the deliveries the last process left. */
+  /**
+   * Follows jobs from now on, and picks up the deliveries the last process left: those of the
+   * guilds whose shards this client holds, so that with one process per shard each job is
+   * delivered by exactly one (new deliveries are added by the process their interaction reached,
+   * which is the same one).
+   */
   async start(client: Client<true>): Promise<void> {
     this.#client = client;
     this.#unsubscribe = this.core.images.subscribe((event) => this.#heard(event));
-    const pending = await this.records.pending();
+    const pending = (await this.records.pending()).filter((record) => holdsShardOf(client, record.guildId));
     for (const record of pending) await this.#follow(record);
     if (pending.length > 0) this.logger.info({ deliveries: pending.length }, 'resumed image deliveries');
   }

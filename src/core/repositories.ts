@@ -317,6 +317,8 @@ export interface JobDelivery {
   tokenExpiresMillis: number;
   /** Where the result is posted as a new message once the token is no longer usable. */
   channelId: string;
+  /** The guild of that channel, null for a DM: a sharded bot delivers from the shard that holds it. */
+  guildId: string | null;
   /** Who asked: mentioned in channel posts, messaged directly when the channel is gone. */
   userId: string;
   /** What the job is, as people read it: the prompt of an image, the character's name for a training. */

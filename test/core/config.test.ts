@@ -43,6 +43,15 @@ describe('parseConfig', () => {
     expect([...parseConfig({ ROLES: 'bot', DISCORD_TOKEN: 'token' }).roles]).toEqual(['bot']);
   });
 
+  it('runs the bot as one process unless DISCORD_SHARDS asks for auto or a number of shards', () => {
+    expect(parseConfig({}).discord.shards).toBeUndefined();
+    expect(parseConfig({ DISCORD_SHARDS: ' auto ' }).discord.shards).toBe('auto');
+    expect(parseConfig({ DISCORD_SHARDS: '4' }).discord.shards).toBe(4);
+    for (const wrong of ['0', '2.5', 'many']) {
+      expect(() => parseConfig({ DISCORD_SHARDS: wrong })).toThrow('DISCORD_SHARDS must be auto or a whole number of shards from 1 to 10000');
+    }
+  });
+
   it('serves metrics only when asked, on their own port or with a token', () => {
     expect(parseConfig({}).metrics).toEqual({ port: undefined, host: '127.0.0.1', token: undefined });
     expect(parseConfig({ METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' }).metrics).toMatchObject({ port: 9464, host: '0.0.0.0' });

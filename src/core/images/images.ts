@@ -170,8 +170,13 @@ export class Images {
 
   /** Starts running jobs from the shared queue and hearing other processes' job changes. */
   async start(): Promise<void> {
-    this.jobs.listen();
+    this.listen();
     await this.runner.start();
+  }
+
+  /** Hears other processes' job changes without running jobs: a bot delivering what workers made. */
+  listen(): void {
+    this.jobs.listen();
   }
 
   /** Stops taking jobs; running ones stay at their engines for whoever claims them next. */

@@ -7,6 +7,8 @@ export type DiscordHealth = 'disabled' | 'connecting' | 'ready' | 'failed';
 /** The parts of the service orchestration asks about. */
 export interface HealthProbes {
   discord(): DiscordHealth;
+  /** Each shard's state by shard id, where this process manages the bot's shards (DISCORD_SHARDS). */
+  discordShards?(): Record<number, DiscordHealth>;
   /** Whether the store answers a read. */
   storeReachable(): Promise<boolean>;
 }
@@ -19,12 +21,13 @@ const storeProbeTimeoutMs = 2_000;
  */
 export function healthRoutes(probes: HealthProbes) {
   const app = new Hono<HttpEnv>();
-  app.get('/healthz', (context) => context.json({ status: 'ok', discord: probes.discord() }));
+  const shards = () => (probes.discordShards ? { shards: probes.discordShards() } : {});
+  app.get('/healthz', (context) => context.json({ status: 'ok', discord: probes.discord(), ...shards() }));
   app.get('/readyz', async (context) => {
     const discord = probes.discord();
     const store = (await withTimeout(probes.storeReachable(), storeProbeTimeoutMs)) ? 'ok' : 'unreachable';
     const notReady = [...(store === 'ok' ? [] : ['store']), ...(discord === 'ready' || discord === 'disabled' ? [] : ['discord'])];
-    return context.json({ status: notReady.length === 0 ? 'ready' : 'not_ready', notReady, store, discord }, notReady.length === 0 ? 200 : 503);
+    return context.json({ status: notReady.length === 0 ? 'ready' : 'not_ready', notReady, store, discord, ...shards() }, notReady.length === 0 ? 200 : 503);
   });
   return app;
 }

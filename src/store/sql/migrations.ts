@@ -266,5 +266,11 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
         await db.schema.alterTable('messages').addColumn('file_height', 'integer').execute();
       },
     },
+    '0004-delivery-guild': {
+      // A sharded bot delivers a job from the shard holding its guild; older rows (null) go to shard 0.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('job_deliveries').addColumn('guild_id', 'text').execute();
+      },
+    },
   };
 }

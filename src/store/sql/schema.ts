@@ -198,6 +198,7 @@ export interface JobDeliveriesTable {
   interaction_token: string;
   token_expires_millis: number;
   channel_id: string;
+  guild_id: string | null;
   user_id: string;
   title: string;
 }

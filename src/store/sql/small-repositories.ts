@@ -158,6 +158,7 @@ export class SqlJobDeliveryRepository implements JobDeliveryRepository {
         interaction_token: delivery.interactionToken,
         token_expires_millis: delivery.tokenExpiresMillis,
         channel_id: delivery.channelId,
+        guild_id: delivery.guildId,
         user_id: delivery.userId,
         title: delivery.title,
       })
@@ -211,6 +212,7 @@ function deliveryRecord(row: Selectable<Database['job_deliveries']>): JobDeliver
     interactionToken: row.interaction_token,
     tokenExpiresMillis: Number(row.token_expires_millis),
     channelId: row.channel_id,
+    guildId: row.guild_id,
     userId: row.user_id,
     title: row.title,
   };

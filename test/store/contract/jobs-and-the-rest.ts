@@ -237,13 +237,15 @@ export function jobsAndTheRestContract(context: ContractContext): void {
     });
 
     it('keeps deliveries until removed once, oldest first', async () => {
-      const deliveries = [randomUUID(), randomUUID()].map((jobId) => ({
+      const deliveries = [randomUUID(), randomUUID()].map((jobId, index) => ({
         jobId,
         kind: 'image' as const,
         applicationId: 'app',
         interactionToken: 'token',
         tokenExpiresMillis: 1,
         channelId: 'channel',
+        // The first in a guild, the second in a DM.
+        guildId: index === 0 ? '1100000000000000000' : null,
         userId: 'user',
         title: 'a lighthouse',
       }));
