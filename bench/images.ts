@@ -1,20 +1,11 @@
 import autocannon from 'autocannon';
 import { type BenchProcess, startProcess } from './processes.js';
 import { startBenchService } from './setup.js';
-import { megabytes, percentile, round } from './stats.js';
+import { megabytes, percentile, pool, round } from './stats.js';
 
 const storedJobs = Number(process.env.BENCH_JOBS ?? 10_000);
 const clients = 16;
 
-/** Runs `count` tasks with at most `width` at once. */
-async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
-}
 
 /**
  * Issue 5's benchmarks with an instant fake Cog container in its own process:

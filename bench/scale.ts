@@ -5,21 +5,12 @@ import { createTestDatabase } from '../test/store/postgres-database.js';
 import { ApiClient } from './api-client.js';
 import { type BenchProcess, startProcess, startServiceProcess } from './processes.js';
 import { adminKey } from './setup.js';
-import { round } from './stats.js';
+import { pool, round } from './stats.js';
 
 const connections = 32;
 const durationSeconds = 5;
 const jobCount = 1_500;
 
-/** Runs `count` tasks with at most `width` at once. */
-async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
-}
 
 /** Reads `urls` together for the same time, the connections split between them; requests/s in sum. */
 async function loadAll(urls: string[], key: string): Promise<{ requestsPerSecond: number; p99Ms: number; errors: number }> {

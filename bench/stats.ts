@@ -14,3 +14,13 @@ export function round(value: number, digits = 2): number {
   const scale = 10 ** digits;
   return Math.round(value * scale) / scale;
 }
+
+/** Runs `count` tasks with at most `width` at once. */
+export async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+}

@@ -84,14 +84,20 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       await database?.drop();
     });
 
-    it('holds every invariant while all processes append, debit, create usernames and claim jobs at once', async () => {
-      const owner = newAccountRecords(uniqueUsername('owner'), 60);
+    /** A new account and a conversation of its own, made through the parent's store. */
+    const ownerWithConversation = async (prefix: string, balance: number) => {
+      const owner = newAccountRecords(uniqueUsername(prefix), balance);
       await store.accounts.create(owner);
       const conversationId = randomUUID();
       await store.conversations.create(
         { id: conversationId, accountId: owner.account.id, characterId: owner.character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
         owner.account.id,
       );
+      return { owner, conversationId };
+    };
+
+    it('holds every invariant while all processes append, debit, create usernames and claim jobs at once', async () => {
+      const { owner, conversationId } = await ownerWithConversation('owner', 60);
       const jobs = [];
       for (let index = 0; index < 30; index++) jobs.push(await store.jobs.create(jobRecord(owner.account.id)));
       const names = Array.from({ length: 5 }, () => uniqueUsername('Shared'));
@@ -152,13 +158,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
     }, 30_000);
 
     it('moves every process\'s change token with any process\'s commit, and only then (SQLite; PostgreSQL has none)', async () => {
-      const owner = newAccountRecords(uniqueUsername('tokens'), 0);
-      await store.accounts.create(owner);
-      const conversationId = randomUUID();
-      await store.conversations.create(
-        { id: conversationId, accountId: owner.account.id, characterId: owner.character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
-        owner.account.id,
-      );
+      const { owner, conversationId } = await ownerWithConversation('tokens', 0);
       const [writer, reader] = workers as [Worker, Worker];
       const tokens = () => Promise.all([store.changeToken(), reader.ask<string | null>({ type: 'change-token' })]);
       const before = await tokens();
