@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { deployCommands } from '../src/bot/deploy-commands.js';
-import { startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
+import { guildIdForShard, startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
 import { startProcess, startServiceProcess } from './processes.js';
 import { megabytes, percentile, round } from './stats.js';
 
@@ -11,15 +11,22 @@ const tokensPerSecond = 40;
 /**
  * Issue 3's benchmark: 100 conversation threads at once through the real bot (the service
  * as `npm start` runs it, with DISCORD_TOKEN) against the fake Discord's rate limits, the
- * fake engine streaming 40 tokens/s per reply.
+ * fake engine streaming 40 tokens/s per reply. With `shards` > 1 (issue 12) the bot runs as
+ * that many shard processes (`DISCORD_SHARDS`), the threads spread over one guild per shard;
+ * the service's CPU and memory are then the manager's alone and left out.
  */
-export async function benchmarkDiscordStreams(dataDir: string) {
+export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
   await mkdir(dataDir, { recursive: true });
-  const discord = await startFakeDiscord({ recordRequests: false });
+  const discord = await startFakeDiscord({
+    recordRequests: false,
+    ...(shards > 1
+      ? { sharding: { recommendedShards: shards }, guilds: Array.from({ length: shards }, (_, shard) => ({ id: guildIdForShard(shard, shards), name: `shard-${shard}` })) }
+      : {}),
+  });
   const engine = await startProcess('engine-process.ts', { BENCH_SCRIPT: `stream:${tokensPerReply}:${tokensPerSecond}`, BENCH_RECORD: '1' });
-  await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: discord.guild.id });
-  // Discord lets a channel take 10 new threads per 10 s, so the threads are spread over 10 channels.
-  const channels = Array.from({ length: 10 }, (_, index) => discord.createTextChannel(discord.guild.id, `lobby-${index}`).id);
+  for (const guild of discord.guilds) await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: guild.id });
+  // Discord lets a channel take 10 new threads per 10 s, so the threads are spread over 10 channels (and the guilds).
+  const channels = Array.from({ length: 10 }, (_, index) => discord.createTextChannel(discord.guilds[index % discord.guilds.length]!.id, `lobby-${index}`).id);
   const service = await startServiceProcess({
     PORT: '0',
     DATA_DIR: dataDir,
@@ -30,8 +37,12 @@ export async function benchmarkDiscordStreams(dataDir: string) {
     DISCORD_MESSAGES_PER_MINUTE: '1000',
     DISCORD_COMMANDS_PER_MINUTE: '1000',
     LOG_LEVEL: 'info',
+    ...(shards > 1 ? { DISCORD_SHARDS: String(shards) } : {}),
   });
   try {
+    // Each shard logs that it is ready; wait for all of them, identified one bucket after another.
+    if (shards > 1) await discord.waitFor(() => Object.keys(discord.shardingStats.identifiesByShard).length === shards, 60_000);
+    await new Promise((resolve) => setTimeout(resolve, shards > 1 ? 2_000 : 0));
     const users = Array.from({ length: threads }, (_, index) => discord.createUser({ username: `bench${index}` }));
     const threadIds: string[] = [];
     await Promise.all(
@@ -66,6 +77,7 @@ export async function benchmarkDiscordStreams(dataDir: string) {
       editRates.push((history.length - 1) / Math.max(span, 0.001));
     });
     const result = {
+      shards,
       threads,
       tokensPerReply,
       tokensPerSecond,
@@ -76,8 +88,8 @@ export async function benchmarkDiscordStreams(dataDir: string) {
       editsPerMessagePerSecondMax: round(Math.max(...editRates), 2),
       lastTokenToFinalEditP50Ms: round(percentile(delays, 0.5), 0),
       lastTokenToFinalEditP99Ms: round(percentile(delays, 0.99), 0),
-      serviceCpuSeconds: round((usageAfter.cpuMicros - usageBefore.cpuMicros) / 1e6, 2),
-      servicePeakRssMB: megabytes(usageAfter.maxRssBytes),
+      serviceCpuSeconds: shards > 1 ? null : round((usageAfter.cpuMicros - usageBefore.cpuMicros) / 1e6, 2),
+      servicePeakRssMB: shards > 1 ? null : megabytes(usageAfter.maxRssBytes),
       target: '0 429s, p99 last token to final edit < 2 s',
     };
     console.error('discord streams', result);

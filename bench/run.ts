@@ -26,6 +26,7 @@ try {
   if (selected('read-postgres')) results.conversationReadPostgres = await benchmarkConversationRead(path.join(scratch, 'read-postgres'), 'postgres');
   if (selected('store')) results.store = await benchmarkStore();
   if (selected('scale')) results.scale = await benchmarkScale(path.join(scratch, 'scale'));
+  if (selected('discord-shards')) results.discordStreamsTwoShards = await benchmarkDiscordStreams(path.join(scratch, 'discord-shards'), 2);
   if (selected('relay')) results.streamRelay = await benchmarkStreamRelay(path.join(scratch, 'relay'));
   if (selected('streams')) results.manyStreams = await benchmarkManyStreams(path.join(scratch, 'streams'));
   if (selected('append')) results.appends = await benchmarkAppends(path.join(scratch, 'append'));
