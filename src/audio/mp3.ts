@@ -30,7 +30,7 @@ export function encodeMp3(pcm: PcmAudio, bitrateKbps = DEFAULT_MP3_BITRATE_KBPS)
     parts.push(encoder.encodeBuffer(source.samples.subarray(start, start + BLOCK_SAMPLES)));
   }
   parts.push(encoder.flush());
-  return joinParts(parts);
+  return joinFrames(parts);
 }
 
 /**
@@ -76,7 +76,7 @@ export async function encodeMp3Gradually(pcm: PcmAudio, bitrateKbps = DEFAULT_MP
   }
   if (resampler) encode(resampler.flush());
   parts.push(encoder.flush());
-  return joinParts(parts);
+  return joinFrames(parts);
 }
 
 /** The core's `AudioEncoder`, over `encodeMp3Gradually`. */
@@ -84,12 +84,8 @@ export function createAudioEncoder(bitrateKbps = DEFAULT_MP3_BITRATE_KBPS): Audi
   return { mp3: (pcm) => encodeMp3Gradually(pcm, bitrateKbps) };
 }
 
-function joinParts(parts: readonly Uint8Array[]): Uint8Array {
-  const bytes = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.length;
-  }
-  return bytes;
+/** lamejs hands out Int8Array frames: Buffer.concat joins byte views of them, given back as plain bytes. */
+function joinFrames(parts: readonly Uint8Array[]): Uint8Array {
+  const joined = Buffer.concat(parts.map((part) => new Uint8Array(part.buffer, part.byteOffset, part.byteLength)));
+  return new Uint8Array(joined.buffer, joined.byteOffset, joined.byteLength);
 }

@@ -51,7 +51,7 @@ export function muxOggOpus(packets: readonly Uint8Array[], options: OggOpusOptio
     // The last page's granule may end before its packets do: that is how the padding is trimmed.
     page(content, last ? (end < decoded ? end : decoded) : decoded, last ? FLAG_END : 0);
   }
-  return concat(pages);
+  return Buffer.concat(pages);
 }
 
 function opusHead(channels: number, preSkip: number, inputSampleRate: number): Uint8Array {
@@ -130,14 +130,4 @@ export function oggCrc(bytes: Uint8Array): number {
   let crc = 0;
   for (const byte of bytes) crc = ((crc << 8) ^ (CRC_TABLE[((crc >>> 24) ^ byte) & 0xff] ?? 0)) >>> 0;
   return crc;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
 }

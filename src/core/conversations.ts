@@ -30,7 +30,7 @@ export interface ConversationRead {
 export class Conversations {
   readonly #snapshots: MessageSnapshots;
   /** Whole reads, while nothing in the database changed; each request still asks. */
-  readonly #reads: ChangeTokenMemo<{ read: ConversationRead; speakerAccountIds: string[] } | undefined>;
+  readonly #reads: ChangeTokenMemo<ConversationRead | undefined>;
 
   constructor(
     private readonly store: RepositoryStore,
@@ -42,7 +42,7 @@ export class Conversations {
     this.#reads = new ChangeTokenMemo(() => store.changeToken(), {
       max: 1_000,
       maxSize: 32 * 1024 * 1024,
-      sizeOf: (kept) => (kept ? snapshotBytes(kept.read.messages) : 1),
+      sizeOf: (read) => (read ? snapshotBytes(read.messages) : 1),
     });
   }
 
@@ -80,19 +80,21 @@ export class Conversations {
    * that changed since this process last read them (any process may have appended).
    */
   async read(actor: Actor, conversationId: string): Promise<ConversationRead> {
-    const kept = await this.#reads.get(conversationId, () => this.#readFresh(conversationId));
-    if (!kept || (actor.type === 'account' && !kept.speakerAccountIds.includes(actor.accountId))) {
+    const read = await this.#reads.get(conversationId, () => this.#readFresh(conversationId));
+    if (!read || (actor.type === 'account' && !read.view.conversation.speakerAccountIds.includes(actor.accountId))) {
       throw notFound('Conversation', conversationId);
     }
-    return kept.read;
+    return read;
   }
 
-  async #readFresh(conversationId: string): Promise<{ read: ConversationRead; speakerAccountIds: string[] } | undefined> {
+  async #readFresh(conversationId: string): Promise<ConversationRead | undefined> {
     const state = await this.store.conversations.state(conversationId);
     if (!state) return undefined;
-    const speakerAccountIds = state.speakers.map((account) => account.id);
     const messages = await this.#snapshots.messages(conversationId, state.lastPosition);
-    const conversation = conversationRecord(state.conversation, speakerAccountIds);
+    const conversation = conversationRecord(
+      state.conversation,
+      state.speakers.map((account) => account.id),
+    );
     const read: ConversationRead = {
       view: {
         conversation,
@@ -103,7 +105,7 @@ export class Conversations {
       summary: state.conversation.summary,
       messages,
     };
-    return { read: Object.freeze(read), speakerAccountIds };
+    return Object.freeze(read);
   }
 
   async view(conversation: ConversationRecord): Promise<ConversationView> {

@@ -82,7 +82,7 @@ export async function readZip(field: string, archive: Uint8Array, limits: ZipLim
       pieces.push(data);
       if (final) {
         unfinished -= 1;
-        entries.push({ name: file.name, data: join(pieces, entryBytes) });
+        entries.push({ name: file.name, data: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, entryBytes) });
       }
     };
     unfinished += 1;
@@ -104,17 +104,6 @@ export async function readZip(field: string, archive: Uint8Array, limits: ZipLim
   }
   if (unfinished > 0) throw ValidationError.field(field, 'is not a readable zip (it is cut short)');
   return entries;
-}
-
-function join(pieces: readonly Uint8Array[], size: number): Uint8Array {
-  if (pieces.length === 1) return pieces[0]!;
-  const joined = new Uint8Array(size);
-  let offset = 0;
-  for (const piece of pieces) {
-    joined.set(piece, offset);
-    offset += piece.byteLength;
-  }
-  return joined;
 }
 
 function megabytes(bytes: number): number {
