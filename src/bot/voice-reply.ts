@@ -136,9 +136,15 @@ export function cutAtSentence(text: string, maxLength: number): { text: string; 
   if (kept === '') {
     const start = whole.slice(0, maxLength + 1);
     const lastSpace = start.search(/\s\S*$/);
-    kept = (lastSpace > 0 ? start.slice(0, lastSpace) : whole.slice(0, maxLength)).trim();
+    kept = (lastSpace > 0 ? start.slice(0, lastSpace) : withoutHalfCharacter(whole.slice(0, maxLength))).trim();
   }
   return { text: kept, shortened: true };
+}
+
+/** Drops a lone high surrogate a cut left at the end (half of an emoji). */
+function withoutHalfCharacter(text: string): string {
+  const last = text.charCodeAt(text.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
 }
 
 async function collect(pieces: AsyncIterable<PcmAudio>): Promise<PcmAudio[]> {

@@ -185,6 +185,18 @@ describe('voice-message replies through discord.js to the fake Discord', () => {
     expect(setup.fake.messages(dm)).toHaveLength(before);
   });
 
+  it('answers "refused" when Discord keeps failing, with our words, not Discord’s', async () => {
+    const { lines, logger } = recordingLogger();
+    const dm = setup.fake.openDm(setup.user);
+    const before = setup.fake.messages(dm).length;
+    // discord.js tries a 5xx three more times before giving up.
+    setup.fake.forceServerError({ route: 'POST /channels/{channel.id}/messages', status: 502, count: 4 });
+    const outcome = await new VoiceReplies(core.speech!, logger).send({ channel: await channel(dm), character: singer, text: 'Hello.' });
+    expect(outcome).toMatchObject({ kind: 'refused', status: 502, reason: expect.stringContaining('Try again') });
+    expect(lines.map((line) => line.message)).toEqual(['voice reply refused by Discord']);
+    expect(setup.fake.messages(dm)).toHaveLength(before);
+  });
+
   it('speaks only the whole sentences that fit the engine’s limit', async () => {
     const { logger } = recordingLogger();
     const { spoken, speech } = recordingSpeech(core.speech!, 60);
@@ -205,5 +217,6 @@ describe('cutAtSentence', () => {
     expect(cutAtSentence('One. Two! Three? Four.', 16)).toEqual({ text: 'One. Two! Three?', shortened: true });
     expect(cutAtSentence('A very long first sentence without an end', 20)).toEqual({ text: 'A very long first', shortened: true });
     expect(cutAtSentence('Supercalifragilistic', 5)).toEqual({ text: 'Super', shortened: true });
+    expect(cutAtSentence('Hiii😀😀', 5)).toEqual({ text: 'Hiii', shortened: true });
   });
 });
