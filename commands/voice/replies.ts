@@ -1,6 +1,7 @@
 import { type APIApplicationCommandSubcommandOption, ApplicationCommandOptionType, type ChatInputCommandInteraction, PermissionFlagsBits } from 'discord.js';
 import { type BotContext, answer } from '../../src/bot/command.js';
 import { currentDmConversation } from '../../src/bot/dm-conversation.js';
+import { voiceReplyObstacle } from '../../src/bot/voice-reply.js';
 import { adminActor } from '../../src/core/actor.js';
 import { AppError } from '../../src/core/errors.js';
 
@@ -24,8 +25,7 @@ export async function executeReplies(interaction: ChatInputCommandInteraction, c
     return;
   }
   const notes = [
-    !context.core.speech ? 'No speech engine is configured, so replies stay in text until one is (TTS_ENGINE).' : '',
-    context.core.speech && !character.ttsVoiceId ? `${character.name} has no voice yet; its owner can give it one with /character voice.` : '',
+    voiceReplyObstacle(context.core.speech, character)?.reason ?? '',
     interaction.inGuild() && interaction.appPermissions?.has(PermissionFlagsBits.SendVoiceMessages) === false
       ? 'I also need the Send Voice Messages permission in this channel.'
       : '',

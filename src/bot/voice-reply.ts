@@ -72,10 +72,9 @@ export class VoiceReplies {
    */
   async send(request: VoiceReplyRequest): Promise<VoiceReplyOutcome> {
     const { channel, character } = request;
-    if (!this.speech) return { kind: 'no-speech-engine', reason: 'Voice replies need a speech engine, and none is configured.' };
-    if (!character.ttsVoiceId) {
-      return { kind: 'no-voice', reason: `${character.name} has no voice yet; its owner can give it one with /character voice.` };
-    }
+    if (!this.speech) return missingEngine;
+    const noVoice = voiceReplyObstacle(this.speech, character);
+    if (noVoice) return noVoice;
     const { text: spokenText, shortened } = cutAtSentence(request.text, this.speech.maxTextLength);
     if (spokenText === '') return { kind: 'nothing-to-say', reason: 'The reply has nothing to speak.' };
     const log = { channelId: channel.id, characterId: character.id };
@@ -118,6 +117,17 @@ export class VoiceReplies {
       throw error;
     }
   }
+}
+
+const missingEngine = { kind: 'no-speech-engine', reason: 'Voice replies need a speech engine, and none is configured (TTS_ENGINE).' } as const;
+
+/** What stops `character` from answering by voice message before anything is tried: no engine, or no voice. */
+export function voiceReplyObstacle(speech: VoiceReplySpeech | undefined, character: CharacterRecord): VoiceReplyRefusal | undefined {
+  if (!speech) return missingEngine;
+  if (!character.ttsVoiceId) {
+    return { kind: 'no-voice', reason: `${character.name} has no voice yet; its owner can give it one with /character voice.` };
+  }
+  return undefined;
 }
 
 /**
