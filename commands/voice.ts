@@ -2,6 +2,7 @@ import { ApplicationCommandOptionType, type RESTPostAPIChatInputApplicationComma
 import { type Command, answer } from '../src/bot/command.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
+import { executeReplies, repliesSubcommand } from './voice/replies.js';
 
 const data = {
   name: 'voice',
@@ -15,6 +16,7 @@ const data = {
       description: "In a conversation thread: also speak the character's replies in your voice channel",
       options: [{ type: ApplicationCommandOptionType.Boolean, name: 'on', description: 'On or off (switches by default)' }],
     },
+    repliesSubcommand,
   ],
 } as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
 
@@ -22,6 +24,8 @@ export default {
   data,
   ephemeral: false,
   async execute(interaction, context) {
+    // Voice messages work in DMs too; voice channels only in servers.
+    if (interaction.options.getSubcommand() === 'replies') return executeReplies(interaction, context);
     if (!interaction.inGuild()) throw new AppError('VALIDATION_FAILED', 'Voice works in servers, not in DMs.');
     if (interaction.options.getSubcommand() === 'follow') {
       const link = await context.links.forChannel(interaction.channelId);

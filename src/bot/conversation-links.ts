@@ -33,6 +33,17 @@ export class ConversationLinks {
     return on;
   }
 
+  /** Whether the character answers voice messages in this conversation by voice message. */
+  voiceReplies(conversationId: string): Promise<boolean> {
+    return this.links.voiceReplies(conversationId);
+  }
+
+  /** Turns voice-message replies on or off for a conversation; returns whether they are now on. */
+  async setVoiceReplies(conversationId: string, on: boolean): Promise<boolean> {
+    await this.links.setVoiceReplies(conversationId, on);
+    return on;
+  }
+
   dmCharacter(discordUserId: string): Promise<string | undefined> {
     return this.links.dmCharacter(discordUserId);
   }

@@ -299,6 +299,9 @@ export interface DiscordLinkRepository {
   chooseDmCharacter(discordUserId: string, characterId: string): Promise<void>;
   dmConversation(discordUserId: string, characterId: string): Promise<string | undefined>;
   setDmConversation(discordUserId: string, characterId: string, conversationId: string): Promise<void>;
+  /** Whether the character answers a voice message in this conversation with a voice message of its own (off by default). */
+  voiceReplies(conversationId: string): Promise<boolean>;
+  setVoiceReplies(conversationId: string, on: boolean): Promise<void>;
   /** The account a Discord user was given on first use. */
   accountOf(discordUserId: string): Promise<string | undefined>;
   /** Binds a Discord user to an account once; answers the account bound first. */

@@ -1,10 +1,8 @@
-import OpusScript from 'opusscript';
-import prism from 'prism-media';
-import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { PcmAudio } from '../../src/core/ports.js';
 import { OPUS_PRE_SKIP, muxOggOpus, oggCrc } from '../../src/audio/ogg-opus.js';
 import { encodeVoiceMessage, waveformOf } from '../../src/audio/voice-message.js';
+import { decode, demux, rms } from './ogg-opus-reader.js';
 
 /** espeak's rate: 22 050 Hz mono. Tone, silence, tone, so the waveform has a shape to check. */
 function toneSilenceTone(sampleRate = 22_050, seconds = [0.6, 0.4, 0.53]): PcmAudio {
@@ -53,45 +51,6 @@ function bitwiseCrc(bytes: Uint8Array): number {
     crc >>>= 0;
   }
   return crc;
-}
-
-/** The packets, head and tags as prism-media's demuxer (what @discordjs/voice plays Ogg with) reads them. */
-async function demux(file: Uint8Array): Promise<{ head: Buffer; tags: Buffer; packets: Buffer[] }> {
-  const demuxer = new prism.opus.OggDemuxer();
-  let head: Buffer = Buffer.alloc(0);
-  let tags: Buffer = Buffer.alloc(0);
-  demuxer.on('head', (segment: Buffer) => (head = segment));
-  demuxer.on('tags', (segment: Buffer) => (tags = segment));
-  const packets: Buffer[] = [];
-  // Fed in small chunks, so pages split across reads are read as a player would.
-  const chunks = Array.from({ length: Math.ceil(file.length / 1000) }, (_, index) => Buffer.from(file.subarray(index * 1000, (index + 1) * 1000)));
-  for await (const packet of Readable.from(chunks).pipe(demuxer)) packets.push(packet as Buffer);
-  return { head, tags, packets };
-}
-
-function decode(packets: readonly Buffer[]): Int16Array {
-  const decoder = new OpusScript(48_000, 1);
-  try {
-    const parts = packets.map((packet) => {
-      const bytes = decoder.decode(packet);
-      return Int16Array.from({ length: bytes.length / 2 }, (_, index) => bytes.readInt16LE(index * 2));
-    });
-    const joined = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let offset = 0;
-    for (const part of parts) {
-      joined.set(part, offset);
-      offset += part.length;
-    }
-    return joined;
-  } finally {
-    decoder.delete();
-  }
-}
-
-function rms(samples: Int16Array): number {
-  let sum = 0;
-  for (const sample of samples) sum += sample * sample;
-  return Math.sqrt(sum / Math.max(1, samples.length));
 }
 
 describe('voice message audio', () => {

@@ -3,6 +3,7 @@ import type { RepositoryStore } from '../../src/core/repositories.js';
 import { accountsAndLedgerContract } from './contract/accounts-ledger.js';
 import type { ContractContext } from './contract/contract-context.js';
 import { conversationsAndCharactersContract } from './contract/conversations-characters.js';
+import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
@@ -51,5 +52,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     accountsAndLedgerContract(context);
     conversationsAndCharactersContract(context);
     jobsAndTheRestContract(context);
+    discordVoiceRepliesContract(context);
   });
 }

@@ -272,5 +272,14 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
         await db.schema.alterTable('job_deliveries').addColumn('guild_id', 'text').execute();
       },
     },
+    '0007-discord-voice-replies': {
+      // `/voice replies on`: a row per conversation answered by voice message; none is off.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('discord_voice_replies')
+          .addColumn('conversation_id', 'text', (column) => column.primaryKey())
+          .execute();
+      },
+    },
   };
 }

@@ -22,6 +22,7 @@ export interface Database {
   discord_dm_characters: DiscordDmCharactersTable;
   discord_dm_conversations: DiscordDmConversationsTable;
   discord_users: DiscordUsersTable;
+  discord_voice_replies: DiscordVoiceRepliesTable;
   job_deliveries: JobDeliveriesTable;
   facts: FactsTable;
   job_signals: JobSignalsTable;
@@ -188,6 +189,11 @@ export interface DiscordDmConversationsTable {
 export interface DiscordUsersTable {
   discord_user_id: string;
   account_id: string;
+}
+
+/** A row per conversation whose character answers voice messages by voice message. */
+export interface DiscordVoiceRepliesTable {
+  conversation_id: string;
 }
 
 export interface JobDeliveriesTable {

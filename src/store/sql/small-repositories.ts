@@ -128,6 +128,28 @@ export class SqlDiscordLinkRepository implements DiscordLinkRepository {
       .execute();
   }
 
+  async voiceReplies(conversationId: string): Promise<boolean> {
+    const row = await this.context.db
+      .selectFrom('discord_voice_replies')
+      .select('conversation_id')
+      .where('conversation_id', '=', conversationId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async setVoiceReplies(conversationId: string, on: boolean): Promise<void> {
+    const { db } = this.context;
+    if (on) {
+      await db
+        .insertInto('discord_voice_replies')
+        .values({ conversation_id: conversationId })
+        .onConflict((conflict) => conflict.column('conversation_id').doNothing())
+        .execute();
+    } else {
+      await db.deleteFrom('discord_voice_replies').where('conversation_id', '=', conversationId).execute();
+    }
+  }
+
   async accountOf(discordUserId: string): Promise<string | undefined> {
     const row = await this.context.db.selectFrom('discord_users').select('account_id').where('discord_user_id', '=', discordUserId).executeTakeFirst();
     return row?.account_id;
