@@ -296,6 +296,9 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .addColumn('message_id', 'text', (column) => column.primaryKey())
           .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
           .addColumn('created_millis', 'bigint', notNull)
+          .execute();
+      },
+    },
     '0007-discord-voice-replies': {
       // `/voice replies on`: a row per conversation answered by voice message; none is off.
       async up(db: Kysely<unknown>) {

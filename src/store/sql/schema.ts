@@ -197,6 +197,8 @@ export interface DiscordUsersTable {
 /** A row per conversation whose character answers voice messages by voice message. */
 export interface DiscordVoiceRepliesTable {
   conversation_id: string;
+}
+
 export interface DiscordCharacterChannelsTable {
   channel_id: string;
   guild_id: string;
