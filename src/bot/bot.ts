@@ -10,6 +10,7 @@ import { ConversationRunner } from './conversation-runner.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
+import { Places } from './places.js';
 import { VoicePlayback } from './voice-playback.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -106,9 +107,12 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     // Uploading up to four images must finish before Discord stops taking the token.
     tokenMarginMs: 60_000,
   });
+  const links = new ConversationLinks(repositories.discordLinks);
   const context: BotContext = {
     core,
-    links: new ConversationLinks(repositories.discordLinks),
+    links,
+    channels: repositories.discordChannels,
+    places: new Places(links, repositories.discordChannels),
     runner: new ConversationRunner(core, pacer, logger),
     voice,
     deliveries,
