@@ -23,6 +23,13 @@ export type ChatInput = ({ text: string } | { image: Uint8Array; mimeType: strin
   allow?: readonly string[] | undefined;
 };
 
+/** How a reply is asked for: streamed or whole, and who answers. */
+export interface ReplyMode {
+  stream: boolean;
+  /** One of the conversation's characters (`CHARACTER_NOT_IN_CONVERSATION` otherwise); default the one it is with. */
+  characterId?: string | undefined;
+}
+
 /** A reply on its way. Generation goes on even if nobody reads `pieces`, and ends in `done`. */
 export interface Reply {
   /** One id for every chunk of this reply. */
@@ -106,11 +113,14 @@ export class Chat {
    */
   async post(actor: Actor, conversationId: string, input: ChatInput): Promise<StoredMessage> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
+    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input);
+  }
+
+  async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
     const message = await this.#toMessage(input, authorId);
     await this.#window.refuseIfTooLong(character, message);
-    return this.conversations.appendMessage(conversationId, message);
+    return this.conversations.appendMessage(conversation.id, message);
   }
 
   /** The rolling summary of what fell out of the conversation's context window, if any. */
@@ -121,11 +131,13 @@ export class Chat {
   /**
    * Stores the message, then asks the engine. The user's message is stored before the engine
    * is called and stays whatever the engine does; the reply is stored only when complete.
+   * `characterId` chooses who answers (one of the conversation's characters; default the one
+   * it is with), checked before anything is stored.
    */
-  async send(actor: Actor, conversationId: string, input: ChatInput, mode: { stream: boolean }): Promise<Reply> {
+  async send(actor: Actor, conversationId: string, input: ChatInput, mode: ReplyMode): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
-    const userMessage = await this.post(actor, conversationId, input);
+    const character = await this.conversations.answerer(conversation, mode.characterId);
+    const userMessage = await this.#post(actor, conversation, character, input);
     return this.#start(conversation, character, userMessage, mode.stream);
   }
 
@@ -133,9 +145,9 @@ export class Chat {
    * Asks for the reply to a message stored earlier with `post` (front ends that queue replies
    * store messages first, so none is lost while it waits its turn).
    */
-  async respond(actor: Actor, conversationId: string, messageId: string, mode: { stream: boolean }): Promise<Reply> {
+  async respond(actor: Actor, conversationId: string, messageId: string, mode: ReplyMode): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
+    const character = await this.conversations.answerer(conversation, mode.characterId);
     const message = await this.#find(conversationId, messageId);
     if (!message) throw notFound('Message', messageId);
     return this.#start(conversation, character, message, mode.stream);
@@ -146,10 +158,11 @@ export class Chat {
    * reply). Their message is not stored a second time; the newest reply after it, if any, is
    * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. With
    * `messageId` (a button under one reply), only that message may be the one answered again.
+   * The character who wrote the replaced reply writes the new one (the conversation's own
+   * character when there was none, or when that one has left the scene).
    */
   async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
     let reply: StoredMessage | undefined;
     for (let beforePosition: number | undefined; ; ) {
       const batch = await this.conversations.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
@@ -160,6 +173,8 @@ export class Chat {
           if (mode.messageId !== undefined && mode.messageId !== message.id) {
             throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
           }
+          const writer = reply !== undefined && conversation.characterIds.includes(reply.participantId) ? reply.participantId : undefined;
+          const character = await this.conversations.answerer(conversation, writer);
           return this.#start(conversation, character, message, mode.stream, reply?.id);
         }
         reply ??= message;
@@ -190,12 +205,6 @@ export class Chat {
       started,
       done,
     };
-  }
-
-  async #characterOf(conversation: ConversationRecord): Promise<CharacterRecord> {
-    const character = await this.store.characters.get(conversation.characterId);
-    if (!character) throw notFound('Character', conversation.characterId);
-    return character;
   }
 
   /** Waits until the replies being generated are stored or failed, or `timeoutMs` passes. */
@@ -293,7 +302,7 @@ export class Chat {
       markStarted();
       pieces.end();
       await this.#learn(plan, finish, log);
-      if (plan.anyFellOut) this.#background(this.#summaries.update(character, conversation.id, plan.firstKept));
+      if (plan.anyFellOut) this.#background(this.#summaries.update(plan.characterNames, conversation.id, plan.firstKept));
       return stored;
     } catch (error) {
       this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');

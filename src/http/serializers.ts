@@ -64,9 +64,10 @@ export class Serializers {
   }
 
   conversation(view: ConversationView) {
-    const { conversation, character } = view;
+    const { conversation } = view;
     return {
       id: conversation.id,
+      // People, then every character of the scene, the one the conversation is with first.
       speakers: [
         ...view.accounts.map((account) => ({
           id: account.id,
@@ -74,12 +75,12 @@ export class Serializers {
           type: 'account' as const,
           avatarUrl: account.profilePictureUrl,
         })),
-        {
+        ...view.characters.map((character) => ({
           id: character.id,
           name: character.name,
           type: 'character' as const,
           avatarUrl: character.avatar ? this.signer.sign(character.avatar.key) : null,
-        },
+        })),
       ],
       created: isoMicros(conversation.createdMicros),
       updated: isoMicros(view.updatedMicros),

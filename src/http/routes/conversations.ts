@@ -17,13 +17,17 @@ export const chatBody = z.object({
   data: z.string(),
   mimeType: z.string().max(100).optional(),
   allow: z.array(z.string().max(100)).max(20).optional(),
+  characterId: uuid.optional().describe("Who answers: one of the conversation's characters; default the one it is with"),
 });
 
 export const listQuery = z.object({ accountId: uuid.optional() });
 
 export const regenerateBody = z.object({ allow: chatBody.shape.allow });
 
-export const speakerBody = z.object({ accountId: uuid });
+export const speakerBody = z.union([
+  z.object({ accountId: uuid }).strict().describe('An account that may read and write'),
+  z.object({ characterId: uuid }).strict().describe('A character (own or public) joining the scene'),
+]);
 
 /** The spec's chat body as the core takes it: text as is, anything else decoded from base64. */
 export function chatInput(body: z.output<typeof chatBody>): ChatInput {
@@ -65,13 +69,14 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/chat', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    return context.json(serializers.syncAnswer(await core.answers.answer(context.get('actor'), conversationId, chatInput(body))));
+    const answer = await core.answers.answer(context.get('actor'), conversationId, chatInput(body), { characterId: body.characterId });
+    return context.json(serializers.syncAnswer(answer));
   });
 
   app.post('/:conversationId/chat/stream', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body));
+    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body), { characterId: body.characterId });
     return streamReply(context, reply, dependencies.logger);
   });
 
@@ -92,7 +97,19 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/speakers', async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, speakerBody);
-    const conversation = await core.conversations.addSpeaker(context.get('actor'), conversationId, body.accountId);
+    const actor = context.get('actor');
+    const conversation =
+      'characterId' in body
+        ? await core.conversations.addCharacter(actor, conversationId, body.characterId)
+        : await core.conversations.addSpeaker(actor, conversationId, body.accountId);
+    return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
+  });
+
+  // Takes a character out of the scene; its lines stay. The conversation's own character stays.
+  app.delete('/:conversationId/speakers/:characterId', async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const characterId = uuidParam(context, 'characterId');
+    const conversation = await core.conversations.removeCharacter(context.get('actor'), conversationId, characterId);
     return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
   });
 
