@@ -98,6 +98,8 @@ export class Serializers {
       created: isoMicros(message.createdMicros),
       // Added member: why a reply ended (`length` when it was cut), when known.
       ...(message.finishReason === undefined ? {} : { finish_reason: message.finishReason }),
+      // Added member: a voice message's words; `content` is its audio, as an image message's is its image.
+      ...(message.file && message.mimeType.startsWith('audio/') ? { transcript: message.content } : {}),
     };
   }
 
