@@ -142,3 +142,44 @@ describe('a scene: several characters in one conversation, over HTTP', () => {
     expect((await api.call('DELETE', `${route}/speakers/${bob.characterId}`, { key: alice.key })).status).toBe(200);
   });
 });
+
+describe("a scene's rolling summary", () => {
+  let api: Harness | undefined;
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it("names each character's lines, and the summary serves both", async () => {
+    api = await startHarness({
+      environment: { LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' },
+      script: (body) => (String(body.messages?.[0]?.content).includes('running summary') ? { reply: 'Alice and Bob argued about boats.' } : answerAsYourself(body)),
+    });
+    const harness = api;
+    const [host, guest] = await Promise.all([harness.account('summary-host'), harness.account('summary-guest')]);
+    await harness.call('PATCH', `/api/v0/characters/${host.characterId}`, { key: host.key, body: { name: 'Alice' } });
+    await harness.call('PATCH', `/api/v0/characters/${guest.characterId}`, { key: guest.key, body: { name: 'Bob', is_public: true } });
+    const created = await harness.call('POST', '/api/v0/conversations', { key: host.key, body: { characterId: host.characterId } });
+    const route = `/api/v0/conversations/${created.body.id}`;
+    await harness.call('POST', `${route}/speakers`, { key: host.key, body: { characterId: guest.characterId } });
+    for (let index = 0; index < 24; index++) {
+      const characterId = index % 2 === 0 ? host.characterId : guest.characterId;
+      const answer = await harness.call('POST', `${route}/chat`, { key: host.key, body: { data: `Tale ${index}: ${'the boat sailed to the lighthouse '.repeat(2)}`, characterId } });
+      expect(answer.status).toBe(200);
+    }
+    let summary: string | null = null;
+    for (let attempt = 0; attempt < 50 && summary === null; attempt++) {
+      summary = (await harness.call('GET', route, { key: host.key })).body.summary;
+      if (summary === null) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(summary).toBe('Alice and Bob argued about boats.');
+    const request = harness.llm.requests.find((each) => String(each.body.messages?.[0]?.content).includes('running summary'))!;
+    const [instruction, lines] = request.body.messages!.map((message) => String(message.content));
+    expect(instruction).toContain('between Alice and Bob and the people');
+    expect(lines).toContain('Alice: Alice speaking.');
+    expect(lines).toContain('Bob: Bob speaking.');
+    await harness.call('POST', `${route}/chat`, { key: host.key, body: { data: 'And then?', characterId: guest.characterId } });
+    const system = String(harness.llm.requests.filter(isChat).at(-1)!.body.messages![0]!.content);
+    expect(system).toMatch(/^You are Bob\./);
+    expect(system).toContain('Alice and Bob argued about boats.');
+  }, 60_000);
+});
