@@ -19,10 +19,14 @@ describe('voice messages over HTTP, written down by a transcription server on th
   let person: { id: string; characterId: string; key: string };
   let route: string;
   let voice: Buffer;
+  const logLines: string[] = [];
 
   beforeAll(async () => {
     stt = await startFakeTranscription({ apiKey: 'stt-secret-key' });
-    api = await startHarness({ environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, STT_API_KEY: 'stt-secret-key', STT_MODEL: 'whisper-test' } });
+    api = await startHarness({
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, STT_API_KEY: 'stt-secret-key', STT_MODEL: 'whisper-test' },
+      logDestination: { write: (line: string) => void logLines.push(line) },
+    });
     person = await api.account('voice-sender');
     const created = await api.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } });
     route = `/api/v0/conversations/${created.body.id}`;
@@ -89,6 +93,8 @@ describe('voice messages over HTTP, written down by a transcription server on th
     expect(failed.status).toBeGreaterThanOrEqual(500);
     expect(failed.body.error.code).toMatch(/^ENGINE_/);
     expect(JSON.stringify(failed.body)).not.toContain('worker.py');
+    expect(logLines.some((line) => line.includes('worker.py'))).toBe(true);
+    expect(logLines.some((line) => line.includes('stt-secret-key'))).toBe(false);
   });
 
   it('refuses an oversized, a hostile or a non-audio body before it is transcribed', async () => {
