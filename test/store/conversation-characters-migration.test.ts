@@ -9,10 +9,14 @@ import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { newAccountRecords } from './repository-fixtures.js';
 import { createTestDatabase } from './postgres-database.js';
 
-/** Statements that put a database back where it was before migration 0005, with its conversations. */
+/**
+ * Statements that put a database back where it was before migration 0005, with its
+ * conversations: 0005 and every later migration undone, as Kysely runs them in order.
+ */
 const undo0005 = [
+  'drop table discord_voice_replies',
   'drop table conversation_characters',
-  "delete from kysely_migration where name = '0005-conversation-characters'",
+  "delete from kysely_migration where name >= '0005'",
 ];
 
 /**
