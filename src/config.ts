@@ -93,6 +93,11 @@ const variables = {
   TTS_BASE_URL: httpUrl(),
   TTS_API_KEY: text(),
   TTS_MODEL: textOr('tts-1'),
+  /** Unset: voice messages are refused, saying what to set. */
+  STT_ENGINE: z.preprocess(blankToUndefined, z.enum(['openai'], { error: 'must be openai, or unset for no speech to text' }).optional()),
+  STT_BASE_URL: httpUrl(),
+  STT_API_KEY: text(),
+  STT_MODEL: textOr('whisper-1'),
   IMAGE_ENGINE: oneOf(['none', 'a1111', 'replicate', 'cog'], 'none'),
   A1111_BASE_URL: httpUrl(),
   A1111_AUTH: checkedText((value) => value.includes(':'), 'must be user:password'),
@@ -156,6 +161,9 @@ function crossChecks(values: Variables): string[] {
   return [
     ...(speech === 'elevenlabs' && !values.ELEVENLABS_API_KEY ? ['ELEVENLABS_API_KEY is required when TTS_ENGINE=elevenlabs'] : []),
     ...(speech === 'openai' && !values.TTS_BASE_URL ? ['TTS_BASE_URL is required when TTS_ENGINE=openai (e.g. https://api.openai.com/v1)'] : []),
+    ...(values.STT_ENGINE === 'openai' && !values.STT_BASE_URL
+      ? ['STT_BASE_URL is required when STT_ENGINE=openai (e.g. https://api.openai.com/v1, or speaches at http://127.0.0.1:8000/v1)']
+      : []),
     ...(image === 'a1111' && !values.A1111_BASE_URL ? ['A1111_BASE_URL is required when IMAGE_ENGINE=a1111 (e.g. http://127.0.0.1:7860)'] : []),
     ...(image === 'cog' && !values.COG_BASE_URL ? ['COG_BASE_URL is required when IMAGE_ENGINE=cog (e.g. http://127.0.0.1:5000)'] : []),
     ...(image === 'replicate' && !values.REPLICATE_API_TOKEN ? ['REPLICATE_API_TOKEN is required when IMAGE_ENGINE=replicate'] : []),
@@ -230,6 +238,11 @@ function toConfig(values: Variables, workingDirectory: string) {
       engine: values.TTS_ENGINE,
       elevenLabs: { apiKey: values.ELEVENLABS_API_KEY, baseUrl: values.ELEVENLABS_BASE_URL, model: values.ELEVENLABS_MODEL },
       openai: { baseUrl: values.TTS_BASE_URL, apiKey: values.TTS_API_KEY, model: values.TTS_MODEL },
+    },
+    /** Speech to text for voice messages; off (they are refused, saying what to set) without an engine. */
+    speechToText: {
+      engine: values.STT_ENGINE,
+      openai: { baseUrl: values.STT_BASE_URL, apiKey: values.STT_API_KEY, model: values.STT_MODEL },
     },
     images: {
       /** Which diffusion engine makes images; `none` answers image requests with a 503 saying what to set. */

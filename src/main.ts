@@ -11,11 +11,13 @@ import { createLlamaServerTokenCounter } from './engines/chat/llama-server-token
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
 import { createAudioEncoder } from './audio/mp3.js';
+import { inspectAudio } from './audio/audio-input.js';
 import type { FaceTrainer, ImageEngine, SpeechEngine } from './core/ports.js';
 import { createA1111ImageEngine, createCogImageEngine, createReplicateFaceTrainer, createReplicateImageEngine } from './engines/image/index.js';
 import { createElevenLabsSpeechEngine } from './engines/speech/elevenlabs.js';
 import { createEspeakSpeechEngine } from './engines/speech/espeak.js';
 import { createOpenAISpeechEngine } from './engines/speech/openai-speech.js';
+import { type OpenAITranscriber, createOpenAITranscriber } from './engines/stt/openai-transcription.js';
 import { commands } from '../commands/index.js';
 import { startBot } from './bot/bot.js';
 import { BotSupervisor, type DiscordStatus } from './bot/bot-supervisor.js';
@@ -86,6 +88,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       })
     : undefined;
   const speechEngine = createSpeechEngine(config);
+  const transcriber = createTranscriber(config);
   const imageEngine = createImageEngine(config);
   const faceTrainer = createFaceTrainer(config);
   const signer = new UrlSigner({
@@ -101,6 +104,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     imageCodec: createSharpImageCodec({ ...defaultImageLimits, maxPixels: config.uploadImageMaxPixels }),
     embedder,
     speech: { engine: speechEngine, encoder: createAudioEncoder() },
+    speechToText: transcriber && { transcriber, inspector: { inspect: inspectAudio } },
     images: { engine: imageEngine, trainer: faceTrainer },
     links: signer,
     clock: createSystemClock(),
@@ -182,11 +186,18 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
       await metricsServer?.close();
-      await Promise.allSettled([chatEngine.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), imageEngine?.close(), faceTrainer?.close()]);
+      await Promise.allSettled([chatEngine.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), transcriber?.close(), imageEngine?.close(), faceTrainer?.close()]);
       await rateLimits.close();
       await repositories.close();
     },
   };
+}
+
+/** The speech-to-text engine STT_ENGINE names, or none: voice messages are then refused, saying what to set. */
+function createTranscriber(config: Config): OpenAITranscriber | undefined {
+  const { engine, openai } = config.speechToText;
+  if (engine !== 'openai') return undefined;
+  return createOpenAITranscriber({ baseURL: openai.baseUrl ?? '', model: openai.model, ...(openai.apiKey ? { apiKey: openai.apiKey } : {}) });
 }
 
 /** The speech engine TTS_ENGINE names; espeak by default, embedded and offline. */

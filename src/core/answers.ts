@@ -12,6 +12,11 @@ export type ReplyFormat = 'text' | 'audio';
 /** A whole reply: its text, or its text spoken as mp3; `finishReason` says why it ended, when known. */
 export type SyncAnswer = ({ text: string } | { audio: Buffer }) & { finishReason?: string };
 
+/** Who answers: one of the conversation's characters; absent, the one it is with. */
+export interface AnswererChoice {
+  characterId?: string | undefined;
+}
+
 const textTypes = ['text/plain', 'text/*', '*/*'];
 const audioTypes = ['audio/mp3', 'audio/mpeg', 'audio/*'];
 
@@ -40,17 +45,20 @@ export class Answers {
     throw ValidationError.field('allow', 'must include text/plain or audio/mp3');
   }
 
-  /** Sends the message and waits for the whole reply, in the form `allow` asks for. */
-  async answer(actor: Actor, conversationId: string, input: ChatInput): Promise<SyncAnswer> {
+  /**
+   * Sends the message and waits for the whole reply, in the form `allow` asks for; `characterId`
+   * chooses who answers (see `Chat.send`).
+   */
+  async answer(actor: Actor, conversationId: string, input: ChatInput, choice: AnswererChoice = {}): Promise<SyncAnswer> {
     const format = this.format(input.allow, false);
-    if (format === 'audio') await this.#speakingCharacter(actor, conversationId);
-    return this.#deliver(await this.chat.send(actor, conversationId, input, { stream: false }), format);
+    if (format === 'audio') await this.#speakingCharacter(actor, conversationId, choice.characterId);
+    return this.#deliver(await this.chat.send(actor, conversationId, input, { stream: false, characterId: choice.characterId }), format);
   }
 
   /** Answers the last message again (see `Chat.regenerate`), in the form `allow` asks for. */
   async regenerate(actor: Actor, conversationId: string, allow: readonly string[] | undefined): Promise<SyncAnswer> {
     const format = this.format(allow, false);
-    if (format === 'audio') await this.#speakingCharacter(actor, conversationId);
+    if (format === 'audio') await this.#speakingCharacter(actor, conversationId, undefined);
     return this.#deliver(await this.chat.regenerate(actor, conversationId, { stream: false }), format);
   }
 
@@ -72,15 +80,15 @@ export class Answers {
   }
 
   /** Starts a streamed (text) reply, after checking what the caller allows. */
-  async stream(actor: Actor, conversationId: string, input: ChatInput): Promise<Reply> {
+  async stream(actor: Actor, conversationId: string, input: ChatInput, choice: AnswererChoice = {}): Promise<Reply> {
     this.format(input.allow, true);
-    return this.chat.send(actor, conversationId, input, { stream: true });
+    return this.chat.send(actor, conversationId, input, { stream: true, characterId: choice.characterId });
   }
 
   // An audio answer needs a voice: say so before the message is sent, not after the reply.
-  async #speakingCharacter(actor: Actor, conversationId: string): Promise<void> {
+  async #speakingCharacter(actor: Actor, conversationId: string, characterId: string | undefined): Promise<void> {
     const conversation = await this.conversations.get(actor, conversationId);
-    this.speech!.requireVoice(await this.#character(conversation.characterId));
+    this.speech!.requireVoice(await this.conversations.answerer(conversation, characterId));
   }
 
   async #character(characterId: string): Promise<CharacterRecord> {

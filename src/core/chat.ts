@@ -6,7 +6,7 @@ import { AppError, EngineError, ValidationError, notFound } from './errors.js';
 import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import { ModelTraits } from './model-traits.js';
-import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, TokenCounter } from './ports.js';
+import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, SpeechToText, TokenCounter } from './ports.js';
 import { maxImageSide } from './prompt.js';
 import type { CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
 import type { RepositoryStore, StoredMessage } from './repositories.js';
@@ -14,14 +14,22 @@ import { ConversationSummaries, type ConversationSummary, type SummaryOptions, d
 import { ThinkFilter } from './think-filter.js';
 
 /**
- * What someone says: text, or an image as bytes with the type it was sent as (its real type
- * is read from the bytes). Front ends decode their wire forms (base64, data: URLs, Discord
- * attachments) before they call the core.
+ * What someone says: text, an image, or a recording (a voice message) as bytes with the type
+ * it was sent as (its real type is read from the bytes). Front ends decode their wire forms
+ * (base64, data: URLs, Discord attachments) before they call the core. A recording is
+ * written down by the speech-to-text engine, and the words are what the character hears.
  */
-export type ChatInput = ({ text: string } | { image: Uint8Array; mimeType: string }) & {
+export type ChatInput = ({ text: string } | { image: Uint8Array; mimeType: string } | { audio: Uint8Array; mimeType: string }) & {
   /** MIME types the caller accepts for the reply (see `Answers`). */
   allow?: readonly string[] | undefined;
 };
+
+/** How a reply is asked for: streamed or whole, and who answers. */
+export interface ReplyMode {
+  stream: boolean;
+  /** One of the conversation's characters (`CHARACTER_NOT_IN_CONVERSATION` otherwise); default the one it is with. */
+  characterId?: string | undefined;
+}
 
 /** A reply on its way. Generation goes on even if nobody reads `pieces`, and ends in `done`. */
 export interface Reply {
@@ -49,6 +57,10 @@ export interface ChatOptions {
   memoryCount: number;
   maxTextLength: number;
   maxImageBytes: number;
+  /** Largest recording taken, in bytes (the engine's own limit may be lower). */
+  maxAudioBytes: number;
+  /** Longest recording taken, in seconds, where its header says how long it is. */
+  maxAudioSeconds: number;
   /** The rolling summary of what fell out of the context window. */
   summary: SummaryOptions;
   /**
@@ -65,6 +77,9 @@ export const defaultChatOptions: Omit<ChatOptions, 'contextTokens' | 'maxReplyTo
   memoryCount: 12,
   maxTextLength: 16_000,
   maxImageBytes: 10 * 1024 * 1024,
+  // Base64 of 10 MB fits the HTTP body limit; a voice message of minutes is far smaller.
+  maxAudioBytes: 10 * 1024 * 1024,
+  maxAudioSeconds: 10 * 60,
   summary: defaultSummaryOptions,
 };
 
@@ -93,6 +108,8 @@ export class Chat {
     private readonly ids: IdGenerator,
     private readonly logger: Logger,
     private readonly options: ChatOptions,
+    /** Voice messages; without it they are refused with `TRANSCRIPTION_UNAVAILABLE`. */
+    private readonly speechToText?: SpeechToText,
   ) {
     this.#traits = new ModelTraits(store, clock, model.modelId, options.contextTokens);
     this.#summaries = new ConversationSummaries(store, conversations, model, tokens, logger, options.summary, async () => (await this.#traits.read()).contextTokens);
@@ -106,11 +123,20 @@ export class Chat {
    */
   async post(actor: Actor, conversationId: string, input: ChatInput): Promise<StoredMessage> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
+    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input);
+  }
+
+  async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
     const message = await this.#toMessage(input, authorId);
     await this.#window.refuseIfTooLong(character, message);
-    return this.conversations.appendMessage(conversationId, message);
+    return this.conversations.appendMessage(conversation.id, message);
+  }
+
+  /** The largest image and recording taken, so front ends refuse bigger ones before decoding them. */
+  get inputLimits(): { maxImageBytes: number; maxAudioBytes: number } {
+    const engineLimit = this.speechToText?.transcriber.maxAudioBytes ?? Number.POSITIVE_INFINITY;
+    return { maxImageBytes: this.options.maxImageBytes, maxAudioBytes: Math.min(this.options.maxAudioBytes, engineLimit) };
   }
 
   /** The rolling summary of what fell out of the conversation's context window, if any. */
@@ -121,11 +147,13 @@ export class Chat {
   /**
    * Stores the message, then asks the engine. The user's message is stored before the engine
    * is called and stays whatever the engine does; the reply is stored only when complete.
+   * `characterId` chooses who answers (one of the conversation's characters; default the one
+   * it is with), checked before anything is stored.
    */
-  async send(actor: Actor, conversationId: string, input: ChatInput, mode: { stream: boolean }): Promise<Reply> {
+  async send(actor: Actor, conversationId: string, input: ChatInput, mode: ReplyMode): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
-    const userMessage = await this.post(actor, conversationId, input);
+    const character = await this.conversations.answerer(conversation, mode.characterId);
+    const userMessage = await this.#post(actor, conversation, character, input);
     return this.#start(conversation, character, userMessage, mode.stream);
   }
 
@@ -133,9 +161,9 @@ export class Chat {
    * Asks for the reply to a message stored earlier with `post` (front ends that queue replies
    * store messages first, so none is lost while it waits its turn).
    */
-  async respond(actor: Actor, conversationId: string, messageId: string, mode: { stream: boolean }): Promise<Reply> {
+  async respond(actor: Actor, conversationId: string, messageId: string, mode: ReplyMode): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
+    const character = await this.conversations.answerer(conversation, mode.characterId);
     const message = await this.#find(conversationId, messageId);
     if (!message) throw notFound('Message', messageId);
     return this.#start(conversation, character, message, mode.stream);
@@ -146,10 +174,11 @@ export class Chat {
    * reply). Their message is not stored a second time; the newest reply after it, if any, is
    * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. With
    * `messageId` (a button under one reply), only that message may be the one answered again.
+   * The character who wrote the replaced reply writes the new one (the conversation's own
+   * character when there was none, or when that one has left the scene).
    */
   async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const character = await this.#characterOf(conversation);
     let reply: StoredMessage | undefined;
     for (let beforePosition: number | undefined; ; ) {
       const batch = await this.conversations.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
@@ -160,6 +189,8 @@ export class Chat {
           if (mode.messageId !== undefined && mode.messageId !== message.id) {
             throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
           }
+          const writer = reply !== undefined && conversation.characterIds.includes(reply.participantId) ? reply.participantId : undefined;
+          const character = await this.conversations.answerer(conversation, writer);
           return this.#start(conversation, character, message, mode.stream, reply?.id);
         }
         reply ??= message;
@@ -190,12 +221,6 @@ export class Chat {
       started,
       done,
     };
-  }
-
-  async #characterOf(conversation: ConversationRecord): Promise<CharacterRecord> {
-    const character = await this.store.characters.get(conversation.characterId);
-    if (!character) throw notFound('Character', conversation.characterId);
-    return character;
   }
 
   /** Waits until the replies being generated are stored or failed, or `timeoutMs` passes. */
@@ -293,7 +318,7 @@ export class Chat {
       markStarted();
       pieces.end();
       await this.#learn(plan, finish, log);
-      if (plan.anyFellOut) this.#background(this.#summaries.update(character, conversation.id, plan.firstKept));
+      if (plan.anyFellOut) this.#background(this.#summaries.update(plan.characterNames, conversation.id, plan.firstKept));
       return stored;
     } catch (error) {
       this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
@@ -351,13 +376,9 @@ export class Chat {
 
   async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
     if ('text' in input) {
-      const text = input.text.trim();
-      if (text.length === 0) throw ValidationError.field('data', 'must not be empty');
-      if (text.length > this.options.maxTextLength) {
-        throw ValidationError.field('data', `must be at most ${this.options.maxTextLength} characters`);
-      }
-      return { content: text, mimeType: 'text/plain', participantId: authorId, participantType: 'account', file: null };
+      return { content: this.#checkText(input.text), mimeType: 'text/plain', participantId: authorId, participantType: 'account', file: null };
     }
+    if ('audio' in input) return this.#voiceMessage(input.audio, authorId);
     if (isImageMimeType(input.mimeType)) {
       // Its real format, size and pixel count from its header before anything decodes it.
       await checkImage('data', input.image, this.options.maxImageBytes, this.imageCodec);
@@ -373,7 +394,39 @@ export class Chat {
         file: { key: file.key, mimeType: file.mimeType, width: fitted.width, height: fitted.height },
       };
     }
-    throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg or image/webp');
+    throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg, image/webp or an audio type');
+  }
+
+  #checkText(raw: string): string {
+    const text = raw.trim();
+    if (text.length === 0) throw ValidationError.field('data', 'must not be empty');
+    if (text.length > this.options.maxTextLength) {
+      throw ValidationError.field('data', `must be at most ${this.options.maxTextLength} characters`);
+    }
+    return text;
+  }
+
+  /**
+   * A recording: checked by its own bytes before any engine hears it, written down, and kept
+   * as the message's file with the words as its content. The engine's own words about a
+   * failure go to the log only (`EngineError`); the person gets ours.
+   */
+  async #voiceMessage(audio: Uint8Array, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
+    if (!this.speechToText) {
+      throw new AppError(
+        'TRANSCRIPTION_UNAVAILABLE',
+        'Voice messages need a speech-to-text engine: set STT_ENGINE=openai and STT_BASE_URL (OpenAI, speaches, LocalAI or whisper.cpp) and restart, or send text.',
+      );
+    }
+    const { inspector, transcriber } = this.speechToText;
+    const inspected = inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
+    const transcription = await transcriber.transcribe({ audio, mimeType: inspected.mimeType, filename: inspected.filename });
+    if (transcription.text.trim().length === 0) {
+      throw new AppError('NO_SPEECH_HEARD', 'No speech was heard in the recording, so there is nothing to answer. Record it again closer to the microphone, or send text.');
+    }
+    const content = this.#checkText(transcription.text);
+    const file = await this.files.put(audio, inspected.mimeType);
+    return { content, mimeType: inspected.mimeType, participantId: authorId, participantType: 'account', file: { key: file.key, mimeType: inspected.mimeType } };
   }
 }
 

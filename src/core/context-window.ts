@@ -11,7 +11,7 @@ import type { ChatRequest, FileStore, TokenCounter } from './ports.js';
 import { buildHistory, imageTokens, systemPrompt } from './prompt.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MemoryRecord, MessageRecord } from './records.js';
 import type { RepositoryStore, StoredMessage } from './repositories.js';
-import type { ConversationSummaries } from './summaries.js';
+import { type ConversationSummaries, withCharacterNames } from './summaries.js';
 import { messageFramingTokens } from './tokens.js';
 
 /** How many of the latest messages stand for "what is being talked about" when choosing memories. */
@@ -31,6 +31,8 @@ export interface PromptPlan {
   firstKept: number;
   /** Whether older messages than `firstKept` exist, left out for want of room: the summary's work. */
   anyFellOut: boolean;
+  /** Names of the scene's characters and of every character whose lines were sent, by id. */
+  characterNames: ReadonlyMap<string, string>;
 }
 
 export interface ContextWindowOptions {
@@ -94,19 +96,25 @@ export class ContextWindow {
     ]);
     const later = after.filter((message) => message.participantType === 'character');
     const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
-    const [memories, summary, { seeImages, contextTokens }, accountRecords] = await Promise.all([
+    // Only the answering character's own memories: each keeps its memories private in a scene.
+    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords] = await Promise.all([
       this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount),
       this.summaries.get(conversationId),
       this.traits.read(),
       Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
+      Promise.all(conversation.characterIds.map((id) => (id === character.id ? character : this.store.characters.get(id)))),
     ]);
     const accounts = new Map(accountRecords.filter((account): account is AccountRecord => account !== undefined).map((account) => [account.id, account]));
+    const sceneNames = new Map(sceneRecords.filter((each): each is CharacterRecord => each !== undefined).map((each) => [each.id, each.name]));
+    const others = [...sceneNames].filter(([id]) => id !== character.id).map(([, name]) => name);
+    const labelPeople = accounts.size > 1 || others.length > 0;
     const costs = new Map<string, number>();
-    const framing = messageFramingTokens + (accounts.size > 1 ? labelTokens : 0);
+    const framing = messageFramingTokens + (labelPeople ? labelTokens : 0);
     const measure = async (messages: readonly MessageRecord[]): Promise<number> => {
       const counts = await this.tokens.count(messages.map((message) => message.content));
       return messages.reduce((sum, message, index) => {
-        const cost = (counts[index] ?? 0) + framing + (message.file ? labelTokens : 0);
+        const otherCharacter = message.participantType === 'character' && message.participantId !== character.id;
+        const cost = (counts[index] ?? 0) + framing + (message.file || otherCharacter ? labelTokens : 0);
         costs.set(message.id, cost);
         return sum + cost;
       }, 0);
@@ -116,7 +124,7 @@ export class ContextWindow {
     const newestCost = (costs.get(userMessage.id) ?? 0) + (userMessage.file && seeImages ? imageTokens(userMessage.file.width, userMessage.file.height) : 0);
 
     const available = contextTokens - this.options.maxReplyTokens;
-    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost);
+    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
     const older: StoredMessage[] = [];
     let exhausted = false;
@@ -130,12 +138,16 @@ export class ContextWindow {
     newestFirst.push(...older);
     const omit = new Set(newestFirst.flatMap((message) => (message.replaces === undefined ? [] : [message.replaces])));
     if (replaces !== undefined) omit.add(replaces);
+    const characterNames = await withCharacterNames(this.store, sceneNames, newestFirst);
     const history = await buildHistory(newestFirst, {
       budget,
       omit,
       textCost: (message) => costs.get(message.id) ?? 0,
       seeImages,
       accounts,
+      answererId: character.id,
+      characterNames,
+      labelPeople,
       files: this.files,
     });
     const olderKept = Math.max(0, history.kept - 1 - later.length);
@@ -147,6 +159,7 @@ export class ContextWindow {
       contextTokens,
       firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),
       anyFellOut: olderKept < older.length || !exhausted,
+      characterNames,
     };
   }
 
@@ -157,12 +170,13 @@ export class ContextWindow {
     summary: string | undefined,
     available: number,
     newestCost: number,
+    others: readonly string[],
   ): Promise<{ system: string; systemTokens: number }> {
     const room = available - newestCost;
     let kept = [...memories];
     let withSummary = summary;
     for (;;) {
-      const system = systemPrompt(character, kept, withSummary);
+      const system = systemPrompt(character, kept, withSummary, others);
       const [counted = 0] = await this.tokens.count([system]);
       const systemTokens = counted + messageFramingTokens;
       if (systemTokens <= room) return { system, systemTokens };

@@ -10,7 +10,10 @@ import type { MessageRange, RepositoryStore, StoredConversation, StoredMessage }
 /** A conversation as front ends show it: who speaks, and when it last changed. */
 export interface ConversationView {
   conversation: ConversationRecord;
+  /** The character the conversation is with. */
   character: CharacterRecord;
+  /** Every character of the scene in join order, `character` first. */
+  characters: CharacterRecord[];
   accounts: AccountRecord[];
   /** The later of the conversation's own change and its newest message. */
   updatedMicros: number;
@@ -62,16 +65,20 @@ export class Conversations {
       { id: this.ids.uuid(), accountId, characterId, createdMicros: now, updatedMicros: now, summary: null, summaryThroughPosition: null },
       accountId,
     );
-    return conversationRecord(stored, [accountId]);
+    return conversationRecord(stored, [accountId], [characterId]);
   }
 
   /** A conversation the actor takes part in (any, for the admin). */
   async get(actor: Actor, conversationId: string): Promise<ConversationRecord> {
-    const [stored, speakers] = await Promise.all([this.store.conversations.get(conversationId), this.store.conversations.speakers(conversationId)]);
+    const [stored, speakers, characterIds] = await Promise.all([
+      this.store.conversations.get(conversationId),
+      this.store.conversations.speakers(conversationId),
+      this.store.conversations.characters(conversationId),
+    ]);
     if (!stored || (actor.type === 'account' && !speakers.includes(actor.accountId))) {
       throw notFound('Conversation', conversationId);
     }
-    return conversationRecord(stored, speakers);
+    return conversationRecord(stored, speakers, characterIds);
   }
 
   /**
@@ -94,11 +101,13 @@ export class Conversations {
     const conversation = conversationRecord(
       state.conversation,
       state.speakers.map((account) => account.id),
+      state.characters.map((character) => character.id),
     );
     const read: ConversationRead = {
       view: {
         conversation,
         character: state.character,
+        characters: mainFirst(state.character, state.characters),
         accounts: state.speakers,
         updatedMicros: Math.max(conversation.updatedMicros, messages.at(-1)?.createdMicros ?? 0),
       },
@@ -109,15 +118,20 @@ export class Conversations {
   }
 
   async view(conversation: ConversationRecord): Promise<ConversationView> {
-    const [character, accounts, last] = await Promise.all([
-      this.store.characters.get(conversation.characterId),
+    const [characters, accounts, last] = await Promise.all([
+      Promise.all(conversation.characterIds.map((id) => this.store.characters.get(id))),
       Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
       this.lastMessage(conversation.id),
     ]);
+    const character = characters.find((each) => each?.id === conversation.characterId) ?? (await this.store.characters.get(conversation.characterId));
     if (!character) throw notFound('Character', conversation.characterId);
     return {
       conversation,
       character,
+      characters: mainFirst(
+        character,
+        characters.filter((each): each is CharacterRecord => each !== undefined),
+      ),
       accounts: accounts.filter((account): account is AccountRecord => account !== undefined),
       updatedMicros: Math.max(conversation.updatedMicros, last?.createdMicros ?? 0),
     };
@@ -127,7 +141,12 @@ export class Conversations {
   async listFor(actor: Actor, accountId: string): Promise<ConversationRecord[]> {
     if (actor.type === 'account' && actor.accountId !== accountId) throw notFound('Account', accountId);
     const stored = await this.store.conversations.listFor(accountId);
-    return Promise.all(stored.map(async (conversation) => conversationRecord(conversation, await this.store.conversations.speakers(conversation.id))));
+    return Promise.all(
+      stored.map(async (conversation) => {
+        const [speakers, characterIds] = await Promise.all([this.store.conversations.speakers(conversation.id), this.store.conversations.characters(conversation.id)]);
+        return conversationRecord(conversation, speakers, characterIds);
+      }),
+    );
   }
 
   /** Messages oldest first, in the order every process agrees on; replaced replies are left out. */
@@ -173,14 +192,69 @@ export class Conversations {
     await this.store.conversations.addSpeaker(conversationId, accountId, this.clock.nowMicros());
     return this.get(actor, conversationId);
   }
+
+  /**
+   * Puts another character into the conversation (a scene). The admin or any speaker may add
+   * one the actor may use (its own or a public one; for the admin, one the conversation's
+   * opener may use, as when opening it). Adding one already there changes nothing.
+   */
+  async addCharacter(actor: Actor, conversationId: string, characterId: string): Promise<ConversationRecord> {
+    const conversation = await this.get(actor, conversationId);
+    if (conversation.characterIds.includes(characterId)) return conversation;
+    const character = await this.store.characters.get(characterId);
+    const user: Actor = actor.type === 'account' ? actor : { type: 'account', accountId: conversation.accountId };
+    if (!character || !canSee(user, character)) {
+      throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
+    }
+    await this.store.conversations.addCharacter(conversationId, characterId, this.clock.nowMicros());
+    return this.get(actor, conversationId);
+  }
+
+  /**
+   * Takes a character out of the scene; its lines stay in the history. The character the
+   * conversation is with cannot leave it. Removing one that is not there changes nothing.
+   */
+  async removeCharacter(actor: Actor, conversationId: string, characterId: string): Promise<ConversationRecord> {
+    const conversation = await this.get(actor, conversationId);
+    if (characterId === conversation.characterId) {
+      throw new AppError('MAIN_CHARACTER_REQUIRED', 'This is the character the conversation is with; it cannot leave it. Open a new conversation to talk with another one.', {
+        details: { characterId },
+      });
+    }
+    if (!conversation.characterIds.includes(characterId)) return conversation;
+    await this.store.conversations.removeCharacter(conversationId, characterId);
+    return this.get(actor, conversationId);
+  }
+
+  /**
+   * The character who answers in the conversation: `characterId` when given (it must be one of
+   * the scene's), else the one the conversation is with.
+   */
+  async answerer(conversation: ConversationRecord, characterId?: string): Promise<CharacterRecord> {
+    const chosen = characterId ?? conversation.characterId;
+    if (!conversation.characterIds.includes(chosen)) {
+      throw new AppError('CHARACTER_NOT_IN_CONVERSATION', `Character ${chosen} is not in this conversation; add it to the conversation's speakers first.`, {
+        details: { characterId: chosen, characterIds: conversation.characterIds },
+      });
+    }
+    const character = await this.store.characters.get(chosen);
+    if (!character) throw notFound('Character', chosen);
+    return character;
+  }
 }
 
-function conversationRecord(stored: StoredConversation, speakerAccountIds: string[]): ConversationRecord {
+/** The conversation's own character leads the scene, whatever the join order says. */
+function mainFirst(character: CharacterRecord, characters: readonly CharacterRecord[]): CharacterRecord[] {
+  return [character, ...characters.filter((each) => each.id !== character.id)];
+}
+
+function conversationRecord(stored: StoredConversation, speakerAccountIds: string[], characterIds: readonly string[]): ConversationRecord {
   return {
     id: stored.id,
     accountId: stored.accountId,
     characterId: stored.characterId,
     speakerAccountIds,
+    characterIds: [stored.characterId, ...characterIds.filter((id) => id !== stored.characterId)],
     createdMicros: stored.createdMicros,
     updatedMicros: stored.updatedMicros,
   };

@@ -10,7 +10,7 @@ import { imageWorker, trainingWorker } from './images/workers.js';
 import { Files } from './files.js';
 import { Ledger } from './ledger.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, TokenCounter } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
 import { Speech } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
@@ -26,6 +26,8 @@ export interface CoreDependencies {
   /** Reads image headers (format, size, pixel limit) and downscales the images people send. */
   imageCodec: ImageCodec;
   embedder?: Embedder | undefined;
+  /** Speech to text for voice messages; without it they are refused with `TRANSCRIPTION_UNAVAILABLE`. */
+  speechToText?: SpeechToText | undefined;
   /** Text to speech; without it characters cannot be given voices. */
   speech?: { engine: SpeechEngine; encoder: AudioEncoder } | undefined;
   /** Image generation and face training; either may be absent (then a clear 503 says what to set). */
@@ -72,10 +74,8 @@ export function createCore(dependencies: CoreDependencies): Core {
   const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(repositories, characters, clock, ids);
   const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
-  const chat = new Chat(repositories, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, {
-    ...defaultChatOptions,
-    ...options.chat,
-  });
+  const chatOptions = { ...defaultChatOptions, ...options.chat };
+  const chat = new Chat(repositories, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, chatOptions, dependencies.speechToText);
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };

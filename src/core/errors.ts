@@ -19,6 +19,14 @@ export type ErrorCode =
   | 'FACE_MODEL_NOT_READY'
   /** The chat model refused image parts; the image is kept and later prompts carry a placeholder. */
   | 'MODEL_CANNOT_SEE_IMAGES'
+  /** A chat asked a character to answer that is not in the conversation's scene. */
+  | 'CHARACTER_NOT_IN_CONVERSATION'
+  /** The character a conversation is with cannot be taken out of it. */
+  | 'MAIN_CHARACTER_REQUIRED'
+  /** A voice message came but no speech-to-text engine is configured. */
+  | 'TRANSCRIPTION_UNAVAILABLE'
+  /** The speech-to-text engine heard no words in a voice message; nothing was answered. */
+  | 'NO_SPEECH_HEARD'
   | 'ENGINE_FAILED'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_UNAVAILABLE'

@@ -234,6 +234,32 @@ export interface Transcriber {
   transcribe(request: TranscriptionRequest, options?: CallOptions): Promise<Transcription>;
 }
 
+/** What the bytes of a recording were found to be, by its own header. */
+export interface InspectedAudio {
+  /** Its real type, e.g. `audio/ogg`, whatever the sender declared. */
+  mimeType: string;
+  /** A name whose extension transcription servers recognise, e.g. `voice-message.ogg`. */
+  filename: string;
+  /** From the header, where the container states it cheaply. */
+  durationSeconds?: number;
+}
+
+/**
+ * Identifies audio people send by its bytes and bounds it, before any engine is paid to hear
+ * it: throws `AppError` (`PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `VALIDATION_FAILED`)
+ * for anything too large, too long, empty or not audio we take. Passed in, like `ImageCodec`,
+ * so the core reads no container format itself.
+ */
+export interface AudioInspector {
+  inspect(bytes: Uint8Array, limits: { maxBytes: number; maxDurationSeconds: number }): InspectedAudio;
+}
+
+/** Voice messages: the gate for the audio, and the engine that writes it down. */
+export interface SpeechToText {
+  inspector: AudioInspector;
+  transcriber: Transcriber;
+}
+
 /** Audio encodings the core asks for, passed in so the core has no codec. */
 export interface AudioEncoder {
   /** MP3 of mono PCM; long audio is encoded without holding the event loop. */

@@ -29,8 +29,18 @@ export function imageTokens(width = maxImageSide, height = maxImageSide): number
   return Math.max(tiles, patches);
 }
 
-export function systemPrompt(character: CharacterRecord, memories: readonly MemoryRecord[], summary?: string): string {
+/**
+ * The answering character's own system prompt: who it is, its own memories only, the summary,
+ * and in a scene, who else is present (their lines come as user turns headed by their names).
+ */
+export function systemPrompt(character: CharacterRecord, memories: readonly MemoryRecord[], summary?: string, others: readonly string[] = []): string {
   const lines = [`You are ${character.name}. Stay in character and answer as ${character.name} only.`];
+  if (others.length > 0) {
+    lines.push(
+      '',
+      `Also in this scene: ${others.join(', ')}. Their lines come to you headed by their names ("${others[0]}: …"); never write their lines, answer only as ${character.name}.`,
+    );
+  }
   if (character.description.trim()) lines.push('', `About you: ${character.description.trim()}`);
   if (character.personalitySummary.trim()) lines.push('', `Your personality: ${character.personalitySummary.trim()}`);
   if (memories.length > 0) {
@@ -57,6 +67,15 @@ export interface HistoryOptions {
   omit?: ReadonlySet<string>;
   /** Names of account speakers; prefixed to their lines when several people share the conversation. */
   accounts: ReadonlyMap<string, AccountRecord>;
+  /**
+   * The character answering: its lines are `assistant` turns; every other character's lines are
+   * `user` turns headed by its name (from `characterNames`). Absent: every character line is the answerer's.
+   */
+  answererId?: string;
+  /** Names of the characters whose lines may appear, by id. */
+  characterNames?: ReadonlyMap<string, string>;
+  /** Head people's lines with their names even when only one person speaks (several characters are present). */
+  labelPeople?: boolean;
   files: FileStore;
 }
 
@@ -76,7 +95,7 @@ export interface History {
  * user turns in a row.
  */
 export async function buildHistory(newestFirst: readonly MessageRecord[], options: HistoryOptions): Promise<History> {
-  const severalPeople = options.accounts.size > 1;
+  const severalPeople = options.accounts.size > 1 || options.labelPeople === true;
   const kept: { message: MessageRecord; placeholder?: string; omitted?: true }[] = [];
   let used = 0;
   let images = 0;
@@ -110,8 +129,8 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
   let withImages = false;
   for (const { message, placeholder, omitted } of [...kept].reverse()) {
     if (omitted) continue;
-    const role = message.participantType === 'character' ? 'assistant' : 'user';
-    const speaker = severalPeople && role === 'user' ? options.accounts.get(message.participantId)?.username : undefined;
+    const role = ownLine(message, options.answererId) ? 'assistant' : 'user';
+    const speaker = speakerName(message, role, severalPeople, options);
     const parts: ChatContentPart[] = [];
     const text = speaker ? `${speaker}: ${message.content}` : message.content;
     if (message.file && message.mimeType.startsWith('image/')) {
@@ -135,6 +154,17 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
     }
   }
   return { messages: turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) })), kept: kept.length, withImages };
+}
+
+function ownLine(message: MessageRecord, answererId: string | undefined): boolean {
+  return message.participantType === 'character' && (answererId === undefined || message.participantId === answererId);
+}
+
+/** The name heading a user turn: another character always, a person when several share the conversation. */
+function speakerName(message: MessageRecord, role: 'assistant' | 'user', severalPeople: boolean, options: HistoryOptions): string | undefined {
+  if (role === 'assistant') return undefined;
+  if (message.participantType === 'character') return options.characterNames?.get(message.participantId) ?? 'Another character';
+  return severalPeople ? options.accounts.get(message.participantId)?.username : undefined;
 }
 
 function asParts(content: ChatMessage['content']): ChatContentPart[] {

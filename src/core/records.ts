@@ -50,9 +50,12 @@ export interface ConversationRecord {
   id: string;
   /** The account that opened the conversation. */
   accountId: string;
+  /** The character the conversation is with: the one that answers unless another is chosen. */
   characterId: string;
   /** Accounts that may read and write, in the order they joined; the opener first. */
   speakerAccountIds: string[];
+  /** Every character in the conversation (a scene holds several), in join order; `characterId` first. */
+  characterIds: string[];
   createdMicros: number;
   updatedMicros: number;
 }

@@ -125,6 +125,8 @@ export interface ConversationState {
   conversation: StoredConversation;
   character: CharacterRecord;
   speakers: AccountRecord[];
+  /** The characters of the conversation in the order they joined; its own character first. */
+  characters: CharacterRecord[];
   /** The newest message's position, superseded messages included; null when there is none. */
   lastPosition: number | null;
 }
@@ -148,6 +150,15 @@ export interface ConversationRepository {
   speakers(conversationId: string): Promise<string[]>;
   /** Adds a speaker; false when it already was one. */
   addSpeaker(conversationId: string, accountId: string, joinedMicros: number): Promise<boolean>;
+  /** Character ids of the conversation in the order they joined; its own character first. */
+  characters(conversationId: string): Promise<string[]>;
+  /** Puts a character into the conversation (a scene); false when it already was in it. */
+  addCharacter(conversationId: string, characterId: string, joinedMicros: number): Promise<boolean>;
+  /**
+   * Takes a character out of the conversation; false when it was not in it. Its messages stay.
+   * The conversation's own character is the caller's to protect (the core refuses it).
+   */
+  removeCharacter(conversationId: string, characterId: string): Promise<boolean>;
   /**
    * Stores the message once, after every message appended before it in any process. With
    * `supersedes`, marks that reply superseded in the same transaction: a reply is only ever
@@ -159,7 +170,7 @@ export interface ConversationRepository {
   messages(conversationId: string, range?: MessageRange): Promise<StoredMessage[]>;
   /**
    * What a conversation read shows, in one round trip: the conversation, its character, its
-   * speakers' accounts in the order they joined, and the position of its newest message
+   * speakers' accounts and its characters in the order they joined, and the position of its newest message
    * (superseded ones included; null when it has none).
    */
   state(conversationId: string): Promise<ConversationState | undefined>;

@@ -1,6 +1,6 @@
 import type { Conversations } from './conversations.js';
 import type { ChatModel, Logger, TokenCounter } from './ports.js';
-import type { CharacterRecord, MessageRecord } from './records.js';
+import type { MessageRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
 import { messageFramingTokens } from './tokens.js';
 import { ThinkFilter } from './think-filter.js';
@@ -16,6 +16,16 @@ export interface SummaryOptions {
 export interface ConversationSummary {
   text: string;
   throughPosition: number;
+}
+
+/**
+ * `names` and the names of every other character who wrote one of `messages` (one taken out
+ * of a scene keeps its name on the lines it wrote there), by id.
+ */
+export async function withCharacterNames(store: RepositoryStore, names: ReadonlyMap<string, string>, messages: readonly MessageRecord[]): Promise<Map<string, string>> {
+  const missing = new Set(messages.flatMap((message) => (message.participantType === 'character' && !names.has(message.participantId) ? [message.participantId] : [])));
+  const found = await Promise.all([...missing].map((id) => store.characters.get(id)));
+  return new Map([...names, ...found.flatMap((each): [string, string][] => (each ? [[each.id, each.name]] : []))]);
 }
 
 export const defaultSummaryOptions: SummaryOptions = { minimumMessages: 6, maxSummaryTokens: 300 };
@@ -47,7 +57,7 @@ export class ConversationSummaries {
    * Summarises, when enough has fallen out, the messages before position `firstKept` that the
    * summary does not cover yet. Resolves when done (or skipped); never rejects.
    */
-  async update(character: CharacterRecord, conversationId: string, firstKept: number): Promise<void> {
+  async update(characterNames: ReadonlyMap<string, string>, conversationId: string, firstKept: number): Promise<void> {
     if (this.#running.has(conversationId)) return;
     this.#running.add(conversationId);
     try {
@@ -59,7 +69,7 @@ export class ConversationSummaries {
       const fallen = await this.conversations.messages(conversationId, range);
       const last = fallen.at(-1);
       if (!last) return;
-      const text = await this.#write(character, previous?.text, fallen);
+      const text = await this.#write(await withCharacterNames(this.store, characterNames, fallen), previous?.text, fallen);
       if (!text) return;
       await this.store.transaction(async (repositories) => {
         // Cleared meanwhile: the summary would speak of messages that are gone.
@@ -74,12 +84,14 @@ export class ConversationSummaries {
     }
   }
 
-  async #write(character: CharacterRecord, previous: string | undefined, fallen: readonly MessageRecord[]): Promise<string> {
+  async #write(names: ReadonlyMap<string, string>, previous: string | undefined, fallen: readonly MessageRecord[]): Promise<string> {
+    const cast = [...new Set(names.values())];
+    const who = cast.length <= 1 ? (cast[0] ?? 'a character') : `${cast.slice(0, -1).join(', ')} and ${cast.at(-1)}`;
     const instruction =
-      `You keep the running summary of a role-play conversation between ${character.name} and the people talking with them. ` +
+      `You keep the running summary of a role-play conversation between ${who} and the people talking with them. ` +
       `Write one short paragraph, at most ${Math.floor(this.options.maxSummaryTokens * 0.6)} words, of what happened: names, facts, promises, ` +
       'feelings and open questions. Answer with the summary only.';
-    const lines = fallen.map((message) => `${message.participantType === 'character' ? character.name : 'User'}: ${message.content || '[an image]'}`);
+    const lines = fallen.map((message) => `${message.participantType === 'character' ? (names.get(message.participantId) ?? 'Character') : 'User'}: ${message.content || '[an image]'}`);
     const head = previous ? `Summary so far: ${previous}\n\nWhat was said next:\n` : 'What was said:\n';
     // The newest lines matter most; the oldest give way when they do not all fit.
     const budget = (await this.promptTokens()) - this.options.maxSummaryTokens - 3 * messageFramingTokens;

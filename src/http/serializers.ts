@@ -64,9 +64,10 @@ export class Serializers {
   }
 
   conversation(view: ConversationView) {
-    const { conversation, character } = view;
+    const { conversation } = view;
     return {
       id: conversation.id,
+      // People, then every character of the scene, the one the conversation is with first.
       speakers: [
         ...view.accounts.map((account) => ({
           id: account.id,
@@ -74,12 +75,12 @@ export class Serializers {
           type: 'account' as const,
           avatarUrl: account.profilePictureUrl,
         })),
-        {
+        ...view.characters.map((character) => ({
           id: character.id,
           name: character.name,
           type: 'character' as const,
           avatarUrl: character.avatar ? this.signer.sign(character.avatar.key) : null,
-        },
+        })),
       ],
       created: isoMicros(conversation.createdMicros),
       updated: isoMicros(view.updatedMicros),
@@ -97,6 +98,8 @@ export class Serializers {
       created: isoMicros(message.createdMicros),
       // Added member: why a reply ended (`length` when it was cut), when known.
       ...(message.finishReason === undefined ? {} : { finish_reason: message.finishReason }),
+      // Added member: a voice message's words; `content` is its audio, as an image message's is its image.
+      ...(message.file && message.mimeType.startsWith('audio/') ? { transcript: message.content } : {}),
     };
   }
 

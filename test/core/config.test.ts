@@ -63,6 +63,14 @@ describe('parseConfig', () => {
     expect(() => parseConfig({ LLM_CONTEXT_TOKENS: '1024', LLM_MAX_REPLY_TOKENS: '1024' })).toThrow(/LLM_MAX_REPLY_TOKENS/);
   });
 
+  it('leaves speech to text off by default and names what the openai engine needs', () => {
+    expect(parseConfig({}).speechToText).toEqual({ engine: undefined, openai: { baseUrl: undefined, apiKey: undefined, model: 'whisper-1' } });
+    expect(() => parseConfig({ STT_ENGINE: 'openai' })).toThrow(/STT_BASE_URL is required when STT_ENGINE=openai/);
+    expect(() => parseConfig({ STT_ENGINE: 'whisper' })).toThrow(/STT_ENGINE must be openai/);
+    const configured = parseConfig({ STT_ENGINE: 'openai', STT_BASE_URL: 'http://127.0.0.1:8000/v1/', STT_MODEL: 'Systran/faster-whisper-small', STT_API_KEY: 'k' });
+    expect(configured.speechToText).toEqual({ engine: 'openai', openai: { baseUrl: 'http://127.0.0.1:8000/v1', apiKey: 'k', model: 'Systran/faster-whisper-small' } });
+  });
+
   it('leaves images off by default and names what each image engine needs', () => {
     const defaults = parseConfig({});
     expect(defaults.images).toMatchObject({ engine: 'none', imageCreditCost: 1, trainingCreditCost: 20, synchronousWaitMs: 120_000, concurrency: undefined });

@@ -107,6 +107,31 @@ describe('buildHistory', () => {
     ]);
   });
 
+  it("in a scene, keeps the answerer's lines as assistant turns and heads the others' with their names", async () => {
+    const line = (characterId: string, content: string) => message(characterId, content, { participantType: 'character' });
+    const messages = [message('alice', 'hello all'), line('ann', 'hi, I am Ann'), line('ben', 'Ben here'), line('gone', 'I left'), message('alice', 'Ben, go on')];
+    const { messages: history } = await buildHistory([...messages].reverse(), {
+      budget: 10_000,
+      textCost,
+      seeImages: true,
+      accounts: new Map([['alice', alice]]),
+      answererId: 'ben',
+      characterNames: new Map([
+        ['ann', 'Ann'],
+        ['ben', 'Ben'],
+      ]),
+      labelPeople: true,
+      files,
+    });
+    expect(history).toEqual([
+      { role: 'user', content: 'alice: hello all\n\nAnn: hi, I am Ann' },
+      { role: 'assistant', content: 'Ben here' },
+      { role: 'user', content: 'Another character: I left\n\nalice: Ben, go on' },
+    ]);
+    const system = systemPrompt({ name: 'Ben', description: '', personalitySummary: '' } as CharacterRecord, [], undefined, ['Ann']);
+    expect(system).toContain('Also in this scene: Ann.');
+  });
+
   it('sends images as image parts', async () => {
     const photo = message('alice', '', { mimeType: 'image/png', file: { key: 'photo.png', mimeType: 'image/png' } });
     const { messages: history } = await buildHistory([message('alice', 'what is this?'), photo], {

@@ -73,6 +73,25 @@ describe('two service processes on one SQLite file, over HTTP', () => {
     expect((await call(b, 'GET', route, user.key)).body.messages).toEqual([]);
   }, 30_000);
 
+  it("shows a scene's characters joining and leaving through one process in the other's next read", async () => {
+    const host = await account('Host');
+    const guest = await account('Guest');
+    expect((await call(a, 'PATCH', `/characters/${guest.characterId}`, guest.key, { is_public: true })).status).toBe(200);
+    const opened = await call(a, 'POST', '/conversations', host.key, { characterId: host.characterId });
+    const route = `/conversations/${opened.body.id}`;
+    const characters = async (service: ServiceProcess) =>
+      (await call(service, 'GET', route, host.key)).body.speakers.filter((speaker: { type: string }) => speaker.type === 'character').map((speaker: { id: string }) => speaker.id);
+    expect(await characters(b)).toEqual([host.characterId]);
+    expect(await characters(b)).toEqual([host.characterId]);
+    expect((await call(a, 'POST', `${route}/speakers`, host.key, { characterId: guest.characterId })).status).toBe(200);
+    expect(await characters(b)).toEqual([host.characterId, guest.characterId]);
+    const answered = await call(b, 'POST', `${route}/chat`, host.key, { data: 'Guest, hello.', characterId: guest.characterId });
+    expect(answered.status).toBe(200);
+    expect((await call(a, 'GET', route, host.key)).body.messages.at(-1).participant_id).toBe(guest.characterId);
+    expect((await call(b, 'DELETE', `${route}/speakers/${guest.characterId}`, host.key)).status).toBe(200);
+    expect(await characters(a)).toEqual([host.characterId]);
+  }, 30_000);
+
   it('refuses a rotated key in the other process at once, and takes the new one', async () => {
     const user = await account('Rotator');
     expect((await call(b, 'GET', `/accounts/${user.id}`, user.key)).status).toBe(200);

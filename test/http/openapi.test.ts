@@ -80,7 +80,7 @@ describe('the OpenAPI document', () => {
     const schema = chat.requestBody.content['application/json'].schema;
     expect(chat.requestBody.required).toBe(true);
     expect(schema.required).toEqual(['data']);
-    expect(Object.keys(schema.properties).sort()).toEqual(['allow', 'data', 'mimeType']);
+    expect(Object.keys(schema.properties).sort()).toEqual(['allow', 'characterId', 'data', 'mimeType']);
     expect(schema.properties.allow).toMatchObject({ type: 'array', maxItems: 20 });
     expect(document.paths['/api/v0/conversations/{conversationId}/regenerate'].post.requestBody.required).toBe(false);
     expect(document.paths['/api/v0/accounts'].get.parameters.map((parameter: any) => parameter.name)).toEqual(['limit', 'cursor']);

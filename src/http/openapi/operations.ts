@@ -93,7 +93,7 @@ const conversationOperations: Operation[] = [
     'chat',
     conversations.chatBody,
     { whole: 'Send a message and wait for the reply', streamed: 'Send a message and stream the reply' },
-    '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice.',
+    '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice. `characterId` chooses which of the conversation\'s characters answers (422 CHARACTER_NOT_IN_CONVERSATION for one not in it).',
   ),
   ...replyOperations(
     'regenerate',
@@ -102,8 +102,14 @@ const conversationOperations: Operation[] = [
     'The previous reply is replaced; 409 CONFLICT when there is no message yet.',
   ),
   {
-    method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account to a conversation',
+    method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account or a character to a conversation',
+    description: '`accountId`: a person who may read and write. `characterId`: a character (own or public) joining the scene; chat with `characterId` to have it answer. Adding one twice changes nothing.',
     body: conversations.speakerBody,
+    answers: [ok(conversationAnswer)],
+  },
+  {
+    method: 'delete', path: '/api/v0/conversations/:conversationId/speakers/:characterId', tag: 'Conversations', summary: 'Take a character out of a conversation',
+    description: 'Its lines stay in the history. 409 MAIN_CHARACTER_REQUIRED for the character the conversation is with.',
     answers: [ok(conversationAnswer)],
   },
   {

@@ -75,12 +75,13 @@ export const conversation = z.object(conversationFields).register(documented, { 
 export const message = z
   .object({
     id: uuid,
-    content: z.string().describe("The text, or for an image message the signed URL of its image"),
+    content: z.string().describe('The text, or for an image or audio (voice) message the signed URL of its file'),
     mimetype: z.string(),
     participant_id: uuid,
     participant_type: z.enum(['account', 'character'] as const satisfies readonly ParticipantType[]),
     created: micros,
     finish_reason: z.string().optional().describe('Why a reply ended (stop, length, …), when known'),
+    transcript: z.string().optional().describe('An audio (voice) message: the words heard in it, which the character answered'),
   })
   .register(documented, { id: 'Message' });
 

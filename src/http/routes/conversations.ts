@@ -5,6 +5,7 @@ import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { streamReply } from '../stream-reply.js';
 import type { ChatInput } from '../../core/chat.js';
+import { AppError, ValidationError } from '../../core/errors.js';
 import { decodeBase64, readJson, readQuery, uuid, uuidParam } from '../validation.js';
 
 export const createBody = z.object({
@@ -17,20 +18,45 @@ export const chatBody = z.object({
   data: z.string(),
   mimeType: z.string().max(100).optional(),
   allow: z.array(z.string().max(100)).max(20).optional(),
+  characterId: uuid.optional().describe("Who answers: one of the conversation's characters; default the one it is with"),
 });
 
 export const listQuery = z.object({ accountId: uuid.optional() });
 
 export const regenerateBody = z.object({ allow: chatBody.shape.allow });
 
-export const speakerBody = z.object({ accountId: uuid });
+export const speakerBody = z.union([
+  z.object({ accountId: uuid }).strict().describe('An account that may read and write'),
+  z.object({ characterId: uuid }).strict().describe('A character (own or public) joining the scene'),
+]);
 
-/** The spec's chat body as the core takes it: text as is, anything else decoded from base64. */
-export function chatInput(body: z.output<typeof chatBody>): ChatInput {
+/**
+ * The spec's chat body as the core takes it: text as is, an image or a recording (`audio/…`,
+ * a voice message) decoded from base64, but only after its length shows it within the core's
+ * limit, so an oversized body is never decoded.
+ */
+export function chatInput(body: z.output<typeof chatBody>, limits: { maxImageBytes: number; maxAudioBytes: number }): ChatInput {
   const allow = body.allow === undefined ? {} : { allow: body.allow };
   const mimeType = body.mimeType ?? 'text/plain';
   if (mimeType === 'text/plain') return { text: body.data, ...allow };
-  return { image: decodeBase64('data', body.data, `a ${mimeType} image`), mimeType, ...allow };
+  if (mimeType.startsWith('audio/')) {
+    refuseLongerThan(body.data, limits.maxAudioBytes, 'recording');
+    return { audio: decodeBase64('data', body.data, `a ${mimeType} recording`), mimeType, ...allow };
+  }
+  if (mimeType.startsWith('image/')) {
+    refuseLongerThan(body.data, limits.maxImageBytes, 'image');
+    return { image: decodeBase64('data', body.data, `a ${mimeType} image`), mimeType, ...allow };
+  }
+  throw ValidationError.field('mimeType', 'must be text/plain, an image type (image/png, image/jpeg, image/webp) or an audio type (audio/ogg, audio/mpeg, …)');
+}
+
+/** Base64 of `maxBytes`, with room for a data: URL's head and line breaks every 76 characters. */
+function refuseLongerThan(data: string, maxBytes: number, what: string): void {
+  const encoded = Math.ceil(maxBytes / 3) * 4;
+  if (data.length <= encoded + Math.ceil(encoded / 38) + 256) return;
+  throw new AppError('PAYLOAD_TOO_LARGE', `The ${what} is larger than ${Math.floor(maxBytes / (1024 * 1024))} MB; send a smaller one.`, {
+    details: { field: 'data', maxBytes },
+  });
 }
 
 /** The spec's section 4.1. */
@@ -65,13 +91,14 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/chat', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    return context.json(serializers.syncAnswer(await core.answers.answer(context.get('actor'), conversationId, chatInput(body))));
+    const answer = await core.answers.answer(context.get('actor'), conversationId, chatInput(body, core.chat.inputLimits), { characterId: body.characterId });
+    return context.json(serializers.syncAnswer(answer));
   });
 
   app.post('/:conversationId/chat/stream', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body));
+    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body, core.chat.inputLimits), { characterId: body.characterId });
     return streamReply(context, reply, dependencies.logger);
   });
 
@@ -92,7 +119,19 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/speakers', async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, speakerBody);
-    const conversation = await core.conversations.addSpeaker(context.get('actor'), conversationId, body.accountId);
+    const actor = context.get('actor');
+    const conversation =
+      'characterId' in body
+        ? await core.conversations.addCharacter(actor, conversationId, body.characterId)
+        : await core.conversations.addSpeaker(actor, conversationId, body.accountId);
+    return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
+  });
+
+  // Takes a character out of the scene; its lines stay. The conversation's own character stays.
+  app.delete('/:conversationId/speakers/:characterId', async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const characterId = uuidParam(context, 'characterId');
+    const conversation = await core.conversations.removeCharacter(context.get('actor'), conversationId, characterId);
     return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
   });
 

@@ -41,6 +41,10 @@ export class SqlConversationRepository implements ConversationRepository {
         .insertInto('conversation_speakers')
         .values({ conversation_id: conversation.id, account_id: firstSpeakerAccountId, joined_micros: conversation.createdMicros })
         .execute();
+      await db
+        .insertInto('conversation_characters')
+        .values({ conversation_id: conversation.id, character_id: conversation.characterId, joined_micros: conversation.createdMicros })
+        .execute();
       return conversation;
     });
   }
@@ -78,6 +82,39 @@ export class SqlConversationRepository implements ConversationRepository {
       .onConflict((conflict) => conflict.columns(['conversation_id', 'account_id']).doNothing())
       .executeTakeFirst();
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  async characters(conversationId: string): Promise<string[]> {
+    const rows = await this.context.db
+      .selectFrom('conversation_characters')
+      .select('character_id')
+      .where('conversation_id', '=', conversationId)
+      .orderBy('position')
+      .execute();
+    return rows.map((row) => row.character_id);
+  }
+
+  async addCharacter(conversationId: string, characterId: string, joinedMicros: number): Promise<boolean> {
+    try {
+      const result = await this.context.db
+        .insertInto('conversation_characters')
+        .values({ conversation_id: conversationId, character_id: characterId, joined_micros: joinedMicros })
+        .onConflict((conflict) => conflict.columns(['conversation_id', 'character_id']).doNothing())
+        .executeTakeFirst();
+      return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+    } catch (error) {
+      if (isForeignKeyViolation(error)) throw notFound('Conversation or character', `${conversationId}/${characterId}`);
+      throw error;
+    }
+  }
+
+  async removeCharacter(conversationId: string, characterId: string): Promise<boolean> {
+    const result = await this.context.db
+      .deleteFrom('conversation_characters')
+      .where('conversation_id', '=', conversationId)
+      .where('character_id', '=', characterId)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
   }
 
   append(conversationId: string, message: NewStoredMessage, options: { supersedes?: string } = {}): Promise<StoredMessage> {
@@ -126,7 +163,11 @@ export class SqlConversationRepository implements ConversationRepository {
   }
 
   async state(conversationId: string): Promise<ConversationState | undefined> {
-    const [[row], speakers] = await Promise.all([conversationWithCharacter.run(this.context, conversationId), speakerAccounts.run(this.context, conversationId)]);
+    const [[row], speakers, characters] = await Promise.all([
+      conversationWithCharacter.run(this.context, conversationId),
+      speakerAccounts.run(this.context, conversationId),
+      sceneCharacters.run(this.context, conversationId),
+    ]);
     if (!row) return undefined;
     return {
       conversation: conversationRecord({
@@ -140,6 +181,7 @@ export class SqlConversationRepository implements ConversationRepository {
       }),
       character: characterRecord(row),
       speakers: speakers.map(accountRecord),
+      characters: characters.map(characterRecord),
       lastPosition: row.last_position === null || row.last_position === undefined ? null : Number(row.last_position),
     };
   }
@@ -237,6 +279,15 @@ const speakerAccounts = new PreparedQuery(1, (db, conversationId) =>
     .selectAll('accounts')
     .where('conversation_speakers.conversation_id', '=', conversationId)
     .orderBy('conversation_speakers.position'),
+);
+
+const sceneCharacters = new PreparedQuery(1, (db, conversationId) =>
+  db
+    .selectFrom('conversation_characters')
+    .innerJoin('characters', 'characters.id', 'conversation_characters.character_id')
+    .selectAll('characters')
+    .where('conversation_characters.conversation_id', '=', conversationId)
+    .orderBy('conversation_characters.position'),
 );
 
 function conversationRecord(row: Selectable<Database['conversations']>): StoredConversation {

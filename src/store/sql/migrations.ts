@@ -272,6 +272,23 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
         await db.schema.alterTable('job_deliveries').addColumn('guild_id', 'text').execute();
       },
     },
+    '0005-conversation-characters': {
+      // Scenes: several characters in one conversation. The conversation's own character stays
+      // the one it is with (the default answerer) and is back-filled as each one's first.
+      async up(db: Kysely<unknown>) {
+        await position(db.schema.createTable('conversation_characters'))
+          .addColumn('conversation_id', 'text', (column) => column.notNull().references('conversations.id').onDelete('cascade'))
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('joined_micros', 'bigint', notNull)
+          .addUniqueConstraint('conversation_characters_once', ['conversation_id', 'character_id'])
+          .execute();
+        // Conversations whose character is gone (no foreign key held it) get no row: the read never found them.
+        await sql`insert into conversation_characters (conversation_id, character_id, joined_micros)
+          select conversations.id, conversations.character_id, conversations.created_micros
+          from conversations inner join characters on characters.id = conversations.character_id
+          order by conversations.created_micros`.execute(db);
+      },
+    },
     '0006-discord-character-channels': {
       // Server channels where characters speak (/channel characters), and which character wrote
       // which of the bot's Discord messages, so a reply to one is answered by that character.

@@ -12,6 +12,7 @@ export interface Database {
   memories: MemoriesTable;
   conversations: ConversationsTable;
   conversation_speakers: ConversationSpeakersTable;
+  conversation_characters: ConversationCharactersTable;
   messages: MessagesTable;
   ledger_transactions: LedgerTransactionsTable;
   jobs: JobsTable;
@@ -92,6 +93,13 @@ export interface ConversationSpeakersTable {
   position: Generated<number>;
   conversation_id: string;
   account_id: string;
+  joined_micros: number;
+}
+
+export interface ConversationCharactersTable {
+  position: Generated<number>;
+  conversation_id: string;
+  character_id: string;
   joined_micros: number;
 }
 

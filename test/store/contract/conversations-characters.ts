@@ -136,6 +136,33 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       expect(await other.conversations.snapshot(conversation.id)).toEqual({ lastPosition: null, messages: [] });
     });
 
+    it('puts characters into a conversation once, in join order, the conversation\'s own first; takes them out again', async () => {
+      const { account, character, conversation } = await openConversation();
+      expect(await other.conversations.characters(conversation.id)).toEqual([character.id]);
+      const guest = await store.characters.create(characterRecord(account.id, 'Guest star'));
+      const third = await store.characters.create(characterRecord(account.id, 'Third'));
+      const added = await Promise.all([
+        store.conversations.addCharacter(conversation.id, guest.id, 1),
+        other.conversations.addCharacter(conversation.id, guest.id, 2),
+      ]);
+      expect(added.filter(Boolean)).toHaveLength(1);
+      expect(await other.conversations.addCharacter(conversation.id, third.id, 3)).toBe(true);
+      expect(await store.conversations.characters(conversation.id)).toEqual([character.id, guest.id, third.id]);
+      const state = await other.conversations.state(conversation.id);
+      expect(state?.characters).toEqual([await store.characters.get(character.id), guest, third]);
+      expect(state?.character.id).toBe(character.id);
+
+      expect(await other.conversations.removeCharacter(conversation.id, guest.id)).toBe(true);
+      expect(await store.conversations.removeCharacter(conversation.id, guest.id)).toBe(false);
+      expect(await store.conversations.characters(conversation.id)).toEqual([character.id, third.id]);
+      expect((await store.conversations.state(conversation.id))?.characters.map((each) => each.id)).toEqual([character.id, third.id]);
+      // Back again: it joins last.
+      await store.conversations.addCharacter(conversation.id, guest.id, 4);
+      expect(await other.conversations.characters(conversation.id)).toEqual([character.id, third.id, guest.id]);
+      await expect(store.conversations.addCharacter(randomUUID(), guest.id, 5)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(store.conversations.addCharacter(conversation.id, randomUUID(), 5)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
+
     it('refuses a message for a conversation that does not exist', async () => {
       await expect(store.conversations.append(randomUUID(), messageRecord('nobody', 'x'))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     });
