@@ -6,9 +6,11 @@
 import { ChannelType, Events, type Message, type TextChannel } from 'discord.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sanitizePersonaName, WebhookPersonas, personaReplyChannel } from '../../src/bot/webhook-personas.js';
+import { personaReplyChannel } from '../../src/bot/persona-replies.js';
+import { sanitizePersonaName, WebhookPersonas } from '../../src/bot/webhook-personas.js';
 import { startWithClient } from './harness.js';
 
+const silentLogger = pino({ level: 'silent' });
 const ada = { name: 'Ada Lovelace', avatarUrl: 'https://likeness.example/avatars/ada.png' };
 
 describe('webhook personas', () => {
@@ -102,7 +104,7 @@ describe('webhook personas', () => {
 
   it('streams by editing its message, through the streaming writer’s channel interface', async () => {
     const channel = await newChannel('streaming');
-    const reply = personaReplyChannel(personas, channel, ada);
+    const reply = personaReplyChannel(personas, channel, ada, silentLogger);
     const messageId = await reply.send('Once');
     await reply.edit(messageId, 'Once upon');
     await reply.edit(messageId, 'Once upon a time.');
@@ -112,8 +114,19 @@ describe('webhook personas', () => {
       ['edit', 'Once upon a time.'],
     ]);
     expect(setup.fake.message(messageId)?.author.username).toBe('Ada Lovelace');
+    expect(reply.pacingKey?.()).toMatch(/^webhook:\d+\//);
+    // Without the permission the bot posts, after saying once how to let characters post.
     const silent = await newChannel('streaming-no-permission', false);
-    await expect(personaReplyChannel(personas, silent, ada).send('x')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    const fallback = personaReplyChannel(personas, silent, ada, silentLogger);
+    const asBot = await fallback.send('x');
+    await fallback.edit(asBot, 'xy');
+    expect(fallback.pacingKey?.()).toBe(silent.id);
+    await personaReplyChannel(personas, silent, ada, silentLogger).send('z');
+    expect(setup.fake.messages(silent.id).map((message) => [message.author.id, message.content.slice(0, 20)])).toEqual([
+      [setup.fake.botUser.id, 'Characters can post '],
+      [setup.fake.botUser.id, 'xy'],
+      [setup.fake.botUser.id, 'z'],
+    ]);
   });
 
   it('posts and edits in a thread through its parent’s webhook with thread_id', async () => {
