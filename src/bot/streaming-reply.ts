@@ -94,6 +94,9 @@ export async function writeStreamingReply(
       }, wait);
       return;
     }
+    // A key several replies share (a webhook's, for every thread of its channel) is booked at
+    // once: replies in step would otherwise all pass before any of them is marked sent.
+    if (channel.pacingKey) options.pacer.sent(pacingKey());
     inFlight = deliver(false)
       .catch((error: unknown) => options.logger.warn({ err: error, channelId: channel.id }, 'edit failed; the next one carries the text'))
       .finally(() => {

@@ -89,6 +89,24 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     expect(parts.every((message) => message.content.length <= 2000 && message.author.username === 'alice')).toBe(true);
   });
 
+  it('paces five threads streaming at once through their parent’s one webhook without a 429', async () => {
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'five-threads');
+    bot.discord.setManageWebhooks(channel.id, true);
+    const threads: APIChannel[] = [];
+    for (let index = 0; index < 5; index++) threads.push(await openThread(channel.id));
+    const words = Array.from({ length: 30 }, (_, index) => `w${index}`);
+    bot.llm.setScript({ tokens: words.map((word) => `${word} `), tokensPerSecond: 15 });
+    const before = { ...bot.discord.rateLimitHits.byRoute };
+    for (const thread of threads) bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Go' });
+    const final = words.join(' ');
+    await bot.discord.waitFor(() => threads.every((thread) => personaTexts(thread.id).includes(final)), 20_000);
+    const webhookHits = Object.entries(bot.discord.rateLimitHits.byRoute).filter(([route, count]) => route.includes('/webhooks/') && count > (before[route] ?? 0));
+    expect(webhookHits).toEqual([]);
+    expect(bot.discord.webhooks(channel.id)).toHaveLength(1);
+    // Streamed, not just posted once: the threads shared the bucket's edits.
+    for (const thread of threads) expect(bot.discord.messageHistory(personaMessages(thread.id).at(-1)!.id).length).toBeGreaterThan(1);
+  });
+
   it('serves the avatar at its URL for good, and nothing at a tampered one', async () => {
     const execute = executes().at(-1)!;
     const avatarUrl = (execute.body as { avatar_url: string }).avatar_url;
