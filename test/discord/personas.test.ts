@@ -65,7 +65,7 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     expect(versions.length).toBeGreaterThan(2);
     expect(versions.slice(0, -1).every((version) => version.endsWith('▌'))).toBe(true);
     // Posted through the parent channel's one webhook, into the thread.
-    expect(bot.discord.webhooks(bot.discord.guild.textChannelId)).toHaveLength(1);
+    expect(bot.discord.webhooks(bot.discord.guild.textChannelId).filter((webhook) => webhook.applicationId !== null)).toHaveLength(1);
     const edits = bot.discord.requests.filter((request) => request.route === 'PATCH /webhooks/{webhook.id}/{webhook.token}/messages/{message.id}' && request.path.includes(reply.id));
     expect(edits.length).toBeGreaterThan(1);
     expect(edits.every((request) => request.query.get('thread_id') === thread.id)).toBe(true);
@@ -130,13 +130,21 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     await bot.discord.waitFor(() => personaTexts(thread.id).includes('Echo: First'), 10_000);
     const asked = bot.llm.requests.length;
     // The persona's webhook posts again (as another copy of the bot would): not answered.
-    const webhook = bot.discord.webhooks(bot.discord.guild.textChannelId).find((candidate) => !candidate.deleted)!;
+    const webhook = bot.discord.webhooks(bot.discord.guild.textChannelId).find((candidate) => !candidate.deleted && candidate.applicationId !== null)!;
     const posted = await fetch(`${bot.discord.apiBase}/v10/webhooks/${webhook.id}/${webhook.token}?wait=true&thread_id=${thread.id}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ content: 'I am talking to myself', username: 'alice' }),
     });
     expect(posted.status).toBe(200);
+    // Nor another webhook's (a person's, or another bot's): author.bot holds for every webhook message.
+    const personal = bot.discord.createUserWebhook(bot.discord.guild.textChannelId, 'Captain Hook');
+    const hooked = await fetch(`${bot.discord.apiBase}/v10/webhooks/${personal.id}/${personal.token}?wait=true&thread_id=${thread.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'Arr, answer me' }),
+    });
+    expect(((await hooked.json()) as { author: { bot: boolean } }).author.bot).toBe(true);
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Second' });
     await bot.discord.waitFor(() => personaTexts(thread.id).includes('Echo: Second'), 10_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -161,11 +169,11 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     const thread = await openThread(bot.discord.guild.textChannelId);
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Before' });
     await bot.discord.waitFor(() => personaTexts(thread.id).includes('Echo: Before'), 10_000);
-    const webhook = bot.discord.webhooks(bot.discord.guild.textChannelId).find((candidate) => !candidate.deleted)!;
+    const webhook = bot.discord.webhooks(bot.discord.guild.textChannelId).find((candidate) => !candidate.deleted && candidate.applicationId !== null)!;
     expect((await fetch(`${bot.discord.apiBase}/v10/webhooks/${webhook.id}/${webhook.token}`, { method: 'DELETE' })).status).toBe(204);
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'After' });
     await bot.discord.waitFor(() => personaTexts(thread.id).includes('Echo: After'), 10_000);
-    const live = bot.discord.webhooks(bot.discord.guild.textChannelId).filter((candidate) => !candidate.deleted);
+    const live = bot.discord.webhooks(bot.discord.guild.textChannelId).filter((candidate) => !candidate.deleted && candidate.applicationId !== null);
     expect(live).toHaveLength(1);
     expect(live[0]!.id).not.toBe(webhook.id);
     expect(personaMessages(thread.id).find((message) => message.content === 'Echo: After')!.webhook_id).toBe(live[0]!.id);

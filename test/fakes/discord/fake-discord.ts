@@ -10,6 +10,7 @@
  * await client.login(fake.token);
  * ```
  */
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIBaseVoiceState, APIChannel, APIUser } from 'discord-api-types/v10';
@@ -129,6 +130,11 @@ export interface FakeDiscord {
   message(messageId: string): FakeMessage | undefined;
   /** A channel's webhooks, deleted ones included (flag `deleted`), oldest first. */
   webhooks(channelId: string): WebhookRecord[];
+  /**
+   * A webhook a person made in the channel's settings (not application-owned: its messages have
+   * no `application_id`, and it may send only non-interactive components, with `with_components`).
+   */
+  createUserWebhook(channelId: string, name: string): WebhookRecord;
   /** Every version of a message: its creation and each edit, with timestamps. */
   messageHistory(messageId: string): MessageVersion[];
   interactionResponses(interactionId: string): InteractionResponseRecord[];
@@ -342,6 +348,24 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
     if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
     const bit = PermissionFlagsBits.ManageWebhooks;
     channel.botPermissions = allowed ? channel.botPermissions | bit : channel.botPermissions & ~bit;
+  }
+
+  createUserWebhook(channelId: string, name: string): WebhookRecord {
+    const channel = this.context.state.channels.get(channelId);
+    if (channel === undefined || channel.guildId === null) throw new Error(`fake Discord: no guild channel ${channelId}`);
+    const webhook: WebhookRecord = {
+      id: this.context.state.ids.next(),
+      token: randomBytes(51).toString('base64url'),
+      channelId,
+      guildId: channel.guildId,
+      name,
+      avatar: null,
+      creatorId: this.#parts.ownerId,
+      applicationId: null,
+      deleted: false,
+    };
+    this.context.state.webhooks.set(webhook.id, webhook);
+    return webhook;
   }
 
   webhooks(channelId: string): WebhookRecord[] {
