@@ -143,6 +143,9 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     onMessage(message).catch((error: unknown) => logger.error({ err: error }, 'message handler failed'));
   });
   client.on(Events.VoiceStateUpdate, (oldState) => voice.leaveIfAlone(oldState.guild));
+  // Manage Webhooks may have been granted: channels where personas failed try again.
+  client.on(Events.ChannelUpdate, () => personas.permissionsChanged());
+  client.on(Events.GuildRoleUpdate, () => personas.permissionsChanged());
   client.on(Events.Error, (error) => logger.error({ err: error }, 'Discord client error'));
   // discord.js emits this only for close codes it will not reconnect after.
   client.on(Events.ShardDisconnect, (event, shardId) => logger.error({ code: event.code, shardId }, 'gateway closed for good'));

@@ -54,8 +54,8 @@ export class PersonaReplies {
 /**
  * A persona as the streaming writer's channel. Where personas cannot work (no Manage Webhooks,
  * 15 webhooks already), the reply goes out as the bot, after the explanation the channel gets
- * once. Nothing is remembered past this reply: the next one tries the webhook again, so a
- * permission granted later takes effect at once. Each message is edited the way it was sent.
+ * once. A permission granted later takes effect with the next reply after Discord tells of
+ * the change (or within a minute; see `WebhookPersonas`). Each message is edited the way it was sent.
  */
 export function personaReplyChannel(personas: WebhookPersonas, channel: Channel, persona: Persona, logger: Logger): ReplyChannel {
   const asBot = replyChannelOf(channel);

@@ -4,7 +4,8 @@
  * `avatar_url` (`thread_id` for threads, which have no webhooks of their own). The webhook's id
  * and token are cached per process; a cache of something people can delete, so a 10015 Unknown
  * Webhook re-creates it once and retries. Without Manage Webhooks (50013) the caller is told to
- * fall back to posting as the bot, and is handed the explanation once per channel.
+ * fall back to posting as the bot, and is handed the explanation once per channel; the failure is
+ * remembered for a minute, or until a channel or role changes (`permissionsChanged`).
  */
 import {
   type APIActionRowComponent,
@@ -41,6 +42,12 @@ export interface WebhookPersonasOptions {
   logger: Logger;
   /** The name of the bot's webhook in each channel. */
   webhookName?: string;
+  /**
+   * How long a channel where personas failed (no permission, 15 webhooks) is posted to as the
+   * bot without asking Discord again (default 60 s); `permissionsChanged()` ends it sooner.
+   */
+  fallbackMemoryMs?: number;
+  now?: () => number;
 }
 
 /** Discord's rule for webhook usernames: 1–80 characters, never containing these. */
@@ -95,11 +102,26 @@ export class WebhookPersonas {
   /** Ids of webhooks this process has used: messages from them are our own personas. */
   readonly #ownWebhookIds = new Set<string>();
   readonly #explained = new Set<string>();
+  /**
+   * Parent channel id → why personas failed there and until when that is taken as still true:
+   * without it every reply in such a channel would first spend a refused request (and wait on
+   * the channel's 5-per-5-s webhook bucket).
+   */
+  readonly #unavailable = new Map<string, { reason: PersonaFallbackReason; until: number }>();
+  readonly #fallbackMemoryMs: number;
+  readonly #now: () => number;
 
   constructor(options: WebhookPersonasOptions) {
     this.#client = options.client;
     this.#logger = options.logger;
     this.#webhookName = options.webhookName ?? 'Likeness';
+    this.#fallbackMemoryMs = options.fallbackMemoryMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** A channel, role or member changed: failures remembered so far are tried again at the next post. */
+  permissionsChanged(): void {
+    this.#unavailable.clear();
   }
 
   /** Posts `content` as `persona` in a channel or thread; `fallback` when personas cannot work there. */
@@ -113,6 +135,8 @@ export class WebhookPersonas {
       allowedMentions: { parse: [] },
       ...(target.threadId === undefined ? {} : { threadId: target.threadId }),
     };
+    const known = this.#unavailable.get(target.parentId);
+    if (known !== undefined && known.until > this.#now()) return { kind: 'fallback', reason: known.reason };
     for (let attempt = 0; ; attempt += 1) {
       let webhook: Webhook;
       try {
@@ -124,6 +148,7 @@ export class WebhookPersonas {
             ? 'webhook-limit'
             : null;
         if (reason === null) throw error;
+        this.#unavailable.set(target.parentId, { reason, until: this.#now() + this.#fallbackMemoryMs });
         // Told (and logged at info) once per channel by `explanationOnce`.
         this.#logger.debug({ channelId: target.parentId, reason }, 'personas unavailable; posting as the bot');
         return { kind: 'fallback', reason };
@@ -203,7 +228,7 @@ export class WebhookPersonas {
     if (pending === undefined) {
       pending = this.#findOrCreate(parentId);
       this.#webhooks.set(parentId, pending);
-      // A failure (no permission today) is not cached: the permission may be granted later.
+      // A failed promise is not kept: the permission may be granted later (see #unavailable for the short memory).
       pending.catch(() => {
         if (this.#webhooks.get(parentId) === pending) this.#webhooks.delete(parentId);
       });

@@ -98,8 +98,27 @@ describe('webhook personas', () => {
     expect(await personas.explanationOnce(channel.id, 'missing-permission')).toContain('Manage Webhooks');
     expect(await personas.explanationOnce(thread.id, 'missing-permission')).toBeNull();
     expect(setup.fake.messages(channel.id)).toHaveLength(0);
+    // The failure is remembered: no refused request at every post.
+    const listed = requestsTo('GET /channels/{channel.id}/webhooks', channel.id);
+    expect(await personas.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    expect(requestsTo('GET /channels/{channel.id}/webhooks', channel.id)).toBe(listed);
     setup.fake.setManageWebhooks(channel.id, true);
+    // Until the bot hears that permissions changed (a channel or role update; bot.ts wires it).
+    expect(await personas.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    personas.permissionsChanged();
     expect(await personas.send(channel.id, ada, 'now as myself')).toMatchObject({ kind: 'sent' });
+  });
+
+  it('asks Discord again once the memory of a failure runs out', async () => {
+    let now = 1_000_000;
+    const forgetful = new WebhookPersonas({ client: setup.client, logger: silentLogger, fallbackMemoryMs: 60_000, now: () => now });
+    const channel = await newChannel('granted-later', false);
+    expect(await forgetful.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    setup.fake.setManageWebhooks(channel.id, true);
+    now += 59_000;
+    expect(await forgetful.send(channel.id, ada, 'hi')).toMatchObject({ kind: 'fallback' });
+    now += 2_000;
+    expect(await forgetful.send(channel.id, ada, 'hi')).toMatchObject({ kind: 'sent' });
   });
 
   it('streams by editing its message, through the streaming writer’s channel interface', async () => {

@@ -34,7 +34,7 @@ import { channelObject, guildCreateObject } from './serialize.js';
 import { ShardingRules, type ShardingOptions, type ShardingStats } from './sharding.js';
 import { addTextChannel, joinGuild, makeGuild, makeToken, makeUser, type FakeGuild, type GuildSpec, type UserSpec } from './setup.js';
 import { DiscordState, type MessageVersion, type WebhookRecord } from './state.js';
-import { createThread } from './threads.js';
+import { channelUpdated, createThread } from './threads.js';
 import { waitForState } from './wait-for.js';
 
 export interface StartFakeDiscordOptions {
@@ -110,7 +110,10 @@ export interface FakeDiscord {
   createThread(parentId: string, spec: { name: string; type?: 11 | 12; ownerId?: string }): APIChannel;
   /** Sets the bot's permissions in a channel (threads follow their parent). */
   setBotPermissions(channelId: string, permissions: bigint): void;
-  /** Grants or takes away the bot's MANAGE_WEBHOOKS in a channel (off by default, as for a bot invited with text permissions). */
+  /**
+   * Grants or takes away the bot's MANAGE_WEBHOOKS in a channel (off by default, as for a bot
+   * invited with text permissions), dispatching CHANNEL_UPDATE as an overwrite edit would.
+   */
   setManageWebhooks(channelId: string, allowed: boolean): void;
   /** Moves the fake's clock forward (token expiry, message age). */
   advanceTime(milliseconds: number): void;
@@ -348,6 +351,8 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
     if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
     const bit = PermissionFlagsBits.ManageWebhooks;
     channel.botPermissions = allowed ? channel.botPermissions | bit : channel.botPermissions & ~bit;
+    // On Discord a permission is changed by editing the channel's overwrites (or a role), which clients see as an update.
+    channelUpdated(this.context, channel);
   }
 
   createUserWebhook(channelId: string, name: string): WebhookRecord {
