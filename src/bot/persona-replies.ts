@@ -65,8 +65,8 @@ export function personaReplyChannel(personas: WebhookPersonas, channel: Channel,
   return {
     id: channel.id,
     sendTyping: () => asBot.sendTyping(),
-    // Persona edits count against the webhook's bucket, not the channel's.
-    pacingKey: () => webhookKey ?? channel.id,
+    // Persona edits count against the webhook's bucket, not the channel's; the bot's against the channel's.
+    pacingKey: () => webhookKey,
     async send(content) {
       if (!fellBack) {
         const result = await personas.send(channel.id, persona, content);

@@ -15,9 +15,10 @@ export interface ReplyChannel {
   /**
    * The pacer's key for this channel's messages when Discord limits them apart from the
    * channel's own bucket (a persona's webhook, shared by every thread of its parent channel);
-   * `id` otherwise. Asked at each edit, as it is known only once the first message is out.
+   * undefined for the channel's own (`id`). Asked at each edit, as it is known only once the
+   * first message is out.
    */
-  pacingKey?(): string;
+  pacingKey?(): string | undefined;
 }
 
 export interface StreamingReplyOptions {
@@ -61,7 +62,8 @@ export async function writeStreamingReply(
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let ended = false;
-  const pacingKey = (): string => channel.pacingKey?.() ?? channel.id;
+  const sharedKey = (): string | undefined => channel.pacingKey?.();
+  const pacingKey = (): string => sharedKey() ?? channel.id;
 
   // Messages as they should read now; the cursor goes on the last one while it still fits.
   const wanted = (final: boolean): string[] => {
@@ -96,7 +98,8 @@ export async function writeStreamingReply(
     }
     // A key several replies share (a webhook's, for every thread of its channel) is booked at
     // once: replies in step would otherwise all pass before any of them is marked sent.
-    if (channel.pacingKey) options.pacer.sent(pacingKey());
+    const shared = sharedKey();
+    if (shared !== undefined) options.pacer.sent(shared);
     inFlight = deliver(false)
       .catch((error: unknown) => options.logger.warn({ err: error, channelId: channel.id }, 'edit failed; the next one carries the text'))
       .finally(() => {
