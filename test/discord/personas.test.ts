@@ -2,18 +2,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import { defaultAvatarPng } from '../../src/core/default-avatar.js';
 import type { FakeMessage } from '../fakes/discord/driver.js';
-import { type BotHarness, startBotHarness } from './harness.js';
+import { type BotHarness, echo, startBotHarness } from './harness.js';
 
 /** Where the service says it is reachable; a public name, so personas carry their picture. */
 const publicBaseUrl = 'https://likeness.example';
-
-function echo(prefix: string) {
-  return (body: { messages?: Array<{ role: string; content: unknown }> }) => {
-    const last = body.messages?.at(-1)?.content;
-    const text = typeof last === 'string' ? last.split('\n').at(-1) : 'something';
-    return { reply: `${prefix} ${text}`, tokensPerSecond: 50 };
-  };
-}
 
 const againButton = (message: FakeMessage): string | undefined => JSON.stringify(message.components ?? []).match(/chat:again:[0-9a-f-]+:[0-9a-f-]+/)?.[0];
 
