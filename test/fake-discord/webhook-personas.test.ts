@@ -6,7 +6,9 @@
 import { ChannelType, Events, type Message, type TextChannel } from 'discord.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { personaReplyChannel } from '../../src/bot/persona-replies.js';
+import { AvatarUrls } from '../../src/avatar-urls.js';
+import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
+import type { Core } from '../../src/core/core.js';
 import { sanitizePersonaName, WebhookPersonas } from '../../src/bot/webhook-personas.js';
 import { startWithClient } from './harness.js';
 
@@ -160,6 +162,30 @@ describe('webhook personas', () => {
     expect(setup.fake.webhooks(channel.id)).toHaveLength(1);
     const paths = setup.fake.requests.filter((request) => request.route?.startsWith('PATCH /webhooks/{webhook.id}') === true).map((request) => request.query.get('thread_id'));
     expect(paths.at(-1)).toBe(thread.id);
+  });
+
+  it('gives personas a picture only when PUBLIC_BASE_URL is one Discord can reach, and says so once', async () => {
+    const channel = await newChannel('pictures');
+    // Just the two reads PersonaReplies makes of the core: who the conversation is with.
+    const core = {
+      conversations: { get: async () => ({ characterId: 'character-1' }) },
+      characters: { get: async () => ({ id: 'character-1', name: 'Ada Lovelace', avatar: { key: 'avatar-file', mimeType: 'image/png' } }) },
+    } as unknown as Core;
+    const avatarUrlSent = async (publicBaseUrl: string) => {
+      const said: string[] = [];
+      const logger = { debug() {}, info: (_fields: object, message: string) => said.push(message), warn() {}, error() {} };
+      const replies = new PersonaReplies({ core, personas, avatars: new AvatarUrls({ publicBaseUrl, secret: 'a-signing-secret-of-some-length' }), logger });
+      await (await replies.channelFor(channel, 'conversation-1')).send(`from ${publicBaseUrl}`);
+      const execute = setup.fake.requests.findLast((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
+      return { avatarUrl: (execute?.body as { avatar_url?: string }).avatar_url, said };
+    };
+    const open = await avatarUrlSent('https://likeness.example');
+    expect(open.avatarUrl).toMatch(/^https:\/\/likeness\.example\/avatars\/character-1\/[A-Za-z0-9_-]{43}\.png$/);
+    expect(open.said).toEqual([]);
+    const local = await avatarUrlSent('http://192.168.1.20:3000');
+    expect(local.avatarUrl).toBeUndefined();
+    expect(local.said).toEqual(['PUBLIC_BASE_URL is not reachable from the internet: personas post without a picture']);
+    expect(setup.fake.messages(channel.id).map((message) => message.author.username)).toEqual(['Ada Lovelace', 'Ada Lovelace']);
   });
 
   it('tells a DM that personas do not exist there', async () => {
