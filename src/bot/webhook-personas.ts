@@ -119,7 +119,7 @@ export class WebhookPersonas {
     this.#now = options.now ?? Date.now;
   }
 
-  /** A channel, role or member changed: failures remembered so far are tried again at the next post. */
+  /** A channel or role changed (Manage Webhooks may be granted now): failures remembered so far are tried again at the next post. */
   permissionsChanged(): void {
     this.#unavailable.clear();
   }
