@@ -15,6 +15,7 @@ import type { AccountRecord } from '../core/records.js';
 import type { ConversationLinks } from './conversation-links.js';
 import type { ConversationRunner } from './conversation-runner.js';
 import type { JobDeliveries } from './job-deliveries.js';
+import type { PersonaReplies } from './persona-replies.js';
 import type { VoicePlayback } from './voice-playback.js';
 
 /** What commands get to do their work: no globals. */
@@ -22,6 +23,8 @@ export interface BotContext {
   core: Core;
   links: ConversationLinks;
   runner: ConversationRunner;
+  /** Where a character's reply goes: as itself through a webhook in servers, as the bot in DMs. */
+  replies: PersonaReplies;
   /** Speech in voice channels, one queue per guild. */
   voice: VoicePlayback;
   /** Image jobs and face-model trainings followed until their result is in Discord. */

@@ -8,7 +8,6 @@ import { downloadAttachment } from './attachments.js';
 import type { BotContext } from './command.js';
 import { explainError } from './explain-error.js';
 import { consume } from './interactions.js';
-import { replyChannelOf } from './reply-channel.js';
 
 /** Largest attachment the bot downloads to send to the character. */
 const maxImageBytes = 10 * 1024 * 1024;
@@ -22,6 +21,9 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
   const warned = new Set<string>();
 
   return async (message: Message): Promise<void> => {
+    // Our characters' own words first: a webhook message's author has `bot: true` too, but the
+    // rule must not hang on that. Then other bots and other webhooks, never answered either.
+    if (context.replies.isOwnPersonaMessage(message)) return;
     if (message.author.bot || message.system) return;
     const inDm = message.guildId === null;
     const link = inDm ? undefined : await context.links.forChannel(message.channelId);
@@ -48,7 +50,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       const inputs = [...(await imagesOf(message)), ...(message.content.trim() ? [{ text: message.content }] : [])];
       if (inputs.length === 0) return;
       const speakSentence = link ? await followSpeaker(context, message, conversationId) : undefined;
-      await context.runner.answer(actor, conversationId, inputs, replyChannelOf(message.channel), speakSentence);
+      await context.runner.answer(actor, conversationId, inputs, await context.replies.channelFor(message.channel, conversationId), speakSentence);
     } catch (error) {
       context.logger[error instanceof AppError ? 'info' : 'error']({ ...log, err: error }, 'message not answered');
       await message.reply({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } }).catch(() => undefined);
