@@ -8,14 +8,25 @@ const threads = Number(process.env.BENCH_THREADS ?? 100);
 const tokensPerReply = 80;
 const tokensPerSecond = 40;
 
+export interface DiscordStreamsOptions {
+  /** Shard processes (`DISCORD_SHARDS`) when more than 1 (default 1). */
+  shards?: number;
+  /** Parent channels the threads are spread over (default 10). */
+  channels?: number;
+  /** The bot has Manage Webhooks in every channel, so characters answer through webhooks (issue 13). */
+  personas?: boolean;
+}
+
 /**
  * Issue 3's benchmark: 100 conversation threads at once through the real bot (the service
  * as `npm start` runs it, with DISCORD_TOKEN) against the fake Discord's rate limits, the
  * fake engine streaming 40 tokens/s per reply. With `shards` > 1 (issue 12) the bot runs as
  * that many shard processes (`DISCORD_SHARDS`), the threads spread over one guild per shard;
- * the service's CPU and memory are then the manager's alone and left out.
+ * the service's CPU and memory are then the manager's alone and left out. With `personas`
+ * (issue 13) the replies are persona messages, one webhook per parent channel.
  */
-export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
+export async function benchmarkDiscordStreams(dataDir: string, options: DiscordStreamsOptions = {}) {
+  const { shards = 1, channels: channelCount = 10, personas = false } = options;
   await mkdir(dataDir, { recursive: true });
   const discord = await startFakeDiscord({
     recordRequests: false,
@@ -26,7 +37,8 @@ export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
   const engine = await startProcess('engine-process.ts', { BENCH_SCRIPT: `stream:${tokensPerReply}:${tokensPerSecond}`, BENCH_RECORD: '1' });
   for (const guild of discord.guilds) await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: guild.id });
   // Discord lets a channel take 10 new threads per 10 s, so the threads are spread over 10 channels (and the guilds).
-  const channels = Array.from({ length: 10 }, (_, index) => discord.createTextChannel(discord.guilds[index % discord.guilds.length]!.id, `lobby-${index}`).id);
+  const channels = Array.from({ length: channelCount }, (_, index) => discord.createTextChannel(discord.guilds[index % discord.guilds.length]!.id, `lobby-${index}`).id);
+  if (personas) for (const channelId of channels) discord.setManageWebhooks(channelId, true);
   const service = await startServiceProcess({
     PORT: '0',
     DATA_DIR: dataDir,
@@ -37,6 +49,8 @@ export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
     DISCORD_MESSAGES_PER_MINUTE: '1000',
     DISCORD_COMMANDS_PER_MINUTE: '1000',
     LOG_LEVEL: 'info',
+    // A public name, so persona messages carry their avatar URL as in production.
+    ...(personas ? { PUBLIC_BASE_URL: 'https://likeness.example' } : {}),
     ...(shards > 1 ? { DISCORD_SHARDS: String(shards) } : {}),
   });
   try {
@@ -55,13 +69,14 @@ export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
     );
     // Let thread-creation traffic settle so it does not count against the streams.
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    const hitsBefore = discord.rateLimitHits.total;
+    const hitsBefore = discord.rateLimitHits;
     const usageBefore = await service.usage();
     const started = Date.now();
     users.forEach((user, index) => discord.sendMessage({ channelId: threadIds[index]!, author: user, content: `stream ${index}` }));
     const expected = (index: number) => Array.from({ length: tokensPerReply }, (_, token) => `stream-${index}:${token}`).join(' ');
-    const finalMessage = (index: number) =>
-      discord.messages(threadIds[index]!).find((message) => message.author.id === discord.botUser.id && message.content === expected(index));
+    // The bot's own message, or with personas a webhook's (its author is the webhook).
+    const isReply = (message: { author: { id: string }; webhook_id?: string }) => (personas ? message.webhook_id !== undefined : message.author.id === discord.botUser.id);
+    const finalMessage = (index: number) => discord.messages(threadIds[index]!).find((message) => isReply(message) && message.content === expected(index));
     await discord.waitFor(() => users.every((_, index) => finalMessage(index)), 120_000);
     const seconds = (Date.now() - started) / 1000;
     const usageAfter = await service.usage();
@@ -79,11 +94,19 @@ export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
     const result = {
       shards,
       threads,
+      channels: channelCount,
+      ...(personas ? { personas: true, webhooks: channels.reduce((sum, channelId) => sum + discord.webhooks(channelId).length, 0) } : {}),
       tokensPerReply,
       tokensPerSecond,
       wallSeconds: round(seconds, 2),
       finalTextCorrect: users.filter((_, index) => finalMessage(index)).length,
-      rateLimit429s: discord.rateLimitHits.total - hitsBefore,
+      rateLimit429s: discord.rateLimitHits.total - hitsBefore.total,
+      rateLimit429sGlobal: discord.rateLimitHits.global - hitsBefore.global,
+      rateLimit429sByRoute: Object.fromEntries(
+        Object.entries(discord.rateLimitHits.byRoute)
+          .map(([route, count]) => [route, count - (hitsBefore.byRoute[route] ?? 0)] as const)
+          .filter(([, count]) => count > 0),
+      ),
       editsPerMessagePerSecondMean: round(editRates.reduce((sum, rate) => sum + rate, 0) / editRates.length, 2),
       editsPerMessagePerSecondMax: round(Math.max(...editRates), 2),
       lastTokenToFinalEditP50Ms: round(percentile(delays, 0.5), 0),
@@ -92,7 +115,7 @@ export async function benchmarkDiscordStreams(dataDir: string, shards = 1) {
       servicePeakRssMB: shards > 1 ? null : megabytes(usageAfter.maxRssBytes),
       target: '0 429s, p99 last token to final edit < 2 s',
     };
-    console.error('discord streams', result);
+    console.error(personas ? 'discord personas' : 'discord streams', result);
     return result;
   } finally {
     await service.stop();

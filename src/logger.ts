@@ -8,8 +8,10 @@ export function createLogger(level: Config['logLevel'], destination?: Destinatio
     {
       level,
       base: { service: 'likeness' },
+      // Webhook URLs carry their token (interaction replies, persona webhooks): in a Discord
+      // error's url, and in a rate-limit error's major parameter (`id/token`).
       redact: {
-        paths: ['apiKey', '*.apiKey', 'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'secret', 'err.url', 'err.requestBody'],
+        paths: ['apiKey', '*.apiKey', 'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'secret', 'err.url', 'err.requestBody', 'err.majorParameter', 'err.cause.url'],
         censor: '[redacted]',
       },
       serializers: { err: serializeError },

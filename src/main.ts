@@ -22,6 +22,7 @@ import { commands } from '../commands/index.js';
 import { startBot } from './bot/bot.js';
 import { BotSupervisor, type DiscordStatus } from './bot/bot-supervisor.js';
 import { ShardManager } from './bot/sharding/shard-manager.js';
+import { AvatarUrls } from './avatar-urls.js';
 import { createApp } from './http/app.js';
 import { listen } from './http/server.js';
 import { UrlSigner } from './http/signed-urls.js';
@@ -91,11 +92,10 @@ export async function startService(config: Config, logger: Logger, entry: Servic
   const transcriber = createTranscriber(config);
   const imageEngine = createImageEngine(config);
   const faceTrainer = createFaceTrainer(config);
-  const signer = new UrlSigner({
-    publicBaseUrl: config.publicBaseUrl,
-    secret: await loadSigningSecret(config.urlSigningSecret, config.dataDir),
-    ttlSeconds: config.signedUrlTtlSeconds,
-  });
+  const signingSecret = await loadSigningSecret(config.urlSigningSecret, config.dataDir);
+  const signer = new UrlSigner({ publicBaseUrl: config.publicBaseUrl, secret: signingSecret, ttlSeconds: config.signedUrlTtlSeconds });
+  // Persona pictures on Discord: URLs that never expire, served here and built by the bot.
+  const avatars = new AvatarUrls({ publicBaseUrl: config.publicBaseUrl, secret: signingSecret });
   const core = createCore({
     repositories,
     files,
@@ -145,6 +145,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     metricsToken: config.metrics.port === undefined ? config.metrics.token : undefined,
     core,
     signer,
+    avatars,
     logger: logger.child({ module: 'http' }),
     rateLimitPerMinute: config.apiRateLimitPerMinute,
     rateLimits,
@@ -172,7 +173,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     });
   } else if (token && roles.has('bot')) {
     const botLogger = logger.child({ module: 'bot' });
-    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits, metrics }, botLogger), botLogger);
+    bot = new BotSupervisor(() => startBot(core, repositories, commands, { ...config.discord, token, rateLimits, metrics, avatars }, botLogger), botLogger);
   }
   return {
     url: server.url,

@@ -1,5 +1,6 @@
 import { Client, Events, GatewayIntentBits, Partials, RESTEvents } from 'discord.js';
 import { accountActor } from '../core/actor.js';
+import type { AvatarUrls } from '../avatar-urls.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { RepositoryStore } from '../core/repositories.js';
@@ -11,6 +12,8 @@ import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
 import { Places } from './places.js';
+import { PersonaReplies } from './persona-replies.js';
+import { WebhookPersonas } from './webhook-personas.js';
 import { VoicePlayback } from './voice-playback.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -37,6 +40,11 @@ export interface BotOptions {
   jobEditIntervalMs?: number;
   /** Longest wait for the gateway's READY after logging in (default 60 s). */
   readyTimeoutMs?: number;
+  /**
+   * Character pictures for personas, at URLs under `PUBLIC_BASE_URL` that never expire; when
+   * that base is loopback or private (Discord could not fetch it), personas have no picture.
+   */
+  avatars?: AvatarUrls | undefined;
 }
 
 /**
@@ -56,7 +64,10 @@ export interface RunningBot {
 }
 
 const channelRoute = /^\/channels\/(\d+)\/messages/;
-/** Interaction webhooks (`@original` edits, follow-ups): Discord limits each token on its own. */
+/**
+ * Interaction webhooks (`@original` edits, follow-ups) and persona webhooks (execute, message
+ * edits, every thread of the channel alike): Discord limits each webhook on its own.
+ */
 const webhookRoute = /^\/webhooks\/(\d+)\/([^/?]+)/;
 
 /** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
@@ -93,7 +104,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   client.rest.on(RESTEvents.RateLimited, (info) => {
     logger.info({ route: info.route, retryAfterMs: info.retryAfter, scope: info.scope, global: info.global }, 'Discord rate limit');
     if (info.route.startsWith('/channels/')) pacer.rateLimited(info.majorParameter, info.retryAfter);
-    // For webhooks the major parameter is `application id/token`.
+    // For webhooks the major parameter is `id/token` (the application's id for interaction webhooks).
     if (info.route.startsWith('/webhooks/')) {
       const [applicationId, token] = info.majorParameter.split('/');
       if (applicationId && token) pacer.rateLimited(webhookBucket(applicationId, token), info.retryAfter);
@@ -108,12 +119,16 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     tokenMarginMs: 60_000,
   });
   const links = new ConversationLinks(repositories.discordLinks);
+  const personas = new WebhookPersonas({ client, logger });
   const context: BotContext = {
     core,
     links,
     channels: repositories.discordChannels,
     places: new Places(links, repositories.discordChannels),
-    runner: new ConversationRunner(core, pacer, logger),
+    runner: new ConversationRunner(core, pacer, logger, {
+      recordAuthors: (messageIds, characterId) => repositories.discordChannels.recordCharacterMessages(messageIds, characterId, Date.now()),
+    }),
+    replies: new PersonaReplies({ core, personas, avatars: options.avatars, logger }),
     voice,
     deliveries,
     logger,
@@ -134,6 +149,9 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     onMessage(message).catch((error: unknown) => logger.error({ err: error }, 'message handler failed'));
   });
   client.on(Events.VoiceStateUpdate, (oldState) => voice.leaveIfAlone(oldState.guild));
+  // Manage Webhooks may have been granted: channels where personas failed try again.
+  client.on(Events.ChannelUpdate, () => personas.permissionsChanged());
+  client.on(Events.GuildRoleUpdate, () => personas.permissionsChanged());
   client.on(Events.Error, (error) => logger.error({ err: error }, 'Discord client error'));
   // discord.js emits this only for close codes it will not reconnect after.
   client.on(Events.ShardDisconnect, (event, shardId) => logger.error({ code: event.code, shardId }, 'gateway closed for good'));

@@ -17,6 +17,7 @@ import type { ConversationLinks } from './conversation-links.js';
 import type { ConversationRunner } from './conversation-runner.js';
 import type { JobDeliveries } from './job-deliveries.js';
 import type { Places } from './places.js';
+import type { PersonaReplies } from './persona-replies.js';
 import type { VoicePlayback } from './voice-playback.js';
 
 /** What commands get to do their work: no globals. */
@@ -28,6 +29,8 @@ export interface BotContext {
   /** What a guild channel or thread is: a conversation thread, a character channel, or neither. */
   places: Places;
   runner: ConversationRunner;
+  /** Where a character's reply goes: as itself through a webhook in servers, as the bot in DMs. */
+  replies: PersonaReplies;
   /** Speech in voice channels, one queue per guild. */
   voice: VoicePlayback;
   /** Image jobs and face-model trainings followed until their result is in Discord. */

@@ -12,6 +12,13 @@ export interface ReplyChannel {
   edit(messageId: string, content: string): Promise<void>;
   /** Puts button rows under a message sent here, keeping its text. */
   setButtons?(messageId: string, rows: APIActionRowComponent<APIButtonComponent>[]): Promise<void>;
+  /**
+   * The pacer's key for this channel's messages when Discord limits them apart from the
+   * channel's own bucket (a persona's webhook, shared by every thread of its parent channel);
+   * undefined for the channel's own (`id`). Asked at each edit, as it is known only once the
+   * first message is out.
+   */
+  pacingKey?(): string | undefined;
 }
 
 export interface StreamingReplyOptions {
@@ -55,6 +62,8 @@ export async function writeStreamingReply(
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let ended = false;
+  const sharedKey = (): string | undefined => channel.pacingKey?.();
+  const pacingKey = (): string => sharedKey() ?? channel.id;
 
   // Messages as they should read now; the cursor goes on the last one while it still fits.
   const wanted = (final: boolean): string[] => {
@@ -72,14 +81,14 @@ export async function writeStreamingReply(
       if (previous) await channel.edit(previous.id, content);
       else sent.push({ id: await channel.send(content), content });
       if (previous) previous.content = content;
-      options.pacer.sent(channel.id);
+      options.pacer.sent(pacingKey());
     }
   };
 
   // Runs one delivery when none is in flight and the pacing allows; otherwise arranges one.
   const schedule = (): void => {
     if (ended || inFlight || timer) return;
-    const wait = options.pacer.claim(channel.id);
+    const wait = options.pacer.claim(pacingKey());
     if (wait > 0) {
       timer = setTimeout(() => {
         timer = undefined;
@@ -87,6 +96,10 @@ export async function writeStreamingReply(
       }, wait);
       return;
     }
+    // A key several replies share (a webhook's, for every thread of its channel) is booked at
+    // once: replies in step would otherwise all pass before any of them is marked sent.
+    const shared = sharedKey();
+    if (shared !== undefined) options.pacer.sent(shared);
     inFlight = deliver(false)
       .catch((error: unknown) => options.logger.warn({ err: error, channelId: channel.id }, 'edit failed; the next one carries the text'))
       .finally(() => {

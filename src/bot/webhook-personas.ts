@@ -4,12 +4,23 @@
  * `avatar_url` (`thread_id` for threads, which have no webhooks of their own). The webhook's id
  * and token are cached per process; a cache of something people can delete, so a 10015 Unknown
  * Webhook re-creates it once and retries. Without Manage Webhooks (50013) the caller is told to
- * fall back to posting as the bot, and is handed the explanation once per channel.
+ * fall back to posting as the bot, and is handed the explanation once per channel; the failure is
+ * remembered for a minute, or until a channel or role changes (`permissionsChanged`).
  */
-import { ChannelType, DiscordAPIError, RESTJSONErrorCodes, type Client, type Message, type Webhook } from 'discord.js';
-import type { Logger } from 'pino';
+import {
+  type APIActionRowComponent,
+  type APIButtonComponent,
+  ChannelType,
+  DiscordAPIError,
+  RESTJSONErrorCodes,
+  type Client,
+  type Message,
+  type Webhook,
+  type WebhookMessageEditOptions,
+} from 'discord.js';
 import { AppError } from '../core/errors.js';
-import type { ReplyChannel } from './streaming-reply.js';
+import type { Logger } from '../core/ports.js';
+import { webhookBucket } from './job-deliveries.js';
 
 /** Who a message appears to come from. */
 export interface Persona {
@@ -22,7 +33,8 @@ export interface Persona {
 export type PersonaFallbackReason = 'missing-permission' | 'webhook-limit' | 'unsupported-channel';
 
 export type PersonaSendResult =
-  | { kind: 'sent'; messageId: string; webhookId: string }
+  /** `pacingKey`: the pacer's key for the webhook's rate-limit bucket, which every thread of its channel shares. */
+  | { kind: 'sent'; messageId: string; webhookId: string; pacingKey: string }
   | { kind: 'fallback'; reason: PersonaFallbackReason };
 
 export interface WebhookPersonasOptions {
@@ -30,6 +42,12 @@ export interface WebhookPersonasOptions {
   logger: Logger;
   /** The name of the bot's webhook in each channel. */
   webhookName?: string;
+  /**
+   * How long a channel where personas failed (no permission, 15 webhooks) is posted to as the
+   * bot without asking Discord again (default 60 s); `permissionsChanged()` ends it sooner.
+   */
+  fallbackMemoryMs?: number;
+  now?: () => number;
 }
 
 /** Discord's rule for webhook usernames: 1–80 characters, never containing these. */
@@ -84,11 +102,26 @@ export class WebhookPersonas {
   /** Ids of webhooks this process has used: messages from them are our own personas. */
   readonly #ownWebhookIds = new Set<string>();
   readonly #explained = new Set<string>();
+  /**
+   * Parent channel id → why personas failed there and until when that is taken as still true:
+   * without it every reply in such a channel would first spend a refused request (and wait on
+   * the channel's 5-per-5-s webhook bucket).
+   */
+  readonly #unavailable = new Map<string, { reason: PersonaFallbackReason; until: number }>();
+  readonly #fallbackMemoryMs: number;
+  readonly #now: () => number;
 
   constructor(options: WebhookPersonasOptions) {
     this.#client = options.client;
-    this.#logger = options.logger.child({ module: 'webhook-personas' });
+    this.#logger = options.logger;
     this.#webhookName = options.webhookName ?? 'Likeness';
+    this.#fallbackMemoryMs = options.fallbackMemoryMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** A channel or role changed (Manage Webhooks may be granted now): failures remembered so far are tried again at the next post. */
+  permissionsChanged(): void {
+    this.#unavailable.clear();
   }
 
   /** Posts `content` as `persona` in a channel or thread; `fallback` when personas cannot work there. */
@@ -102,6 +135,8 @@ export class WebhookPersonas {
       allowedMentions: { parse: [] },
       ...(target.threadId === undefined ? {} : { threadId: target.threadId }),
     };
+    const known = this.#unavailable.get(target.parentId);
+    if (known !== undefined && known.until > this.#now()) return { kind: 'fallback', reason: known.reason };
     for (let attempt = 0; ; attempt += 1) {
       let webhook: Webhook;
       try {
@@ -113,12 +148,14 @@ export class WebhookPersonas {
             ? 'webhook-limit'
             : null;
         if (reason === null) throw error;
-        this.#logger.info({ channelId: target.parentId, reason }, 'personas unavailable; posting as the bot');
+        this.#unavailable.set(target.parentId, { reason, until: this.#now() + this.#fallbackMemoryMs });
+        // Told (and logged at info) once per channel by `explanationOnce`.
+        this.#logger.debug({ channelId: target.parentId, reason }, 'personas unavailable; posting as the bot');
         return { kind: 'fallback', reason };
       }
       try {
         const message = await webhook.send(body);
-        return { kind: 'sent', messageId: message.id, webhookId: webhook.id };
+        return { kind: 'sent', messageId: message.id, webhookId: webhook.id, pacingKey: webhookBucket(webhook.id, webhook.token ?? '') };
       } catch (error) {
         // Someone deleted the webhook: forget it, make a new one, try once more.
         if (attempt > 0 || !isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) throw error;
@@ -134,12 +171,24 @@ export class WebhookPersonas {
    * caller sends the rest as a new message.
    */
   async edit(channelId: string, messageId: string, content: string): Promise<void> {
+    await this.#editMessage(channelId, messageId, { content, allowedMentions: { parse: [] } });
+  }
+
+  /**
+   * Puts button rows under a persona message, keeping its text. Discord takes interactive
+   * components from application-owned webhooks only, which the bot's are (it made them).
+   */
+  async setButtons(channelId: string, messageId: string, rows: APIActionRowComponent<APIButtonComponent>[]): Promise<void> {
+    await this.#editMessage(channelId, messageId, { components: rows });
+  }
+
+  async #editMessage(channelId: string, messageId: string, change: Pick<WebhookMessageEditOptions, 'content' | 'components' | 'allowedMentions'>): Promise<void> {
     const target = await this.#target(channelId);
     if (target === null) throw new AppError('NOT_FOUND', 'That character message can no longer be edited.');
     // After a restart the cache is empty; the channel's webhook is found again like for a send.
     const webhook = this.#ready.get(target.parentId) ?? (await this.#webhook(target.parentId));
     try {
-      await webhook.editMessage(messageId, { content, allowedMentions: { parse: [] }, ...(target.threadId === undefined ? {} : { threadId: target.threadId }) });
+      await webhook.editMessage(messageId, { ...change, ...(target.threadId === undefined ? {} : { threadId: target.threadId }) });
     } catch (error) {
       if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) this.#forget(target.parentId, webhook);
       // 10008 also covers a message sent by an earlier, since deleted, webhook of this channel.
@@ -162,6 +211,7 @@ export class WebhookPersonas {
     const key = `${target?.parentId ?? channelId}:${reason}`;
     if (this.#explained.has(key)) return null;
     this.#explained.add(key);
+    this.#logger.info({ channelId: target?.parentId ?? channelId, reason }, 'personas unavailable here; the bot posts instead and says how to enable them');
     return explainFallback(reason);
   }
 
@@ -178,7 +228,7 @@ export class WebhookPersonas {
     if (pending === undefined) {
       pending = this.#findOrCreate(parentId);
       this.#webhooks.set(parentId, pending);
-      // A failure (no permission today) is not cached: the permission may be granted later.
+      // A failed promise is not kept: the permission may be granted later (see #unavailable for the short memory).
       pending.catch(() => {
         if (this.#webhooks.get(parentId) === pending) this.#webhooks.delete(parentId);
       });
@@ -206,21 +256,4 @@ export class WebhookPersonas {
     this.#ready.delete(parentId);
     this.#webhooks.delete(parentId);
   }
-}
-
-/**
- * A persona as the streaming writer's channel, for a channel where `send` has not fallen back:
- * a fallback on the first send is an error here, so check permissions first with `send`.
- */
-export function personaReplyChannel(personas: WebhookPersonas, channel: { id: string; sendTyping(): Promise<void> }, persona: Persona): ReplyChannel {
-  return {
-    id: channel.id,
-    sendTyping: () => channel.sendTyping(),
-    send: async (content) => {
-      const result = await personas.send(channel.id, persona, content);
-      if (result.kind === 'fallback') throw new AppError('FORBIDDEN', explainFallback(result.reason));
-      return result.messageId;
-    },
-    edit: (messageId, content) => personas.edit(channel.id, messageId, content),
-  };
 }

@@ -8,6 +8,7 @@ import { authenticate } from './auth.js';
 import type { HttpDependencies, HttpEnv } from './context.js';
 import { handleError } from './errors.js';
 import { accountRoutes } from './routes/accounts.js';
+import { avatarRoutes } from './routes/avatars.js';
 import { characterRoutes } from './routes/characters.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
@@ -25,7 +26,7 @@ export const maxTrainingBodyBytes = 110 * 1024 * 1024;
 
 const trainingPath = /\/characters\/[^/]+\/images\/models\/?$/;
 
-/** The HTTP front end: the spec's `/api/v0` JSON API, signed files and a health check. */
+/** The HTTP front end: the spec's `/api/v0` JSON API, signed files, avatars and a health check. */
 export function createApp(dependencies: HttpDependencies) {
   const routes = { ...dependencies, serializers: new Serializers(dependencies.signer), rateLimits: dependencies.rateLimits ?? memoryRateLimits() };
   const app = new Hono<HttpEnv>();
@@ -52,6 +53,7 @@ export function createApp(dependencies: HttpDependencies) {
   app.route('/', healthRoutes(dependencies.health ?? { discord: () => 'disabled', storeReachable: async () => true }));
   if (dependencies.api === false) return app;
   app.route('/files', fileRoutes(dependencies.core, dependencies.signer));
+  if (dependencies.avatars) app.route('/avatars', avatarRoutes(dependencies.core, dependencies.avatars));
   // Before the API's key check, which these two must not pass through.
   app.route('/api/v0', openApiRoutes());
 

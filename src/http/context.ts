@@ -1,5 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Actor } from '../core/actor.js';
+import type { AvatarUrls } from '../avatar-urls.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -12,6 +13,8 @@ import type { UrlSigner } from './signed-urls.js';
 export interface HttpDependencies {
   core: Core;
   signer: UrlSigner;
+  /** Non-expiring avatar URLs (personas on Discord); without it `/avatars` is not served. */
+  avatars?: AvatarUrls;
   logger: Logger;
   /** Chat requests allowed per account per minute. */
   rateLimitPerMinute: number;

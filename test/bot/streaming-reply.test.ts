@@ -153,4 +153,18 @@ describe('ChannelPacer', () => {
     expect(pacer.intervalOf('a')).toBe(1000);
     expect(pacer.intervalOf('b')).toBe(1000);
   });
+
+  it('paces by the channel’s pacing key when it has one: two threads on one webhook share its spacing', async () => {
+    const words = Array.from({ length: 40 }, (_, index) => `w${index} `);
+    /** Messages shown (first post, edits, final) by two threads streaming at once, keyed apart or together. */
+    const versionsOfTwo = async (sharedKey: boolean): Promise<number> => {
+      const pacer = new ChannelPacer({ baseIntervalMs: 100, maxIntervalMs: 1000 });
+      const threads = [0, 1].map((index) => Object.assign(new RecordingChannel(1), { id: `thread-${index}`, ...(sharedKey ? { pacingKey: () => 'webhook:1/token' } : {}) }));
+      await Promise.all(threads.map((thread) => writeStreamingReply(thread, timed(words, 20), { pacer, logger: silent, explain })));
+      expect(threads.every((thread) => thread.final()[0] === words.join('').trimEnd())).toBe(true);
+      return threads.reduce((sum, thread) => sum + thread.contents.get('m1')!.length, 0);
+    };
+    const [together, apart] = [await versionsOfTwo(true), await versionsOfTwo(false)];
+    expect(together).toBeLessThan(apart * 0.75);
+  });
 });

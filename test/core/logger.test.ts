@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { DiscordAPIError } from 'discord.js';
+import { DiscordAPIError, RateLimitError } from 'discord.js';
+import { AppError } from '../../src/core/errors.js';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 
@@ -31,5 +32,30 @@ describe('createLogger', () => {
     expect(JSON.stringify(line)).not.toContain('secret');
     expect(line!.err.url).toBe('[redacted]');
     expect(line!.err.message).toBe('Invalid Webhook Token');
+  });
+
+  it('keeps persona webhook tokens out of the log: in a wrapped Discord error and in a rate-limit error', () => {
+    const { stream, lines } = sink();
+    const logger = createLogger('info', stream);
+    const url = 'https://discord.com/api/v10/webhooks/1/webhook-token-secret/messages/2?thread_id=3';
+    const unknown = new DiscordAPIError({ code: 10015, message: 'Unknown Webhook' }, 10015, 404, 'PATCH', url, { body: { content: 'hi' }, files: undefined });
+    logger.warn({ err: new AppError('NOT_FOUND', 'That character message can no longer be edited.', { cause: unknown }) }, 'edit failed');
+    logger.warn({ err: unknown }, 'edit failed');
+    const limited = new RateLimitError({
+      global: false,
+      method: 'PATCH',
+      url,
+      route: '/webhooks/:id/:token/messages/:id',
+      majorParameter: '1/webhook-token-secret',
+      hash: 'bucket',
+      limit: 5,
+      timeToReset: 1000,
+      retryAfter: 1000,
+      sublimitTimeout: 0,
+      scope: 'user',
+    });
+    logger.warn({ err: limited }, 'rate limited');
+    expect(lines()).toHaveLength(3);
+    for (const line of lines()) expect(JSON.stringify(line)).not.toContain('secret');
   });
 });

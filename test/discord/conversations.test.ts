@@ -1,15 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { APIChannel, APIThreadChannel, APIUser } from 'discord-api-types/v10';
-import { type BotHarness, startBotHarness } from './harness.js';
-
-/** The reply the fake engine gives: the newest user line, echoed with a marker. */
-function echo(prefix: string) {
-  return (body: { messages?: Array<{ role: string; content: unknown }> }) => {
-    const last = body.messages?.at(-1)?.content;
-    const text = typeof last === 'string' ? last.split('\n').at(-1) : 'something';
-    return { reply: `${prefix} ${text}`, tokensPerSecond: 50 };
-  };
-}
+import { type BotHarness, echo, startBotHarness } from './harness.js';
 
 describe('Discord conversations, end to end through discord.js and the fake Discord', () => {
   let bot: BotHarness;

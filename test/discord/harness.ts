@@ -11,6 +11,15 @@ import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fake
 import type { APIUser } from 'discord-api-types/v10';
 import { freePort } from '../http/harness.js';
 
+/** The reply the fake engine gives: the newest user line, echoed after `prefix`. */
+export function echo(prefix: string) {
+  return (body: { messages?: Array<{ role: string; content: unknown }> }) => {
+    const last = body.messages?.at(-1)?.content;
+    const text = typeof last === 'string' ? last.split('\n').at(-1) : 'something';
+    return { reply: `${prefix} ${text}`, tokensPerSecond: 50 };
+  };
+}
+
 export interface BotHarness {
   discord: FakeDiscord;
   /** The fake voice server, when started with `voice: true`. */

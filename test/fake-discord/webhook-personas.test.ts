@@ -6,9 +6,14 @@
 import { ChannelType, Events, type Message, type TextChannel } from 'discord.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sanitizePersonaName, WebhookPersonas, personaReplyChannel } from '../../src/bot/webhook-personas.js';
+import { AvatarUrls } from '../../src/avatar-urls.js';
+import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
+import type { CharacterRecord } from '../../src/core/records.js';
+import type { Core } from '../../src/core/core.js';
+import { sanitizePersonaName, WebhookPersonas } from '../../src/bot/webhook-personas.js';
 import { startWithClient } from './harness.js';
 
+const silentLogger = pino({ level: 'silent' });
 const ada = { name: 'Ada Lovelace', avatarUrl: 'https://likeness.example/avatars/ada.png' };
 
 describe('webhook personas', () => {
@@ -96,13 +101,32 @@ describe('webhook personas', () => {
     expect(await personas.explanationOnce(channel.id, 'missing-permission')).toContain('Manage Webhooks');
     expect(await personas.explanationOnce(thread.id, 'missing-permission')).toBeNull();
     expect(setup.fake.messages(channel.id)).toHaveLength(0);
+    // The failure is remembered: no refused request at every post.
+    const listed = requestsTo('GET /channels/{channel.id}/webhooks', channel.id);
+    expect(await personas.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    expect(requestsTo('GET /channels/{channel.id}/webhooks', channel.id)).toBe(listed);
     setup.fake.setManageWebhooks(channel.id, true);
+    // Until the bot hears that permissions changed (a channel or role update; bot.ts wires it).
+    expect(await personas.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    personas.permissionsChanged();
     expect(await personas.send(channel.id, ada, 'now as myself')).toMatchObject({ kind: 'sent' });
+  });
+
+  it('asks Discord again once the memory of a failure runs out', async () => {
+    let now = 1_000_000;
+    const forgetful = new WebhookPersonas({ client: setup.client, logger: silentLogger, fallbackMemoryMs: 60_000, now: () => now });
+    const channel = await newChannel('granted-later', false);
+    expect(await forgetful.send(channel.id, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'missing-permission' });
+    setup.fake.setManageWebhooks(channel.id, true);
+    now += 59_000;
+    expect(await forgetful.send(channel.id, ada, 'hi')).toMatchObject({ kind: 'fallback' });
+    now += 2_000;
+    expect(await forgetful.send(channel.id, ada, 'hi')).toMatchObject({ kind: 'sent' });
   });
 
   it('streams by editing its message, through the streaming writer’s channel interface', async () => {
     const channel = await newChannel('streaming');
-    const reply = personaReplyChannel(personas, channel, ada);
+    const reply = personaReplyChannel(personas, channel, ada, silentLogger);
     const messageId = await reply.send('Once');
     await reply.edit(messageId, 'Once upon');
     await reply.edit(messageId, 'Once upon a time.');
@@ -112,8 +136,19 @@ describe('webhook personas', () => {
       ['edit', 'Once upon a time.'],
     ]);
     expect(setup.fake.message(messageId)?.author.username).toBe('Ada Lovelace');
+    expect(reply.pacingKey?.()).toMatch(/^webhook:\d+\//);
+    // Without the permission the bot posts, after saying once how to let characters post.
     const silent = await newChannel('streaming-no-permission', false);
-    await expect(personaReplyChannel(personas, silent, ada).send('x')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    const fallback = personaReplyChannel(personas, silent, ada, silentLogger);
+    const asBot = await fallback.send('x');
+    await fallback.edit(asBot, 'xy');
+    expect(fallback.pacingKey?.()).toBeUndefined();
+    await personaReplyChannel(personas, silent, ada, silentLogger).send('z');
+    expect(setup.fake.messages(silent.id).map((message) => [message.author.id, message.content.slice(0, 20)])).toEqual([
+      [setup.fake.botUser.id, 'Characters can post '],
+      [setup.fake.botUser.id, 'xy'],
+      [setup.fake.botUser.id, 'z'],
+    ]);
   });
 
   it('posts and edits in a thread through its parent’s webhook with thread_id', async () => {
@@ -128,6 +163,28 @@ describe('webhook personas', () => {
     expect(setup.fake.webhooks(channel.id)).toHaveLength(1);
     const paths = setup.fake.requests.filter((request) => request.route?.startsWith('PATCH /webhooks/{webhook.id}') === true).map((request) => request.query.get('thread_id'));
     expect(paths.at(-1)).toBe(thread.id);
+  });
+
+  it('gives personas a picture only when PUBLIC_BASE_URL is one Discord can reach, and says so once', async () => {
+    const channel = await newChannel('pictures');
+    // PersonaReplies is handed the character; it reads nothing of the core for that.
+    const core = {} as unknown as Core;
+    const character = { id: 'character-1', name: 'Ada Lovelace', avatar: { key: 'avatar-file', mimeType: 'image/png' } } as unknown as CharacterRecord;
+    const avatarUrlSent = async (publicBaseUrl: string) => {
+      const said: string[] = [];
+      const logger = { debug() {}, info: (_fields: object, message: string) => said.push(message), warn() {}, error() {} };
+      const replies = new PersonaReplies({ core, personas, avatars: new AvatarUrls({ publicBaseUrl, secret: 'a-signing-secret-of-some-length' }), logger });
+      await replies.channelFor(channel, character).send(`from ${publicBaseUrl}`);
+      const execute = setup.fake.requests.findLast((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
+      return { avatarUrl: (execute?.body as { avatar_url?: string }).avatar_url, said };
+    };
+    const open = await avatarUrlSent('https://likeness.example');
+    expect(open.avatarUrl).toMatch(/^https:\/\/likeness\.example\/avatars\/character-1\/[A-Za-z0-9_-]{43}\.png$/);
+    expect(open.said).toEqual([]);
+    const local = await avatarUrlSent('http://192.168.1.20:3000');
+    expect(local.avatarUrl).toBeUndefined();
+    expect(local.said).toEqual(['PUBLIC_BASE_URL is not reachable from the internet: personas post without a picture']);
+    expect(setup.fake.messages(channel.id).map((message) => message.author.username)).toEqual(['Ada Lovelace', 'Ada Lovelace']);
   });
 
   it('tells a DM that personas do not exist there', async () => {

@@ -151,6 +151,30 @@ describe('fake Discord webhooks', () => {
     expect(setup.fake.message(sent.id)).toBeUndefined();
   });
 
+  it('takes components from the application’s webhooks always, from a person’s only with with_components and never interactive ones', async () => {
+    const channel = await newChannel('components');
+    const button = { type: 1, components: [{ type: 2, style: 2, custom_id: 'again', label: 'Again' }] };
+    const link = { type: 1, components: [{ type: 2, style: 5, url: 'https://likeness.example', label: 'Site' }] };
+    const owned = await channel.createWebhook({ name: 'Likeness' });
+    const ownedSender = webhookClient(owned.id, owned.token!);
+    const fromApplication = await ownedSender.send({ content: 'with a button', components: [button] });
+    expect(fromApplication.components).toHaveLength(1);
+    expect((await ownedSender.editMessage(fromApplication.id, { components: [] })).components).toEqual([]);
+    expect((await ownedSender.editMessage(fromApplication.id, { components: [button] })).components).toHaveLength(1);
+
+    const personal = setup.fake.createUserWebhook(channel.id, 'Captain Hook');
+    const personalSender = webhookClient(personal.id, personal.token);
+    const ignored = await personalSender.send({ content: 'no button here', components: [button] });
+    expect(ignored.components ?? []).toEqual([]);
+    expect(ignored.application_id ?? null).toBeNull();
+    const refused = await rejection(personalSender.send({ content: 'x', components: [button], withComponents: true }));
+    expect([refused.status, refused.code]).toEqual([400, 50035]);
+    const linked = await personalSender.send({ content: 'a link', components: [link], withComponents: true });
+    expect(linked.components).toHaveLength(1);
+    const stillIgnored = await personalSender.editMessage(linked.id, { components: [] });
+    expect(stillIgnored.components).toHaveLength(1);
+  });
+
   it('answers 10015 Unknown Webhook after deletion, by id and token', async () => {
     const channel = await newChannel('short-lived');
     const webhook = await channel.createWebhook({ name: 'Likeness' });

@@ -10,6 +10,7 @@
  * await client.login(fake.token);
  * ```
  */
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIApplicationCommand, APIApplicationCommandOptionChoice, APIBaseVoiceState, APIChannel, APIUser } from 'discord-api-types/v10';
@@ -33,7 +34,7 @@ import { channelObject, guildCreateObject } from './serialize.js';
 import { ShardingRules, type ShardingOptions, type ShardingStats } from './sharding.js';
 import { addTextChannel, joinGuild, makeGuild, makeToken, makeUser, type FakeGuild, type GuildSpec, type UserSpec } from './setup.js';
 import { DiscordState, type MessageVersion, type WebhookRecord } from './state.js';
-import { createThread } from './threads.js';
+import { channelUpdated, createThread } from './threads.js';
 import { waitForState } from './wait-for.js';
 
 export interface StartFakeDiscordOptions {
@@ -109,7 +110,10 @@ export interface FakeDiscord {
   createThread(parentId: string, spec: { name: string; type?: 11 | 12; ownerId?: string }): APIChannel;
   /** Sets the bot's permissions in a channel (threads follow their parent). */
   setBotPermissions(channelId: string, permissions: bigint): void;
-  /** Grants or takes away the bot's MANAGE_WEBHOOKS in a channel (off by default, as for a bot invited with text permissions). */
+  /**
+   * Grants or takes away the bot's MANAGE_WEBHOOKS in a channel (off by default, as for a bot
+   * invited with text permissions), dispatching CHANNEL_UPDATE as an overwrite edit would.
+   */
   setManageWebhooks(channelId: string, allowed: boolean): void;
   /** Moves the fake's clock forward (token expiry, message age). */
   advanceTime(milliseconds: number): void;
@@ -129,6 +133,11 @@ export interface FakeDiscord {
   message(messageId: string): FakeMessage | undefined;
   /** A channel's webhooks, deleted ones included (flag `deleted`), oldest first. */
   webhooks(channelId: string): WebhookRecord[];
+  /**
+   * A webhook a person made in the channel's settings (not application-owned: its messages have
+   * no `application_id`, and it may send only non-interactive components, with `with_components`).
+   */
+  createUserWebhook(channelId: string, name: string): WebhookRecord;
   /** Every version of a message: its creation and each edit, with timestamps. */
   messageHistory(messageId: string): MessageVersion[];
   interactionResponses(interactionId: string): InteractionResponseRecord[];
@@ -342,6 +351,26 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
     if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
     const bit = PermissionFlagsBits.ManageWebhooks;
     channel.botPermissions = allowed ? channel.botPermissions | bit : channel.botPermissions & ~bit;
+    // On Discord a permission is changed by editing the channel's overwrites (or a role), which clients see as an update.
+    channelUpdated(this.context, channel);
+  }
+
+  createUserWebhook(channelId: string, name: string): WebhookRecord {
+    const channel = this.context.state.channels.get(channelId);
+    if (channel === undefined || channel.guildId === null) throw new Error(`fake Discord: no guild channel ${channelId}`);
+    const webhook: WebhookRecord = {
+      id: this.context.state.ids.next(),
+      token: randomBytes(51).toString('base64url'),
+      channelId,
+      guildId: channel.guildId,
+      name,
+      avatar: null,
+      creatorId: this.#parts.ownerId,
+      applicationId: null,
+      deleted: false,
+    };
+    this.context.state.webhooks.set(webhook.id, webhook);
+    return webhook;
   }
 
   webhooks(channelId: string): WebhookRecord[] {

@@ -18,7 +18,7 @@ import {
   wrongChannelType,
   type FieldProblem,
 } from '../errors.js';
-import { readMessageInput } from '../message-input.js';
+import { readMessageInput, type MessageInput } from '../message-input.js';
 import type { RouteAnswer, RouteDefinition, RouteRequest } from '../router.js';
 import { webhookObject } from '../serialize.js';
 import type { ChannelRecord, MessageRecord, WebhookRecord } from '../state.js';
@@ -119,6 +119,34 @@ function targetChannel(request: RouteRequest, context: FakeContext, webhook: Web
   return thread;
 }
 
+/** Component types people act on: buttons (but link and premium ones), selects, text inputs. */
+function isInteractive(component: unknown): boolean {
+  if (!isObject(component)) return false;
+  const { type, style } = component;
+  if (type === 2) return style !== 5 && style !== 6;
+  if (type === 3 || type === 4 || type === 5 || type === 6 || type === 7 || type === 8) return true;
+  const children = [component['components'], component['accessory']].flat().filter((child) => child !== undefined);
+  return children.some(isInteractive);
+}
+
+/**
+ * Discord's rule on webhook components (execute and edit): an application-owned webhook may always
+ * send them; any other webhook's `components` are ignored unless the request says
+ * `with_components=true`, and even then only non-interactive ones are taken (the fake answers
+ * 50035 for an interactive one; the notes do not say which error Discord gives).
+ */
+function applyComponentRule(request: RouteRequest, context: FakeContext, webhook: WebhookRecord, input: MessageInput): MessageInput {
+  if (input.components === undefined || (webhook.applicationId !== null && webhook.applicationId === context.applicationId)) return input;
+  if (request.query.get('with_components') !== 'true') {
+    const { components: _ignored, ...rest } = input;
+    return rest;
+  }
+  if (input.components.some(isInteractive)) {
+    throw invalidFormBody([{ path: ['components'], code: 'COMPONENT_INTERACTIVE_NOT_ALLOWED', message: 'Only application-owned webhooks can send interactive components.' }]);
+  }
+  return input;
+}
+
 function execute(request: RouteRequest, context: FakeContext): RouteAnswer {
   const webhook = webhookForToken(request, context);
   const channel = targetChannel(request, context, webhook);
@@ -129,7 +157,7 @@ function execute(request: RouteRequest, context: FakeContext): RouteAnswer {
     problems.push({ path: ['avatar_url'], code: 'BASE_TYPE_STRING', message: 'Must be a string.' });
   }
   if (problems.length > 0) throw invalidFormBody(problems);
-  const input = readMessageInput(request.body, request.files, 'create');
+  const input = applyComponentRule(request, context, webhook, readMessageInput(request.body, request.files, 'create'));
   checkVoiceMessage(context, channel, input);
   reopenThread(context, channel);
   const username = typeof body['username'] === 'string' ? body['username'] : webhook.name;
@@ -155,7 +183,8 @@ function ownMessage(request: RouteRequest, context: FakeContext): MessageRecord 
 function editMessage(request: RouteRequest, context: FakeContext): RouteAnswer {
   const message = ownMessage(request, context);
   checkVoiceMessageEdit(message);
-  return { status: 200, body: context.messages.toRest(context.messages.edit(message, readMessageInput(request.body, request.files, 'edit'))) };
+  const input = applyComponentRule(request, context, webhookForToken(request, context), readMessageInput(request.body, request.files, 'edit'));
+  return { status: 200, body: context.messages.toRest(context.messages.edit(message, input)) };
 }
 
 const withToken = '/webhooks/{webhook.id}/{webhook.token}';

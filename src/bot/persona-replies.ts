@@ -1,0 +1,98 @@
+import type { Channel, Message } from 'discord.js';
+import type { AvatarUrls } from '../avatar-urls.js';
+import { adminActor } from '../core/actor.js';
+import type { Core } from '../core/core.js';
+import type { Logger } from '../core/ports.js';
+import type { CharacterRecord } from '../core/records.js';
+import { replyChannelOf } from './reply-channel.js';
+import type { ReplyChannel } from './streaming-reply.js';
+import type { Persona, WebhookPersonas } from './webhook-personas.js';
+
+export interface PersonaRepliesOptions {
+  core: Core;
+  personas: WebhookPersonas;
+  /** Builds avatar URLs; without it, or with a base Discord cannot reach, personas have no picture. */
+  avatars: AvatarUrls | undefined;
+  logger: Logger;
+}
+
+/**
+ * Where a character's replies go: in server channels and threads under its own name and picture
+ * through the channel's webhook, in DMs (which have no webhooks) as the bot. Front ends ask
+ * `channelFor` for the writer's channel and never choose themselves.
+ */
+export class PersonaReplies {
+  readonly #core: Core;
+  readonly #personas: WebhookPersonas;
+  readonly #avatars: AvatarUrls | undefined;
+  readonly #logger: Logger;
+
+  constructor(options: PersonaRepliesOptions) {
+    this.#core = options.core;
+    this.#personas = options.personas;
+    this.#logger = options.logger;
+    // Discord fetches `avatar_url` itself: a loopback or private base would only show a broken picture.
+    this.#avatars = options.avatars?.isPublic() ? options.avatars : undefined;
+    if (options.avatars && !this.#avatars) {
+      this.#logger.info({}, 'PUBLIC_BASE_URL is not reachable from the internet: personas post without a picture');
+    }
+  }
+
+  /** The streaming writer's channel for `character`'s reply in `channel`. */
+  channelFor(channel: Channel, character: CharacterRecord): ReplyChannel {
+    if (channel.isDMBased()) return replyChannelOf(channel);
+    return personaReplyChannel(this.#personas, channel, { name: character.name, avatarUrl: this.#avatars?.urlOf(character) ?? null }, this.#logger);
+  }
+
+  /** The same for a character of a conversation: `characterId` if present, else the one the conversation is with. */
+  async channelForConversation(channel: Channel, conversationId: string, characterId?: string): Promise<ReplyChannel> {
+    if (channel.isDMBased()) return replyChannelOf(channel);
+    const conversation = await this.#core.conversations.get(adminActor, conversationId);
+    // A writer who has left the scene since: the conversation's own character, as the core does.
+    const present = characterId !== undefined && conversation.characterIds.includes(characterId) ? characterId : undefined;
+    return this.channelFor(channel, await this.#core.conversations.answerer(conversation, present));
+  }
+
+  /** True for messages the bot's own personas posted, which the bot must never answer. */
+  isOwnPersonaMessage(message: Pick<Message, 'webhookId' | 'applicationId'>): boolean {
+    return this.#personas.isOwnPersonaMessage(message);
+  }
+}
+
+/**
+ * A persona as the streaming writer's channel. Where personas cannot work (no Manage Webhooks,
+ * 15 webhooks already), the reply goes out as the bot, after the explanation the channel gets
+ * once. A permission granted later takes effect with the next reply after Discord tells of
+ * the change (or within a minute; see `WebhookPersonas`). Each message is edited the way it was sent.
+ */
+export function personaReplyChannel(personas: WebhookPersonas, channel: Channel, persona: Persona, logger: Logger): ReplyChannel {
+  const asBot = replyChannelOf(channel);
+  const personaMessages = new Set<string>();
+  let webhookKey: string | undefined;
+  let fellBack = false;
+  return {
+    id: channel.id,
+    sendTyping: () => asBot.sendTyping(),
+    // Persona edits count against the webhook's bucket, not the channel's; the bot's against the channel's.
+    pacingKey: () => webhookKey,
+    async send(content) {
+      if (!fellBack) {
+        const result = await personas.send(channel.id, persona, content);
+        if (result.kind === 'sent') {
+          personaMessages.add(result.messageId);
+          webhookKey = result.pacingKey;
+          return result.messageId;
+        }
+        fellBack = true;
+        webhookKey = undefined;
+        const explanation = await personas.explanationOnce(channel.id, result.reason);
+        if (explanation !== null) {
+          await asBot.send(explanation).catch((error: unknown) => logger.warn({ err: error, channelId: channel.id }, 'could not say how to enable personas'));
+        }
+      }
+      return asBot.send(content);
+    },
+    edit: (messageId, content) => (personaMessages.has(messageId) ? personas.edit(channel.id, messageId, content) : asBot.edit(messageId, content)),
+    setButtons: (messageId, rows) => (personaMessages.has(messageId) ? personas.setButtons(channel.id, messageId, rows) : asBot.setButtons!(messageId, rows)),
+  };
+}
