@@ -87,18 +87,12 @@ export class ConversationRunner {
 
   async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
     const pieces = withFinishNote(reply);
-    const written = await writeStreamingReply(channel, onSentence ? teeSentences(pieces, onSentence) : pieces, {
+    const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
       pacer: this.pacer,
       logger: this.logger,
       explain: (error) => `⚠️ ${explainError(error)}`,
     });
     const stored = await reply.done.catch(() => undefined);
-    // Who wrote these Discord messages, so a reply to one of them is answered by its character.
-    if (stored && written.messageIds.length > 0) {
-      await this.options.recordAuthors?.(written.messageIds, stored.participantId).catch((error: unknown) => {
-        this.logger.warn({ err: error, conversationId }, 'could not record who wrote a reply');
-      });
-    }
     if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
     // A finished or failed reply can be asked for again.
     const lastMessageId = written.messageIds.at(-1);
@@ -107,7 +101,24 @@ export class ConversationRunner {
         this.logger.warn({ err: error, conversationId }, 'could not add the try-again button');
       });
     }
-    return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: stored.participantId } : undefined;
+    return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: reply.characterId } : undefined;
+  }
+
+  /**
+   * The channel, remembering each message it sends as the character's words as soon as it
+   * exists, so a reply to it (even while it still streams) reaches that character.
+   */
+  #recordingAuthors(channel: ReplyChannel, characterId: string, conversationId: string): ReplyChannel {
+    const record = this.options.recordAuthors;
+    if (!record) return channel;
+    return {
+      ...channel,
+      send: async (content) => {
+        const id = await channel.send(content);
+        await record([id], characterId).catch((error: unknown) => this.logger.warn({ err: error, conversationId }, 'could not record who wrote a reply'));
+        return id;
+      },
+    };
   }
 }
 

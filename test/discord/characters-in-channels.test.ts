@@ -29,8 +29,12 @@ describe('characters in server channels and scenes, through discord.js and the f
     });
   }
 
-  /** Every bot or persona text in a channel, newest last. */
-  const texts = (channelId: string) => bot.discord.messages(channelId).filter((message) => message.author.bot).map((message) => message.content);
+  /** The characters' replies in a channel (bot or persona messages in the fake engine's `[Name] …` form), oldest first. */
+  const texts = (channelId: string) =>
+    bot.discord
+      .messages(channelId)
+      .filter((message) => message.author.bot && message.content.startsWith('['))
+      .map((message) => message.content);
 
   async function nameCharacter(user: APIUser, name: string): Promise<void> {
     expect(await command(user, bot.discord.guild.textChannelId, 'character', { subcommand: 'edit', options: { name, public: true } })).toContain(name);
@@ -40,8 +44,11 @@ describe('characters in server channels and scenes, through discord.js and the f
     const before = bot.discord.threads.length;
     const choices = await bot.discord.sendAutocomplete({ user, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: '' }, focused: 'character' });
     const own = choices.find((choice) => choice.name.endsWith('(yours)'))!;
-    bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: String(own.value) } });
-    return bot.discord.waitFor((fake) => fake.threads.length > before && fake.threads.at(-1));
+    const sent = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: String(own.value) } });
+    const thread = await bot.discord.waitFor((fake) => fake.threads.length > before && fake.threads.at(-1));
+    // The thread is linked to its conversation before /chat says where it is.
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(sent.interactionId)).includes(`<#${thread.id}>`));
+    return thread;
   }
 
   beforeAll(async () => {
@@ -112,7 +119,11 @@ describe('characters in server channels and scenes, through discord.js and the f
     bot.discord.setManageWebhooks(channel, true);
     await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Bo' } });
     bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Bo, sing' });
-    const persona = await bot.discord.waitFor(() => bot.discord.messages(channel).find((message) => message.webhook_id !== undefined && message.content.startsWith('[Bo]')), 10_000);
+    // Finished once it carries its 🔄 button.
+    const persona = await bot.discord.waitFor(
+      () => bot.discord.messages(channel).find((message) => message.webhook_id !== undefined && message.content.startsWith('[Bo]') && (message.components?.length ?? 0) > 0),
+      10_000,
+    );
     expect(persona.author.username).toBe('Bo');
     bot.discord.sendMessage({ channelId: channel, author: alice, content: 'again', replyTo: persona.id });
     await bot.discord.waitFor(() => bot.discord.messages(channel).filter((message) => message.webhook_id !== undefined && message.content.startsWith('[Bo]')).length === 2, 10_000);
@@ -125,14 +136,14 @@ describe('characters in server channels and scenes, through discord.js and the f
     expect(await command(alice, thread.id, 'scene', { subcommand: 'add', options: { character: 'Bo' } })).toContain('**Bo** joins');
 
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'hello both' });
-    await bot.discord.waitFor(() => texts(thread.id).includes('[Ada] hello both'), 10_000);
+    await bot.discord.waitFor(() => texts(thread.id).includes('[Ada] alice: hello both'), 10_000);
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Bo, what scares you?' });
-    await bot.discord.waitFor(() => texts(thread.id).includes('[Bo] Bo, what scares you?'), 10_000);
+    await bot.discord.waitFor(() => texts(thread.id).includes('[Bo] alice: Bo, what scares you?'), 10_000);
     const boPrompt = bot.llm.requests.at(-1)!.body.messages!;
     expect(String(boPrompt[0]!.content)).toContain('Bo fears the sea');
     expect(String(boPrompt[0]!.content)).not.toContain('blue notebook');
     // Ada's line reaches Bo as someone else's words, under her name.
-    expect(JSON.stringify(boPrompt)).toContain('Ada: [Ada] hello both');
+    expect(JSON.stringify(boPrompt)).toContain('Ada: [Ada] alice: hello both');
 
     const sent = bot.discord.sendSlashCommand({ user: alice, channelId: thread.id, name: 'scene', subcommand: 'next', options: { character: 'Ada' } });
     await sent.response;
@@ -140,6 +151,6 @@ describe('characters in server channels and scenes, through discord.js and the f
     const adaPrompt = bot.llm.requests.at(-1)!.body.messages!;
     expect(String(adaPrompt[0]!.content)).toContain('blue notebook');
     expect(String(adaPrompt[0]!.content)).not.toContain('fears the sea');
-    expect(JSON.stringify(adaPrompt)).toContain('Bo: [Bo] Bo, what scares you?');
+    expect(JSON.stringify(adaPrompt)).toContain('Bo: [Bo] alice: Bo, what scares you?');
   });
 });
