@@ -3,13 +3,14 @@ import { accountActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { RepositoryStore } from '../core/repositories.js';
-import { ChannelPacer } from './channel-pacer.js';
+import { ChannelPacer, botEditsPerSecond } from './channel-pacer.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
+import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice-playback.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -78,7 +79,8 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     watchGateway(client, options.metrics);
     watchVoiceConnections(options.metrics);
   }
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000 });
+  // Shard processes share the token's 50 requests a second: each takes its shards' part of the budget.
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: botEditsPerSecond * shareOfShards(client) });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

@@ -2,7 +2,7 @@
 import { Client, REST, RESTEvents, Routes } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RestProxy, startRestProxy } from '../../src/bot/sharding/rest-proxy.js';
-import { holdsShardOf, shardOf } from '../../src/bot/sharding/shard-of.js';
+import { holdsShardOf, shardOf, shareOfShards } from '../../src/bot/sharding/shard-of.js';
 import { type FakeDiscord, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { shardOf as fakeShardOf } from '../fakes/discord/sharding.js';
 
@@ -28,6 +28,12 @@ describe('the shard of a guild', () => {
     expect(holdsShardOf(second, null)).toBe(false);
     expect(holdsShardOf(whole, guildIdForShard(1, 2))).toBe(true);
     expect(holdsShardOf(whole, null)).toBe(true);
+  });
+
+  it('gives each process its shards’ part of the token’s shared budgets', () => {
+    expect(shareOfShards(new Client({ intents: [], shards: [1], shardCount: 2 }))).toBe(0.5);
+    expect(shareOfShards(new Client({ intents: [], shards: [0, 2], shardCount: 4 }))).toBe(0.5);
+    expect(shareOfShards(new Client({ intents: [] }))).toBe(1);
   });
 });
 
