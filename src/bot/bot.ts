@@ -3,13 +3,14 @@ import { accountActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { RepositoryStore } from '../core/repositories.js';
-import { ChannelPacer, botEditsPerSecond } from './channel-pacer.js';
+import { ChannelPacer, discordRequestsPerSecond, ordinaryEditShare } from './channel-pacer.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
+import { proxyRequestsPerSecond } from './sharding/rest-proxy.js';
 import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice-playback.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
@@ -79,8 +80,11 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     watchGateway(client, options.metrics);
     watchVoiceConnections(options.metrics);
   }
-  // Shard processes share the token's 50 requests a second: each takes its shards' part of the budget.
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: botEditsPerSecond * shareOfShards(client) });
+  // A shard process reaches Discord through the manager's proxy, with the other shards: its
+  // ordinary edits take their part of what the proxy passes, split by the shards it holds.
+  const share = shareOfShards(client);
+  const reachingDiscord = share < 1 ? proxyRequestsPerSecond * share : discordRequestsPerSecond;
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEditShare * reachingDiscord });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

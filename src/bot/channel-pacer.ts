@@ -1,7 +1,12 @@
 import { LRUCache } from 'lru-cache';
 
-/** Ordinary edits a second the whole bot allows itself: 40 of Discord's 50, the rest kept for final edits and new messages. */
-export const botEditsPerSecond = 40;
+/** Discord's global limit: requests a second per bot token, whichever process sends them. */
+export const discordRequestsPerSecond = 50;
+/**
+ * The part of the requests a second that reach Discord which ordinary edits may take; the rest
+ * is kept for final edits, new messages and commands, which then never wait behind edits.
+ */
+export const ordinaryEditShare = 0.8;
 
 export interface PacerOptions {
   /** Spacing of ordinary edits in one channel when Discord says nothing more. */
@@ -43,7 +48,7 @@ export class ChannelPacer {
 
   constructor(private readonly options: PacerOptions) {
     this.#now = options.now ?? Date.now;
-    const perSecond = options.globalPerSecond ?? botEditsPerSecond;
+    const perSecond = options.globalPerSecond ?? ordinaryEditShare * discordRequestsPerSecond;
     if (!(perSecond > 0)) throw new RangeError(`globalPerSecond must be above 0, not ${perSecond}`);
     this.#budget = perSecond >= 1 ? { allowed: Math.floor(perSecond), windowMs: 1000 } : { allowed: 1, windowMs: Math.ceil(1000 / perSecond) };
   }

@@ -5,6 +5,9 @@ import { populateErrorResponse } from '@discordjs/proxy';
 import { REST, type RequestMethod, type RouteLike } from '@discordjs/rest';
 import type { Logger } from '../../core/ports.js';
 
+/** What the proxy passes to Discord a second, a margin under Discord's 50 (see `startRestProxy`). */
+export const proxyRequestsPerSecond = 45;
+
 export interface RestProxy {
   /** What shard processes use as DISCORD_API_BASE (up to `/api`). */
   url: string;
@@ -22,7 +25,7 @@ export async function startRestProxy(options: { upstream: string | undefined; lo
   // of its first: requests that travel faster than that one (a burst opens new connections,
   // the shards and Discord share busy cores) land in Discord's previous second. Two of margin
   // still met a global 429 when 100 final edits went out at once; five did not.
-  const rest = new REST({ version: '10', globalRequestsPerSecond: 45, ...(options.upstream ? { api: options.upstream } : {}) });
+  const rest = new REST({ version: '10', globalRequestsPerSecond: proxyRequestsPerSecond, ...(options.upstream ? { api: options.upstream } : {}) });
   const server: Server = createServer((request, response) => {
     forward(rest, request, response).catch((error: unknown) => {
       options.logger.warn({ err: error, method: request.method }, 'the Discord REST proxy could not forward a request');
