@@ -1,8 +1,10 @@
 /**
  * An /imagine asked of a sharded bot whose processes stop before the worker finishes: the
  * delivery stays stored with its guild, and when the shards come back the one that owns the
- * guild delivers it, once. Shards on PostgreSQL, the worker a process of its own.
+ * guild delivers it, once. And shards that die together come back one identify bucket apart.
+ * Shards on PostgreSQL, the worker a process of its own.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,7 +39,8 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     database = await createTestDatabase();
     discord = await startFakeDiscord({
       guilds: [{ id: guildIdForShard(0, 2), name: 'zero' }, { id: guildIdForShard(1, 2), name: 'one' }],
-      sharding: { recommendedShards: 2, maxConcurrency: 2 },
+      // One identify at a time, per Discord's 5 s: both shards share bucket 0.
+      sharding: { recommendedShards: 2, maxConcurrency: 1, identifyBucketMs: 5_000 },
     });
     // Slow enough that the shards are down before the image is made.
     cog = await startFakeCog({ capacity: 1, steps: 10, stepMs: 500 });
@@ -82,4 +85,23 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     expect(uploads()).toHaveLength(1);
     expect(replyOf()?.channel_id).toBe(guild.textChannelId);
   }, 150_000);
+
+  it('starts shards that died together again, one identify bucket apart', async () => {
+    const before = discord.shardingStats.identifies.length;
+    const children = execFileSync('pgrep', ['-P', String(shards!.child.pid), '-f', 'src/main.ts'], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    expect(children).toHaveLength(2);
+    for (const pid of children) process.kill(pid, 'SIGKILL');
+    await discord.waitFor((fake) => fake.shardingStats.identifies.length === before + 2 || undefined, 60_000);
+    const [first, second] = discord.shardingStats.identifies.slice(before);
+    expect(new Set([first!.shard[0], second!.shard[0]])).toEqual(new Set([0, 1]));
+    // Discord takes one identify per bucket per 5 s (the fake allows 250 ms for discord.js's own wait).
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(4_750);
+    // The manager respawns both at once (discord.js's own respawn), so the second learns of the
+    // busy bucket from Discord (op 9, one refusal here) and discord.js waits and identifies again.
+    const deadline = Date.now() + 30_000;
+    while ((await fetch(`${shards!.url}/readyz`)).status !== 200) {
+      if (Date.now() > deadline) throw new Error(`the shards did not become ready again:\n${shards!.output()}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }, 120_000);
 });
