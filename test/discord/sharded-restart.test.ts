@@ -15,6 +15,15 @@ import { type FakeDiscord, guildIdForShard, startFakeDiscord } from '../fakes/di
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { createTestDatabase } from '../store/postgres-database.js';
 
+/** Until every shard of the service is ready (its /readyz answers 200). */
+async function waitUntilReady(service: ServiceProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while ((await fetch(`${service.url}/readyz`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error(`the shards did not become ready:\n${service.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 describe('a pending /imagine delivery across a restart of the shards', () => {
   let database: { url: string; drop(): Promise<void> };
   let discord: FakeDiscord;
@@ -27,11 +36,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
   async function startShards(): Promise<ServiceProcess> {
     const service = await startService('restarted-shards', environment);
     await waitUntilServing(service);
-    const deadline = Date.now() + 60_000;
-    while ((await fetch(`${service.url}/readyz`)).status !== 200) {
-      if (Date.now() > deadline) throw new Error(`the shards did not become ready:\n${service.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    await waitUntilReady(service);
     return service;
   }
 
@@ -98,10 +103,6 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(4_750);
     // The manager respawns both at once (discord.js's own respawn), so the second learns of the
     // busy bucket from Discord (op 9, one refusal here) and discord.js waits and identifies again.
-    const deadline = Date.now() + 30_000;
-    while ((await fetch(`${shards!.url}/readyz`)).status !== 200) {
-      if (Date.now() > deadline) throw new Error(`the shards did not become ready again:\n${shards!.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    await waitUntilReady(shards!);
   }, 120_000);
 });
