@@ -77,7 +77,16 @@ export async function benchmarkDiscordStreams(dataDir: string, options: DiscordS
     // The bot's own message, or with personas a webhook's (its author is the webhook).
     const isReply = (message: { author: { id: string }; webhook_id?: string }) => (personas ? message.webhook_id !== undefined : message.author.id === discord.botUser.id);
     const finalMessage = (index: number) => discord.messages(threadIds[index]!).find((message) => isReply(message) && message.content === expected(index));
-    await discord.waitFor(() => users.every((_, index) => finalMessage(index)), 120_000);
+    await discord.waitFor(() => users.every((_, index) => finalMessage(index)), 120_000).catch((error: unknown) => {
+      // Which replies never got their final text, and how each of their messages read over time.
+      for (const [index, threadId] of threadIds.entries()) {
+        if (finalMessage(index)) continue;
+        const messages = discord.messages(threadId).filter(isReply);
+        const versions = messages.map((message) => discord.messageHistory(message.id).map((version) => ({ afterMs: version.timestamp - started, ending: version.content.slice(-30) })));
+        console.error('no final text', { thread: index, versions });
+      }
+      throw error;
+    });
     const seconds = (Date.now() - started) / 1000;
     const usageAfter = await service.usage();
     const { writtenAt } = await engine.ask<{ writtenAt: Array<[string, number]> }>('written');

@@ -4,7 +4,7 @@ import type { AvatarUrls } from '../avatar-urls.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { RepositoryStore } from '../core/repositories.js';
-import { ChannelPacer } from './channel-pacer.js';
+import { ChannelPacer, discordRequestsPerSecond, ordinaryEditShare } from './channel-pacer.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
@@ -14,6 +14,8 @@ import { JobDeliveries, webhookBucket } from './job-deliveries.js';
 import { Places } from './places.js';
 import { PersonaReplies } from './persona-replies.js';
 import { WebhookPersonas } from './webhook-personas.js';
+import { proxyRequestsPerSecond } from './sharding/rest-proxy.js';
+import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice-playback.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -90,7 +92,11 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     watchGateway(client, options.metrics);
     watchVoiceConnections(options.metrics);
   }
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000 });
+  // A shard process reaches Discord through the manager's proxy, with the other shards: its
+  // ordinary edits take their part of what the proxy passes, split by the shards it holds.
+  const share = shareOfShards(client);
+  const reachingDiscord = share < 1 ? proxyRequestsPerSecond * share : discordRequestsPerSecond;
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEditShare * reachingDiscord });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

@@ -1,5 +1,13 @@
 import { LRUCache } from 'lru-cache';
 
+/** Discord's global limit: requests a second per bot token, whichever process sends them. */
+export const discordRequestsPerSecond = 50;
+/**
+ * The part of the requests a second that reach Discord which ordinary edits may take; the rest
+ * is kept for final edits, new messages and commands, which then never wait behind edits.
+ */
+export const ordinaryEditShare = 0.8;
+
 export interface PacerOptions {
   /** Spacing of ordinary edits in one channel when Discord says nothing more. */
   baseIntervalMs: number;
@@ -8,7 +16,9 @@ export interface PacerOptions {
   /**
    * Ordinary edits allowed per second across all channels. Discord allows a bot 50 requests
    * a second in all; keeping ordinary edits below that leaves room for final edits, new
-   * messages and commands, which then never wait behind a queue of edits.
+   * messages and commands, which then never wait behind a queue of edits. Where several
+   * processes share the bot token (shards), each takes its part; a part below one a second
+   * allows one edit per `1 / globalPerSecond` seconds.
    */
   globalPerSecond?: number;
   now?: () => number;
@@ -31,11 +41,16 @@ interface ChannelState {
 export class ChannelPacer {
   readonly #channels = new LRUCache<string, ChannelState>({ max: 50_000 });
   readonly #now: () => number;
-  /** When the ordinary requests of the last second went out, oldest first. */
+  /** When the ordinary requests of the last window went out, oldest first. */
   readonly #recent: number[] = [];
+  /** The budget as `allowed` edits in any `windowMs`: a second, or longer for less than one a second. */
+  readonly #budget: { allowed: number; windowMs: number };
 
   constructor(private readonly options: PacerOptions) {
     this.#now = options.now ?? Date.now;
+    const perSecond = options.globalPerSecond ?? ordinaryEditShare * discordRequestsPerSecond;
+    if (!(perSecond > 0)) throw new RangeError(`globalPerSecond must be above 0, not ${perSecond}`);
+    this.#budget = perSecond >= 1 ? { allowed: Math.floor(perSecond), windowMs: 1000 } : { allowed: 1, windowMs: Math.ceil(1000 / perSecond) };
   }
 
   /** Milliseconds until an ordinary edit may go to `channelId`. */
@@ -52,8 +67,9 @@ export class ChannelPacer {
     const wait = this.waitFor(channelId);
     if (wait > 0) return wait;
     const now = this.#now();
-    while (this.#recent.length > 0 && this.#recent[0]! <= now - 1000) this.#recent.shift();
-    if (this.#recent.length >= (this.options.globalPerSecond ?? 40)) return Math.max(1, this.#recent[0]! + 1000 - now);
+    const { allowed, windowMs } = this.#budget;
+    while (this.#recent.length > 0 && this.#recent[0]! <= now - windowMs) this.#recent.shift();
+    if (this.#recent.length >= allowed) return Math.max(1, this.#recent[0]! + windowMs - now);
     this.#recent.push(now);
     return 0;
   }

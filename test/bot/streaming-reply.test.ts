@@ -128,6 +128,17 @@ describe('ChannelPacer', () => {
     expect(pacer.claim('d')).toBe(0);
   });
 
+  it('takes a part of the budget below one edit a second as one edit per longer window', () => {
+    let now = 0;
+    // 40 a second split over 80 shards: one edit every 2 s in each.
+    const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, globalPerSecond: 0.5, now: () => now });
+    expect(pacer.claim('a')).toBe(0);
+    expect(pacer.claim('b')).toBe(2000);
+    now = 2000;
+    expect(pacer.claim('b')).toBe(0);
+    expect(() => new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, globalPerSecond: 0 })).toThrow(RangeError);
+  });
+
   it('spaces edits per channel, follows the bucket headers and backs off on 429', () => {
     let now = 0;
     const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, now: () => now });

@@ -16,3 +16,15 @@ export function holdsShardOf(client: Client, guildId: string | null): boolean {
   if (!Array.isArray(shards) || shardCount === undefined || shardCount <= 1) return true;
   return shards.includes(shardOf(guildId, shardCount));
 }
+
+/**
+ * The part of the bot token's shared budgets (such as the global REST limit) this client may
+ * use: the shards it holds out of all of them. Discord spreads guilds over shards by id, so
+ * with many guilds each shard carries about the same load, and equal parts need no talk
+ * between processes.
+ */
+export function shareOfShards(client: Client): number {
+  const { shards, shardCount } = client.options;
+  if (!Array.isArray(shards) || shardCount === undefined || shardCount <= 1) return 1;
+  return Math.min(1, shards.length / shardCount);
+}
