@@ -8,7 +8,7 @@ import {
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
-import { resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 
@@ -126,11 +126,7 @@ async function listen(interaction: GuildInteraction, context: BotContext): Promi
   );
 }
 
-/** The characters of a cast that still exist, in the cast's order. */
-async function castOf(context: BotContext, characterIds: readonly string[]) {
-  const characters = await Promise.all(characterIds.map((id) => context.core.characters.get(adminActor, id).catch(() => undefined)));
-  return characters.filter((character) => character !== undefined);
-}
+const castOf = (context: BotContext, characterIds: readonly string[]) => existingCharacters(context.core, characterIds);
 
 /** Autocomplete for `remove`: the characters speaking in this channel. */
 async function suggestCast(interaction: AutocompleteInteraction, context: BotContext): Promise<void> {

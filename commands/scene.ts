@@ -1,6 +1,6 @@
 import { ApplicationCommandOptionType, type AutocompleteInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
-import { resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import type { CharacterRecord } from '../src/core/records.js';
@@ -64,8 +64,7 @@ async function sceneCharacter(context: BotContext, conversationId: string, value
 
 async function sceneOf(context: BotContext, conversationId: string, cast?: readonly string[]): Promise<CharacterRecord[]> {
   const ids = cast ?? (await context.core.conversations.get(adminActor, conversationId)).characterIds;
-  const characters = await Promise.all(ids.map((id) => context.core.characters.get(adminActor, id).catch(() => undefined)));
-  return characters.filter((character) => character !== undefined);
+  return existingCharacters(context.core, ids);
 }
 
 async function suggestScene(interaction: AutocompleteInteraction, context: BotContext): Promise<void> {

@@ -4,6 +4,7 @@ import { adminActor } from '../core/actor.js';
 import { AppError } from '../core/errors.js';
 import type { CharacterRecord } from '../core/records.js';
 import { addressedCharacter, withoutBotMention } from './addressing.js';
+import { existingCharacters } from './characters.js';
 import type { BotContext } from './command.js';
 import { currentDmConversation } from './dm-conversation.js';
 import { explainError } from './explain-error.js';
@@ -102,7 +103,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
 async function turnIn(context: BotContext, message: Message, place: Place): Promise<Turn | undefined> {
   const conversation = await context.core.conversations.get(adminActor, place.conversationId);
   const ids = place.kind === 'channel' ? place.characterIds : conversation.characterIds;
-  const characters = (await Promise.all(ids.map((id) => context.core.characters.get(adminActor, id).catch(() => undefined)))).filter((character) => character !== undefined);
+  const characters = await existingCharacters(context.core, ids);
   const first = characters[0];
   if (!first) return undefined;
   const referenced = message.reference?.messageId;
