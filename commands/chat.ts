@@ -71,7 +71,7 @@ export default {
     await thread.send({ ...(await characterCard(context.core, character)), allowedMentions: { parse: [] } });
     await answer(interaction, `Your conversation with **${character.name}** is in <#${thread.id}>.`);
     if (first) {
-      await context.runner.answer(actor, conversation.id, [{ text: first }], await context.replies.channelFor(thread, conversation.id));
+      await context.runner.answer(actor, conversation.id, [{ text: first }], context.replies.channelFor(thread, character));
     }
   },
   /** 🔄 under a reply: a new reply to the same message, replacing the old one. */
@@ -89,7 +89,8 @@ export default {
     }
     if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
     // The new reply comes from the character as the old one did (its persona in a server).
-    const channel = await context.replies.channelFor(interaction.channel, button.conversationId);
+    const writer = await context.channels.characterOfMessage(interaction.message.id);
+    const channel = await context.replies.channelForConversation(interaction.channel, button.conversationId, writer);
     await interaction.deferUpdate();
     // The reply under the button is being replaced: its button goes.
     await interaction.editReply({ components: [] });

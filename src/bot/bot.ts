@@ -11,6 +11,7 @@ import { ConversationRunner } from './conversation-runner.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
+import { Places } from './places.js';
 import { PersonaReplies } from './persona-replies.js';
 import { WebhookPersonas } from './webhook-personas.js';
 import { proxyRequestsPerSecond } from './sharding/rest-proxy.js';
@@ -123,11 +124,16 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     // Uploading up to four images must finish before Discord stops taking the token.
     tokenMarginMs: 60_000,
   });
+  const links = new ConversationLinks(repositories.discordLinks);
   const personas = new WebhookPersonas({ client, logger });
   const context: BotContext = {
     core,
-    links: new ConversationLinks(repositories.discordLinks),
-    runner: new ConversationRunner(core, pacer, logger),
+    links,
+    channels: repositories.discordChannels,
+    places: new Places(links, repositories.discordChannels),
+    runner: new ConversationRunner(core, pacer, logger, {
+      recordAuthors: (messageIds, characterId) => repositories.discordChannels.recordCharacterMessages(messageIds, characterId, Date.now()),
+    }),
     replies: new PersonaReplies({ core, personas, avatars: options.avatars, logger }),
     voice,
     deliveries,

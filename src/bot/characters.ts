@@ -1,6 +1,6 @@
 import type { AutocompleteInteraction } from 'discord.js';
 import { AttachmentBuilder, EmbedBuilder } from 'discord.js';
-import type { Actor } from '../core/actor.js';
+import { type Actor, adminActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import { AppError } from '../core/errors.js';
 import type { CharacterRecord } from '../core/records.js';
@@ -29,6 +29,12 @@ export async function resolveCharacter(core: Core, actor: Actor, value: string):
   const character = exact ?? found[0];
   if (!character) throw new AppError('NOT_FOUND', `No character called "${value}" that you can talk to. Pick one from the list.`);
   return character;
+}
+
+/** The characters of a cast or scene that still exist, in the order given. */
+export async function existingCharacters(core: Core, characterIds: readonly string[]): Promise<CharacterRecord[]> {
+  const characters = await Promise.all(characterIds.map((id) => core.characters.get(adminActor, id).catch(() => undefined)));
+  return characters.filter((character) => character !== undefined);
 }
 
 /** An embed showing a character, with its avatar attached (Discord cannot fetch our signed URLs). */

@@ -12,9 +12,11 @@ import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { AccountRecord } from '../core/records.js';
+import type { DiscordChannelRepository } from '../core/repositories.js';
 import type { ConversationLinks } from './conversation-links.js';
 import type { ConversationRunner } from './conversation-runner.js';
 import type { JobDeliveries } from './job-deliveries.js';
+import type { Places } from './places.js';
 import type { PersonaReplies } from './persona-replies.js';
 import type { VoicePlayback } from './voice-playback.js';
 
@@ -22,6 +24,10 @@ import type { VoicePlayback } from './voice-playback.js';
 export interface BotContext {
   core: Core;
   links: ConversationLinks;
+  /** Server channels where characters speak when addressed, and who wrote which bot message. */
+  channels: DiscordChannelRepository;
+  /** What a guild channel or thread is: a conversation thread, a character channel, or neither. */
+  places: Places;
   runner: ConversationRunner;
   /** Where a character's reply goes: as itself through a webhook in servers, as the bot in DMs. */
   replies: PersonaReplies;

@@ -2,12 +2,34 @@ import type { Actor } from '../core/actor.js';
 import type { ChatInput, Reply } from '../core/chat.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
+import { AppError } from '../core/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import { explainError } from './explain-error.js';
 import { finishNote, regenerateRow } from './reply-buttons.js';
 import { SentenceCollector } from './sentence-collector.js';
 import { type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
+
+export interface RunnerOptions {
+  /** Remembers which character wrote which Discord messages (for replies addressed to them). */
+  recordAuthors?(messageIds: readonly string[], characterId: string): Promise<void>;
+}
+
+export interface AnswerOptions {
+  /** Who answers; the conversation's own character by default. */
+  characterId?: string | undefined;
+  /** Called with each finished sentence of the reply as it streams (to speak it). */
+  onSentence?: ((sentence: string) => void) | undefined;
+}
+
+/** A reply written in full on Discord and stored. */
+export interface WrittenReply {
+  messageIds: string[];
+  /** The reply as stored. */
+  text: string;
+  /** The character who wrote it. */
+  characterId: string;
+}
 
 /**
  * Answers messages on Discord, one conversation at a time: each message is stored at once,
@@ -21,26 +43,35 @@ export class ConversationRunner {
     private readonly core: Core,
     private readonly pacer: ChannelPacer,
     private readonly logger: Logger,
+    private readonly options: RunnerOptions = {},
   ) {}
 
   /**
    * Stores `inputs` as messages of `actor` (images first, text last), then, in turn, streams
-   * the character's reply to the last one into `channel`.
+   * the reply of `options.characterId` (the conversation's own character by default) to the
+   * last one into `channel`. Resolves once the reply is written, with what was written.
    */
-  async answer(
-    actor: Actor,
-    conversationId: string,
-    inputs: ChatInput[],
-    channel: ReplyChannel,
-    /** Called with each finished sentence of the reply as it streams (to speak it). */
-    onSentence?: (sentence: string) => void,
-  ): Promise<void> {
-    if (inputs.length === 0) return;
+  async answer(actor: Actor, conversationId: string, inputs: ChatInput[], channel: ReplyChannel, options: AnswerOptions = {}): Promise<WrittenReply | undefined> {
+    if (inputs.length === 0) return undefined;
     const stored = [];
     for (const input of inputs) stored.push(await this.core.chat.post(actor, conversationId, input));
     const last = stored.at(-1)!;
-    await this.#turns.run(conversationId, async () => {
-      await this.#write(await this.core.chat.respond(actor, conversationId, last.id, { stream: true }), conversationId, last.id, channel, onSentence);
+    return this.#turns.run(conversationId, async () => {
+      const reply = await this.core.chat.respond(actor, conversationId, last.id, { stream: true, ...(options.characterId ? { characterId: options.characterId } : {}) });
+      return this.#write(reply, conversationId, last.id, channel, options.onSentence);
+    });
+  }
+
+  /**
+   * Has `characterId` answer the conversation's latest message now, whoever wrote it (another
+   * character, in a scene), in turn with other replies.
+   */
+  async next(actor: Actor, conversationId: string, characterId: string, channel: ReplyChannel): Promise<WrittenReply | undefined> {
+    await this.core.conversations.get(actor, conversationId);
+    return this.#turns.run(conversationId, async () => {
+      const latest = (await this.core.conversations.messages(conversationId, { newest: true, limit: 1 })).at(-1);
+      if (!latest) throw new AppError('VALIDATION_FAILED', 'Nothing has been said in this conversation yet: write something first.');
+      return this.#write(await this.core.chat.respond(actor, conversationId, latest.id, { stream: true, characterId }), conversationId, latest.id, channel);
     });
   }
 
@@ -48,20 +79,20 @@ export class ConversationRunner {
    * Writes a new reply to `messageId`, the conversation's latest message (the 🔄 button), in
    * turn with other replies; the core replaces the previous reply.
    */
-  async regenerate(actor: Actor, conversationId: string, messageId: string, channel: ReplyChannel): Promise<void> {
-    await this.#turns.run(conversationId, async () => {
-      await this.#write(await this.core.chat.regenerate(actor, conversationId, { stream: true, messageId }), conversationId, messageId, channel);
+  async regenerate(actor: Actor, conversationId: string, messageId: string, channel: ReplyChannel): Promise<WrittenReply | undefined> {
+    return this.#turns.run(conversationId, async () => {
+      return this.#write(await this.core.chat.regenerate(actor, conversationId, { stream: true, messageId }), conversationId, messageId, channel);
     });
   }
 
-  async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<void> {
+  async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
     const pieces = withFinishNote(reply);
-    const written = await writeStreamingReply(channel, onSentence ? teeSentences(pieces, onSentence) : pieces, {
+    const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
       pacer: this.pacer,
       logger: this.logger,
       explain: (error) => `⚠️ ${explainError(error)}`,
     });
-    await reply.done.catch(() => undefined);
+    const stored = await reply.done.catch(() => undefined);
     if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
     // A finished or failed reply can be asked for again.
     const lastMessageId = written.messageIds.at(-1);
@@ -70,6 +101,24 @@ export class ConversationRunner {
         this.logger.warn({ err: error, conversationId }, 'could not add the try-again button');
       });
     }
+    return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: reply.characterId } : undefined;
+  }
+
+  /**
+   * The channel, remembering each message it sends as the character's words as soon as it
+   * exists, so a reply to it (even while it still streams) reaches that character.
+   */
+  #recordingAuthors(channel: ReplyChannel, characterId: string, conversationId: string): ReplyChannel {
+    const record = this.options.recordAuthors;
+    if (!record) return channel;
+    return {
+      ...channel,
+      send: async (content) => {
+        const id = await channel.send(content);
+        await record([id], characterId).catch((error: unknown) => this.logger.warn({ err: error, conversationId }, 'could not record who wrote a reply'));
+        return id;
+      },
+    };
   }
 }
 

@@ -1,24 +1,43 @@
 import type { Message } from 'discord.js';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { adminActor } from '../core/actor.js';
-import type { ChatInput } from '../core/chat.js';
 import { AppError } from '../core/errors.js';
-import { isImageMimeType } from '../core/media.js';
-import { downloadAttachment } from './attachments.js';
+import type { CharacterRecord } from '../core/records.js';
+import { addressedCharacter, withoutBotMention } from './addressing.js';
+import { existingCharacters } from './characters.js';
 import type { BotContext } from './command.js';
+import { currentDmConversation } from './dm-conversation.js';
 import { explainError } from './explain-error.js';
 import { consume } from './interactions.js';
+import { inputsOf, isVoiceMessage } from './message-inputs.js';
+import type { Place } from './places.js';
+import { VoiceReplies } from './voice-reply.js';
 
-/** Largest attachment the bot downloads to send to the character. */
-const maxImageBytes = 10 * 1024 * 1024;
+/** Who answers a message, and in which conversation; undefined when nobody should. */
+interface Turn {
+  conversationId: string;
+  /** Who answers (or would, for a message kept as context). */
+  character: CharacterRecord;
+  /** Messages in a channel that address nobody are only kept (listening) or left alone. */
+  answer: boolean;
+  /** The text as the character reads it: a mention of the bot taken out. */
+  text: string;
+}
 
 /**
- * Messages people write in conversation threads and DMs: each is a chat message from the
- * writer's account, answered by the character in the same place.
+ * Messages people write where characters speak: conversation threads and DMs, where every
+ * message is answered, and channels with characters (/channel characters), where a message is
+ * answered by the character it addresses (name, mention, reply) and otherwise kept as context
+ * when the channel listens. Each is a chat message from the writer's account; images and audio
+ * (voice messages, transcribed by the core) come along, and the reply streams in the same place,
+ * as the character itself where webhooks allow.
  */
 export function createMessageHandler(context: BotContext, limiter: RateLimiterAbstract, messagesPerMinute: number) {
   /** Users told they are too fast, so the notice is sent once per burst, not per message. */
   const warned = new Set<string>();
+  const voiceReplies = new VoiceReplies(context.core.speech, context.logger);
+  /** Conversations told why a voice reply could not be sent, so it is said once, not under every reply. */
+  const voiceExplained = new Set<string>();
 
   return async (message: Message): Promise<void> => {
     // Our characters' own words first: a webhook message's author has `bot: true` too, but the
@@ -26,10 +45,13 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
     if (context.replies.isOwnPersonaMessage(message)) return;
     if (message.author.bot || message.system) return;
     const inDm = message.guildId === null;
-    const link = inDm ? undefined : await context.links.forChannel(message.channelId);
-    if (!inDm && !link) return;
+    const place = inDm ? undefined : await context.places.of(message.channelId);
+    if (!inDm && !place) return;
     const log = { userId: message.author.id, channelId: message.channelId, messageId: message.id };
     try {
+      const turn = place ? await turnIn(context, message, place) : undefined;
+      // A channel message that addresses nobody, where nothing is kept: not ours at all.
+      if (place?.kind === 'channel' && !turn?.answer && !place.listen) return;
       try {
         await consume(limiter, message.author.id, messagesPerMinute);
         warned.delete(message.author.id);
@@ -39,18 +61,32 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
         throw error;
       }
       const { actor, account } = await context.accountOf(message.author);
-      let conversationId: string;
-      if (link) {
-        conversationId = link.conversationId;
-        // Anyone writing in the thread joins the conversation as a speaker.
-        await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
-      } else {
-        conversationId = await dmConversation(context, message.author.id, account.id, account.characterId);
-      }
-      const inputs = [...(await imagesOf(message)), ...(message.content.trim() ? [{ text: message.content }] : [])];
+      const conversationId = turn?.conversationId ?? (await currentDmConversation(context, message.author.id, account));
+      // Anyone writing in a thread or a character channel joins its conversation as a speaker.
+      if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
+      const inputs = await inputsOf(message, turn?.text ?? message.content);
       if (inputs.length === 0) return;
-      const speakSentence = link ? await followSpeaker(context, message, conversationId) : undefined;
-      await context.runner.answer(actor, conversationId, inputs, await context.replies.channelFor(message.channel, conversationId), speakSentence);
+      if (turn && !turn.answer) {
+        for (const input of inputs) await context.core.chat.post(actor, conversationId, input);
+        return;
+      }
+      const character = turn?.character ?? (await context.core.conversations.answerer(await context.core.conversations.get(adminActor, conversationId)));
+      const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
+      const speakSentence = place ? await followSpeaker(context, message, character) : undefined;
+      const written = await context.runner.answer(actor, conversationId, inputs, context.replies.channelFor(message.channel, character), {
+        characterId: character.id,
+        onSentence: speakSentence,
+      });
+      if (voiceReply && written && message.channel.isSendable()) {
+        const outcome = await voiceReplies.send({ channel: message.channel, character, text: written.text, replyTo: message.id });
+        if (outcome.kind !== 'sent') {
+          context.logger.info({ ...log, conversationId, outcome: outcome.kind }, 'no voice reply');
+          if (!voiceExplained.has(conversationId)) {
+            voiceExplained.add(conversationId);
+            await message.reply({ content: `🔇 ${outcome.reason}`, allowedMentions: { parse: [] } }).catch(() => undefined);
+          }
+        }
+      }
     } catch (error) {
       context.logger[error instanceof AppError ? 'info' : 'error']({ ...log, err: error }, 'message not answered');
       await message.reply({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } }).catch(() => undefined);
@@ -59,43 +95,45 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
 }
 
 /**
- * When someone follows this thread (/voice follow) and is in a voice channel, the reply is
- * also spoken there, sentence by sentence as it streams.
+ * Who answers a message in a thread or channel: the character it addresses among those
+ * present; in a thread, otherwise the one the conversation is with. In a channel a message
+ * addressing nobody gets no answer, and a mention of the bot without a name goes to the
+ * channel's first character.
  */
-async function followSpeaker(context: BotContext, message: Message, conversationId: string): Promise<((sentence: string) => void) | undefined> {
+async function turnIn(context: BotContext, message: Message, place: Place): Promise<Turn | undefined> {
+  const conversation = await context.core.conversations.get(adminActor, place.conversationId);
+  const ids = place.kind === 'channel' ? place.characterIds : conversation.characterIds;
+  const characters = await existingCharacters(context.core, ids);
+  const first = characters[0];
+  if (!first) return undefined;
+  const referenced = message.reference?.messageId;
+  const repliedToCharacterId = referenced ? await context.channels.characterOfMessage(referenced) : undefined;
+  const botUserId = message.client.user.id;
+  const addressing = addressedCharacter({ content: message.content, botUserId, repliedToCharacterId }, characters);
+  const text = withoutBotMention(message.content, botUserId);
+  const main = characters.find((character) => character.id === conversation.characterId) ?? first;
+  const chosen = characters.find((character) => character.id === addressing?.characterId);
+  if (place.kind === 'thread') return { conversationId: place.conversationId, character: chosen ?? main, answer: true, text };
+  if (!addressing) return { conversationId: place.conversationId, character: first, answer: false, text };
+  const character = chosen ?? first;
+  // A channel's characters join its conversation the first time they speak there.
+  if (!conversation.characterIds.includes(character.id)) await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
+  return { conversationId: place.conversationId, character, answer: true, text };
+}
+
+/**
+ * When someone follows this thread (/voice follow) and is in a voice channel, the reply is
+ * also spoken there in the answering character's voice, sentence by sentence as it streams.
+ */
+async function followSpeaker(context: BotContext, message: Message, character: CharacterRecord): Promise<((sentence: string) => void) | undefined> {
   const speech = context.core.speech;
-  if (!speech || !message.inGuild()) return undefined;
+  if (!speech || !message.inGuild() || !character.ttsVoiceId) return undefined;
   const followers = await context.links.followers(message.channelId);
   const voiceChannelId = followers.map((userId) => message.guild.voiceStates.cache.get(userId)?.channelId).find((id) => id);
   if (!voiceChannelId) return undefined;
-  const conversation = await context.core.conversations.get(adminActor, conversationId);
-  const character = await context.core.characters.get(adminActor, conversation.characterId);
-  if (!character.ttsVoiceId) return undefined;
   return (sentence) => {
     context.voice.play(message.guild, voiceChannelId, () => speech.streamAs(character, sentence)).catch((error: unknown) => {
       context.logger.warn({ err: error, channelId: message.channelId }, 'could not speak a reply sentence');
     });
   };
-}
-
-/** The DM conversation with the character the user chose last (their own by default). */
-async function dmConversation(context: BotContext, discordUserId: string, accountId: string, ownCharacterId: string): Promise<string> {
-  const characterId = (await context.links.dmCharacter(discordUserId)) ?? ownCharacterId;
-  const known = await context.links.dmConversation(discordUserId, characterId);
-  if (known) return known;
-  const conversation = await context.core.conversations.create(adminActor, accountId, characterId);
-  await context.links.setDmConversation(discordUserId, characterId, conversation.id);
-  return conversation.id;
-}
-
-/** Image attachments as chat inputs; other files are ignored (and said so in the log). */
-async function imagesOf(message: Message): Promise<ChatInput[]> {
-  const inputs: ChatInput[] = [];
-  for (const attachment of message.attachments.values()) {
-    const type = attachment.contentType?.split(';')[0]?.trim() ?? '';
-    if (!isImageMimeType(type)) continue;
-    const bytes = await downloadAttachment(attachment, maxImageBytes);
-    inputs.push({ image: bytes, mimeType: type });
-  }
-  return inputs;
 }

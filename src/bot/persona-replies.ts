@@ -3,6 +3,7 @@ import type { AvatarUrls } from '../avatar-urls.js';
 import { adminActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
+import type { CharacterRecord } from '../core/records.js';
 import { replyChannelOf } from './reply-channel.js';
 import type { ReplyChannel } from './streaming-reply.js';
 import type { Persona, WebhookPersonas } from './webhook-personas.js';
@@ -37,12 +38,19 @@ export class PersonaReplies {
     }
   }
 
-  /** The streaming writer's channel for the character of `conversationId` in `channel`. */
-  async channelFor(channel: Channel, conversationId: string): Promise<ReplyChannel> {
+  /** The streaming writer's channel for `character`'s reply in `channel`. */
+  channelFor(channel: Channel, character: CharacterRecord): ReplyChannel {
+    if (channel.isDMBased()) return replyChannelOf(channel);
+    return personaReplyChannel(this.#personas, channel, { name: character.name, avatarUrl: this.#avatars?.urlOf(character) ?? null }, this.#logger);
+  }
+
+  /** The same for a character of a conversation: `characterId` if present, else the one the conversation is with. */
+  async channelForConversation(channel: Channel, conversationId: string, characterId?: string): Promise<ReplyChannel> {
     if (channel.isDMBased()) return replyChannelOf(channel);
     const conversation = await this.#core.conversations.get(adminActor, conversationId);
-    const character = await this.#core.characters.get(adminActor, conversation.characterId);
-    return personaReplyChannel(this.#personas, channel, { name: character.name, avatarUrl: this.#avatars?.urlOf(character) ?? null }, this.#logger);
+    // A writer who has left the scene since: the conversation's own character, as the core does.
+    const present = characterId !== undefined && conversation.characterIds.includes(characterId) ? characterId : undefined;
+    return this.channelFor(channel, await this.#core.conversations.answerer(conversation, present));
   }
 
   /** True for messages the bot's own personas posted, which the bot must never answer. */

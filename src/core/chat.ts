@@ -38,6 +38,8 @@ export interface Reply {
   model: string;
   createdSeconds: number;
   userMessage: StoredMessage;
+  /** The character answering (in a scene, the one chosen or addressed). */
+  characterId: string;
   /** Visible text as it arrives (reasoning removed). Throws the engine's error if it fails. */
   pieces: AsyncIterable<string>;
   /**
@@ -217,6 +219,7 @@ export class Chat {
       model: this.model.modelId,
       createdSeconds: Math.floor(this.clock.nowMillis() / 1000),
       userMessage,
+      characterId: character.id,
       pieces,
       started,
       done,

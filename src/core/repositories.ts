@@ -319,6 +319,37 @@ export interface DiscordLinkRepository {
   bindAccount(discordUserId: string, accountId: string): Promise<string>;
 }
 
+/** A server channel where characters speak when addressed (`/channel characters`). */
+export interface DiscordCharacterChannel {
+  channelId: string;
+  guildId: string;
+  /** The channel's one conversation, made when its first character was added; kept if all leave. */
+  conversationId: string;
+  /** Whether messages that address no character are kept as context (never answered). */
+  listen: boolean;
+  /** The characters that may speak there, in the order they were added; none: characters are off. */
+  characterIds: string[];
+}
+
+export interface DiscordChannelRepository {
+  get(channelId: string): Promise<DiscordCharacterChannel | undefined>;
+  /** A guild's channels with at least one character, in no particular order. */
+  inGuild(guildId: string): Promise<DiscordCharacterChannel[]>;
+  /**
+   * Lets a character speak in a channel. The first call for a channel stores `conversationId`;
+   * later ones keep the stored one, which is returned with the channel.
+   */
+  addCharacter(channel: { channelId: string; guildId: string; conversationId: string }, characterId: string, addedMillis: number): Promise<DiscordCharacterChannel>;
+  /** False when the character was not there. */
+  removeCharacter(channelId: string, characterId: string): Promise<boolean>;
+  /** False when the channel has never had characters. */
+  setListen(channelId: string, listen: boolean): Promise<boolean>;
+  /** Remembers that these Discord messages are a character's words (a reply, in one or more parts). */
+  recordCharacterMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void>;
+  /** The character who wrote a message the bot posted, if any. */
+  characterOfMessage(messageId: string): Promise<string | undefined>;
+}
+
 /** Where and to whom a job's result goes on Discord: everything needed after a restart. */
 export interface JobDelivery {
   jobId: string;
@@ -382,6 +413,7 @@ export interface Repositories {
   jobs: JobRepository;
   faceModels: FaceModelRepository;
   discordLinks: DiscordLinkRepository;
+  discordChannels: DiscordChannelRepository;
   jobDeliveries: JobDeliveryRepository;
   facts: FactRepository;
   signals: SignalRepository;

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AvatarUrls } from '../../src/avatar-urls.js';
 import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
+import type { CharacterRecord } from '../../src/core/records.js';
 import type { Core } from '../../src/core/core.js';
 import { sanitizePersonaName, WebhookPersonas } from '../../src/bot/webhook-personas.js';
 import { startWithClient } from './harness.js';
@@ -166,16 +167,14 @@ describe('webhook personas', () => {
 
   it('gives personas a picture only when PUBLIC_BASE_URL is one Discord can reach, and says so once', async () => {
     const channel = await newChannel('pictures');
-    // Just the two reads PersonaReplies makes of the core: who the conversation is with.
-    const core = {
-      conversations: { get: async () => ({ characterId: 'character-1' }) },
-      characters: { get: async () => ({ id: 'character-1', name: 'Ada Lovelace', avatar: { key: 'avatar-file', mimeType: 'image/png' } }) },
-    } as unknown as Core;
+    // PersonaReplies is handed the character; it reads nothing of the core for that.
+    const core = {} as unknown as Core;
+    const character = { id: 'character-1', name: 'Ada Lovelace', avatar: { key: 'avatar-file', mimeType: 'image/png' } } as unknown as CharacterRecord;
     const avatarUrlSent = async (publicBaseUrl: string) => {
       const said: string[] = [];
       const logger = { debug() {}, info: (_fields: object, message: string) => said.push(message), warn() {}, error() {} };
       const replies = new PersonaReplies({ core, personas, avatars: new AvatarUrls({ publicBaseUrl, secret: 'a-signing-secret-of-some-length' }), logger });
-      await (await replies.channelFor(channel, 'conversation-1')).send(`from ${publicBaseUrl}`);
+      await replies.channelFor(channel, character).send(`from ${publicBaseUrl}`);
       const execute = setup.fake.requests.findLast((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
       return { avatarUrl: (execute?.body as { avatar_url?: string }).avatar_url, said };
     };

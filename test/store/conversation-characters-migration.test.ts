@@ -15,6 +15,9 @@ import { createTestDatabase } from './postgres-database.js';
  */
 const undo0005 = [
   'drop table discord_voice_replies',
+  'drop table discord_character_messages',
+  'drop table discord_channel_characters',
+  'drop table discord_character_channels',
   'drop table conversation_characters',
   "delete from kysely_migration where name >= '0005'",
 ];

@@ -289,6 +289,33 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           order by conversations.created_micros`.execute(db);
       },
     },
+    '0006-discord-character-channels': {
+      // Server channels where characters speak (/channel characters), and which character wrote
+      // which of the bot's Discord messages, so a reply to one is answered by that character.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('discord_character_channels')
+          .addColumn('channel_id', 'text', (column) => column.primaryKey())
+          .addColumn('guild_id', 'text', notNull)
+          .addColumn('conversation_id', 'text', (column) => column.notNull().references('conversations.id').onDelete('cascade'))
+          .addColumn('listen', 'integer', (column) => column.notNull().defaultTo(0))
+          .execute();
+        await db.schema.createIndex('discord_character_channels_guild').on('discord_character_channels').column('guild_id').execute();
+        await db.schema
+          .createTable('discord_channel_characters')
+          .addColumn('channel_id', 'text', (column) => column.notNull().references('discord_character_channels.channel_id').onDelete('cascade'))
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('added_millis', 'bigint', notNull)
+          .addPrimaryKeyConstraint('discord_channel_characters_key', ['channel_id', 'character_id'])
+          .execute();
+        await db.schema
+          .createTable('discord_character_messages')
+          .addColumn('message_id', 'text', (column) => column.primaryKey())
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('created_millis', 'bigint', notNull)
+          .execute();
+      },
+    },
     '0007-discord-voice-replies': {
       // `/voice replies on`: a row per conversation answered by voice message; none is off.
       async up(db: Kysely<unknown>) {

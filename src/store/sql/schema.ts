@@ -24,6 +24,9 @@ export interface Database {
   discord_dm_conversations: DiscordDmConversationsTable;
   discord_users: DiscordUsersTable;
   discord_voice_replies: DiscordVoiceRepliesTable;
+  discord_character_channels: DiscordCharacterChannelsTable;
+  discord_channel_characters: DiscordChannelCharactersTable;
+  discord_character_messages: DiscordCharacterMessagesTable;
   job_deliveries: JobDeliveriesTable;
   facts: FactsTable;
   job_signals: JobSignalsTable;
@@ -202,6 +205,25 @@ export interface DiscordUsersTable {
 /** A row per conversation whose character answers voice messages by voice message. */
 export interface DiscordVoiceRepliesTable {
   conversation_id: string;
+}
+
+export interface DiscordCharacterChannelsTable {
+  channel_id: string;
+  guild_id: string;
+  conversation_id: string;
+  listen: number;
+}
+
+export interface DiscordChannelCharactersTable {
+  channel_id: string;
+  character_id: string;
+  added_millis: number;
+}
+
+export interface DiscordCharacterMessagesTable {
+  message_id: string;
+  character_id: string;
+  created_millis: number;
 }
 
 export interface JobDeliveriesTable {

@@ -13,6 +13,7 @@ import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
 import type { Database } from './schema.js';
 import type { SqlContext } from './sql-context.js';
+import { SqlDiscordChannelRepository } from './discord-channel-repository.js';
 import { SqlDiscordLinkRepository, SqlFaceModelRepository, SqlFactRepository, SqlJobDeliveryRepository } from './small-repositories.js';
 
 export interface SqlStoreOptions {
@@ -84,6 +85,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly jobs;
   readonly faceModels;
   readonly discordLinks;
+  readonly discordChannels;
   readonly jobDeliveries;
   readonly facts;
   readonly signals;
@@ -103,6 +105,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.jobs = repositories.jobs;
     this.faceModels = repositories.faceModels;
     this.discordLinks = repositories.discordLinks;
+    this.discordChannels = repositories.discordChannels;
     this.jobDeliveries = repositories.jobDeliveries;
     this.facts = repositories.facts;
     this.signals = repositories.signals;
@@ -136,6 +139,7 @@ function repositoriesFor(context: SqlContext): Repositories {
     jobs: new SqlJobRepository(context),
     faceModels: new SqlFaceModelRepository(context),
     discordLinks: new SqlDiscordLinkRepository(context),
+    discordChannels: new SqlDiscordChannelRepository(context),
     jobDeliveries: new SqlJobDeliveryRepository(context),
     facts: new SqlFactRepository(context),
     signals: new SqlSignalRepository(context),

@@ -4,6 +4,7 @@
  * needs to follow the bot's answer.
  */
 import type { APIApplicationCommandOptionChoice, APIMessage } from 'discord-api-types/v10';
+import { MessageFlags } from 'discord-api-types/v10';
 import type { UploadedFile } from './attachments.js';
 import { requireChannel, type FakeContext } from './context.js';
 import { commandInteraction, componentInteraction, modalSubmitInteraction, type CommandInvocation, type FakeFile, type ModalFields } from './interaction-payloads.js';
@@ -51,6 +52,11 @@ export interface UserMessage {
   attachments?: FakeFile[];
   /** Makes the message a reply to this message id. */
   replyTo?: string;
+  /**
+   * Makes it a voice message as Discord's apps record them: flag IS_VOICE_MESSAGE, no content,
+   * one Ogg Opus attachment `voice-message.ogg` carrying `duration_secs` and `waveform`.
+   */
+  voiceMessage?: { file: Uint8Array; durationSeconds: number; waveform: string };
 }
 
 /** A message as tests see it: Discord's REST shape plus `guild_id` for guild messages. */
@@ -121,17 +127,26 @@ export class DiscordDriver {
     if (channel.guildId === null && !channel.recipientIds.includes(authorId)) {
       throw new Error(`fake Discord: user ${authorId} is not the recipient of DM ${channel.id}`);
     }
-    const files: UploadedFile[] = (spec.attachments ?? []).map((file, index) => ({
+    const voice = spec.voiceMessage;
+    const attachments = voice ? [{ filename: 'voice-message.ogg', contentType: 'audio/ogg', bytes: voice.file }] : (spec.attachments ?? []);
+    const files: UploadedFile[] = attachments.map((file, index) => ({
       field: `files[${index}]`,
       filename: file.filename,
       contentType: file.contentType ?? 'application/octet-stream',
       bytes: Buffer.from(file.bytes),
     }));
-    const body = { content: spec.content ?? '', ...(spec.replyTo === undefined ? {} : { message_reference: { message_id: spec.replyTo } }) };
+    const body = {
+      content: voice ? '' : (spec.content ?? ''),
+      ...(voice
+        ? { flags: MessageFlags.IsVoiceMessage, attachments: [{ id: '0', filename: 'voice-message.ogg', duration_secs: voice.durationSeconds, waveform: voice.waveform }] }
+        : {}),
+      ...(spec.replyTo === undefined ? {} : { message_reference: { message_id: spec.replyTo } }),
+    };
     const input = readMessageInput(body, files, 'create');
     // Talking in a thread makes you a member of it, as on Discord.
     if (channel.thread !== null) addThreadMember(this.context, channel, authorId);
-    const message = this.context.messages.create(channel, input, { authorId });
+    // Discord's apps make voice messages by its rules, so the flag stays.
+    const message = this.context.messages.create(channel, input, { authorId, ...(voice ? { voiceMessageChecked: true } : {}) });
     return this.messageWithGuild(message);
   }
 

@@ -236,6 +236,49 @@ export function jobsAndTheRestContract(context: ContractContext): void {
       expect(await store.discordLinks.accountOf(user)).toBe(bound[0]);
     });
 
+    it('keeps character channels: one conversation per channel, casts in order, listen, message authors', async () => {
+      const [first, second] = [await createAccount('channel'), await createAccount('channel')];
+      const now = Date.now();
+      const conversation = async (owner: typeof first) =>
+        (
+          await store.conversations.create(
+            { id: randomUUID(), accountId: owner.account.id, characterId: owner.character.id, createdMicros: now * 1000, updatedMicros: now * 1000, summary: null, summaryThroughPosition: null },
+            owner.account.id,
+          )
+        ).id;
+      const channelId = randomUUID();
+      const guildId = randomUUID();
+      expect(await store.discordChannels.get(channelId)).toBeUndefined();
+      expect(await store.discordChannels.setListen(channelId, true)).toBe(false);
+      // Two processes adding the first character at once: one conversation is kept, both characters.
+      const [mine, theirs] = [await conversation(first), await conversation(second)];
+      const added = await Promise.all([
+        store.discordChannels.addCharacter({ channelId, guildId, conversationId: mine }, first.character.id, now),
+        other.discordChannels.addCharacter({ channelId, guildId, conversationId: theirs }, second.character.id, now + 1),
+      ]);
+      const kept = (await other.discordChannels.get(channelId))!;
+      expect([mine, theirs]).toContain(kept.conversationId);
+      expect(added.map((channel) => channel.conversationId)).toEqual([kept.conversationId, kept.conversationId]);
+      expect(kept).toMatchObject({ channelId, guildId, listen: false, characterIds: [first.character.id, second.character.id] });
+      await store.discordChannels.addCharacter({ channelId, guildId, conversationId: randomUUID() }, first.character.id, now + 5);
+      expect((await store.discordChannels.get(channelId))?.characterIds).toEqual([first.character.id, second.character.id]);
+      expect(await store.discordChannels.setListen(channelId, true)).toBe(true);
+      expect((await other.discordChannels.get(channelId))?.listen).toBe(true);
+      expect((await other.discordChannels.inGuild(guildId)).map((channel) => channel.channelId)).toEqual([channelId]);
+      expect(await other.discordChannels.removeCharacter(channelId, first.character.id)).toBe(true);
+      expect(await other.discordChannels.removeCharacter(channelId, first.character.id)).toBe(false);
+      expect(await store.discordChannels.removeCharacter(channelId, second.character.id)).toBe(true);
+      // With no character left the channel is off, but keeps its conversation for when one comes back.
+      expect(await store.discordChannels.inGuild(guildId)).toEqual([]);
+      expect((await store.discordChannels.get(channelId))?.conversationId).toBe(kept.conversationId);
+
+      const messageIds = [randomUUID(), randomUUID()];
+      await store.discordChannels.recordCharacterMessages(messageIds, second.character.id, now);
+      await other.discordChannels.recordCharacterMessages(messageIds, second.character.id, now);
+      expect(await other.discordChannels.characterOfMessage(messageIds[1]!)).toBe(second.character.id);
+      expect(await other.discordChannels.characterOfMessage(randomUUID())).toBeUndefined();
+    });
+
     it('keeps deliveries until removed once, oldest first', async () => {
       const deliveries = [randomUUID(), randomUUID()].map((jobId, index) => ({
         jobId,

@@ -1,0 +1,76 @@
+import { ApplicationCommandOptionType, type AutocompleteInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
+import { type BotContext, type Command, answer } from '../src/bot/command.js';
+import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { adminActor } from '../src/core/actor.js';
+import { AppError } from '../src/core/errors.js';
+import type { CharacterRecord } from '../src/core/records.js';
+
+const characterOption = (description: string) => ({ type: ApplicationCommandOptionType.String, name: 'character', description, required: true, autocomplete: true }) as const;
+
+const data = {
+  name: 'scene',
+  description: 'Several characters in one conversation',
+  options: [
+    { type: ApplicationCommandOptionType.Subcommand, name: 'add', description: 'Bring a character into this conversation', options: [characterOption('Who joins')] },
+    { type: ApplicationCommandOptionType.Subcommand, name: 'remove', description: 'Let a character leave this conversation', options: [characterOption('Who leaves')] },
+    { type: ApplicationCommandOptionType.Subcommand, name: 'next', description: 'Have a character answer now (for example, another character)', options: [characterOption('Who answers')] },
+  ],
+} as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
+
+export default {
+  data,
+  ephemeral: false,
+  // `next` streams a reply into the channel, which takes longer than Discord waits.
+  defer: { next: 'at-once' },
+  async autocomplete(interaction, context) {
+    if (interaction.options.getSubcommand() === 'add') return suggestCharacters(interaction, context);
+    return suggestScene(interaction, context);
+  },
+  async execute(interaction, context) {
+    const { actor } = await context.accountOf(interaction.user);
+    const place = interaction.inGuild() ? await context.places.of(interaction.channelId) : undefined;
+    if (!place) {
+      throw new AppError('VALIDATION_FAILED', 'Use /scene in a conversation thread (start one with /chat) or in a channel where characters speak.');
+    }
+    const subcommand = interaction.options.getSubcommand();
+    if (subcommand === 'add' || subcommand === 'remove') {
+      if (place.kind === 'channel') throw new AppError('VALIDATION_FAILED', 'In this channel, server managers choose who speaks with /channel characters.');
+      if (subcommand === 'add') {
+        const character = await resolveCharacter(context.core, actor, interaction.options.getString('character', true));
+        await context.core.conversations.addCharacter(actor, place.conversationId, character.id);
+        await answer(interaction, `**${character.name}** joins the conversation. Start a message with “${character.name}” or reply to one of their messages to talk to them.`, false);
+      } else {
+        const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true));
+        await context.core.conversations.removeCharacter(actor, place.conversationId, character.id);
+        await answer(interaction, `**${character.name}** leaves the conversation.`, false);
+      }
+      return;
+    }
+    const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true), place.kind === 'channel' ? place.characterIds : undefined);
+    if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    await answer(interaction, `**${character.name}** answers.`, false);
+    await context.runner.next(actor, place.conversationId, character.id, context.replies.channelFor(interaction.channel, character));
+  },
+} satisfies Command;
+
+/** One of the conversation's characters (or, in a channel, of its cast), by id from the list or by name. */
+async function sceneCharacter(context: BotContext, conversationId: string, value: string, cast?: readonly string[]): Promise<CharacterRecord> {
+  const characters = await sceneOf(context, conversationId, cast);
+  const wanted = value.trim().toLowerCase();
+  const character = characters.find((member) => member.id === wanted) ?? characters.find((member) => member.name.toLowerCase() === wanted);
+  if (!character) throw new AppError('NOT_FOUND', `“${value}” is not in this conversation. Pick one from the list.`);
+  return character;
+}
+
+async function sceneOf(context: BotContext, conversationId: string, cast?: readonly string[]): Promise<CharacterRecord[]> {
+  const ids = cast ?? (await context.core.conversations.get(adminActor, conversationId)).characterIds;
+  return existingCharacters(context.core, ids);
+}
+
+async function suggestScene(interaction: AutocompleteInteraction, context: BotContext): Promise<void> {
+  const place = interaction.inGuild() ? await context.places.of(interaction.channelId) : undefined;
+  if (!place) return interaction.respond([]);
+  const query = String(interaction.options.getFocused()).toLowerCase();
+  const characters = await sceneOf(context, place.conversationId, place.kind === 'channel' ? place.characterIds : undefined);
+  await interaction.respond(characters.filter((character) => character.name.toLowerCase().includes(query)).slice(0, 25).map((character) => ({ name: character.name.slice(0, 100), value: character.id })));
+}

@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { APIChannel, APIUser } from 'discord-api-types/v10';
+import { type BotHarness, startBotHarness } from './harness.js';
+
+type Body = { messages?: Array<{ role: string; content: unknown }> };
+
+/** The fake engine answers as whoever the system prompt says it is, echoing the newest line. */
+function asCharacter(body: Body) {
+  const system = String(body.messages?.[0]?.content ?? '');
+  const name = /^You are ([^.]+)\./.exec(system)?.[1] ?? 'nobody';
+  const last = body.messages?.at(-1)?.content;
+  const line = typeof last === 'string' ? last.split('\n').at(-1) : 'something';
+  return { reply: `[${name}] ${line}`, tokensPerSecond: 80 };
+}
+
+describe('characters in server channels and scenes, through discord.js and the fake Discord', () => {
+  let bot: BotHarness;
+  let alice: APIUser;
+  let bob: APIUser;
+  let owner: APIUser;
+
+  /** Runs a slash command and waits for its answer's text. */
+  async function command(user: APIUser, channelId: string, name: string, spec: { group?: string; subcommand?: string; options?: Record<string, string | boolean> }): Promise<string> {
+    const sent = bot.discord.sendSlashCommand({ user, channelId, name, ...(spec.group ? { subcommandGroup: spec.group } : {}), ...(spec.subcommand ? { subcommand: spec.subcommand } : {}), options: spec.options ?? {} });
+    await sent.response;
+    return bot.discord.waitFor(() => {
+      const text = bot.discord.interactionResponses(sent.interactionId).map((record) => JSON.stringify(record.body ?? '')).join('\n');
+      return /"content":"[^"]/.test(text) && text;
+    });
+  }
+
+  /** The characters' replies in a channel (bot or persona messages in the fake engine's `[Name] …` form), oldest first. */
+  const texts = (channelId: string) =>
+    bot.discord
+      .messages(channelId)
+      .filter((message) => message.author.bot && message.content.startsWith('['))
+      .map((message) => message.content);
+
+  async function nameCharacter(user: APIUser, name: string): Promise<void> {
+    expect(await command(user, bot.discord.guild.textChannelId, 'character', { subcommand: 'edit', options: { name, public: true } })).toContain(name);
+  }
+
+  async function openThread(user: APIUser): Promise<APIChannel> {
+    const before = bot.discord.threads.length;
+    const choices = await bot.discord.sendAutocomplete({ user, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: '' }, focused: 'character' });
+    const own = choices.find((choice) => choice.name.endsWith('(yours)'))!;
+    const sent = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: String(own.value) } });
+    const thread = await bot.discord.waitFor((fake) => fake.threads.length > before && fake.threads.at(-1));
+    // The thread is linked to its conversation before /chat says where it is.
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(sent.interactionId)).includes(`<#${thread.id}>`));
+    return thread;
+  }
+
+  beforeAll(async () => {
+    bot = await startBotHarness({ script: asCharacter });
+    alice = bot.discord.createUser({ username: 'alice' });
+    bob = bot.discord.createUser({ username: 'bob' });
+    // The guild's owner holds every permission, Manage Server included.
+    owner = { id: bot.discord.guild.ownerId } as APIUser;
+    await nameCharacter(alice, 'Ada');
+    await nameCharacter(bob, 'Bo');
+  });
+  beforeEach(() => bot.llm.setScript(asCharacter));
+  afterAll(async () => {
+    await bot.close();
+  });
+
+  it('lets only a server manager choose the characters of a channel, and lists them', async () => {
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'managed').id;
+    expect(await command(alice, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Ada' } })).toContain('Manage Server');
+    const added = await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Ada' } });
+    expect(added).toContain('**Ada** may now speak');
+    // Without Manage Webhooks the manager is told characters answer as the bot for now.
+    expect(added).toContain('Manage Webhooks');
+    await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Bo' } });
+    const listed = await command(owner, channel, 'channel', { group: 'characters', subcommand: 'list' });
+    expect(listed).toContain(`<#${channel}>: **Ada**, **Bo**`);
+    expect(await command(owner, channel, 'channel', { group: 'characters', subcommand: 'remove', options: { character: 'Bo' } })).toContain('no longer speaks');
+    expect(await command(owner, channel, 'channel', { group: 'characters', subcommand: 'list' })).toContain(`<#${channel}>: **Ada**`);
+  });
+
+  it('answers by name, by mention with a name and by reply, in enabled channels only, and never an unaddressed message', async () => {
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'tavern').id;
+    const elsewhere = bot.discord.createTextChannel(bot.discord.guild.id, 'quiet').id;
+    await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Ada' } });
+    await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Bo' } });
+
+    bot.discord.sendMessage({ channelId: elsewhere, author: alice, content: 'Ada, are you here?' });
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'just chatting with people' });
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Ada, how are you?' });
+    await bot.discord.waitFor(() => texts(channel).includes('[Ada] alice: Ada, how are you?') || texts(channel).includes('[Ada] Ada, how are you?'), 10_000);
+    // The message before addressed nobody and the channel does not listen: not kept, not answered.
+    expect(JSON.stringify(bot.llm.requests.at(-1)!.body.messages)).not.toContain('just chatting');
+    expect(texts(channel)).toHaveLength(1);
+
+    bot.discord.sendMessage({ channelId: channel, author: bob, content: `<@${bot.discord.botUser.id}> what would Bo say?` });
+    await bot.discord.waitFor(() => texts(channel).some((text) => text.startsWith('[Bo]')), 10_000);
+    expect(texts(channel).find((text) => text.startsWith('[Bo]'))).not.toContain(bot.discord.botUser.id);
+
+    const adaLine = bot.discord.messages(channel).find((message) => message.author.bot && message.content.startsWith('[Ada]'))!;
+    bot.discord.sendMessage({ channelId: channel, author: bob, content: 'really?', replyTo: adaLine.id });
+    await bot.discord.waitFor(() => texts(channel).filter((text) => text.startsWith('[Ada]')).length === 2, 10_000);
+    expect(texts(elsewhere)).toEqual([]);
+  });
+
+  it('keeps unaddressed messages as context, unanswered, while the channel listens', async () => {
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'listening').id;
+    await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Ada' } });
+    expect(await command(owner, channel, 'channel', { subcommand: 'listen', options: { on: true } })).toContain('kept as context');
+    bot.discord.sendMessage({ channelId: channel, author: bob, content: 'the password is swordfish' });
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Ada: what did bob say?' });
+    await bot.discord.waitFor(() => texts(channel).length === 1 && texts(channel)[0]!.startsWith('[Ada]'), 10_000);
+    expect(JSON.stringify(bot.llm.requests.at(-1)!.body.messages)).toContain('swordfish');
+    expect(texts(channel)).toHaveLength(1);
+  });
+
+  it('posts as the character through a webhook once allowed, and a reply to the persona is answered by it', async () => {
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'stage').id;
+    bot.discord.setManageWebhooks(channel, true);
+    await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Bo' } });
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Bo, sing' });
+    // Finished once it carries its 🔄 button.
+    const persona = await bot.discord.waitFor(
+      () => bot.discord.messages(channel).find((message) => message.webhook_id !== undefined && message.content.startsWith('[Bo]') && (message.components?.length ?? 0) > 0),
+      10_000,
+    );
+    expect(persona.author.username).toBe('Bo');
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'again', replyTo: persona.id });
+    await bot.discord.waitFor(() => bot.discord.messages(channel).filter((message) => message.webhook_id !== undefined && message.content.startsWith('[Bo]')).length === 2, 10_000);
+  });
+
+  it('puts two characters in one thread: each answers when addressed, with its own memories, seeing the other’s lines by name', async () => {
+    expect(await command(alice, bot.discord.guild.textChannelId, 'character', { subcommand: 'remember', options: { fact: 'Ada keeps a blue notebook' } })).toBeTruthy();
+    expect(await command(bob, bot.discord.guild.textChannelId, 'character', { subcommand: 'remember', options: { fact: 'Bo fears the sea' } })).toBeTruthy();
+    const thread = await openThread(alice);
+    expect(await command(alice, thread.id, 'scene', { subcommand: 'add', options: { character: 'Bo' } })).toContain('**Bo** joins');
+
+    bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'hello both' });
+    await bot.discord.waitFor(() => texts(thread.id).includes('[Ada] alice: hello both'), 10_000);
+    bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Bo, what scares you?' });
+    await bot.discord.waitFor(() => texts(thread.id).includes('[Bo] alice: Bo, what scares you?'), 10_000);
+    const boPrompt = bot.llm.requests.at(-1)!.body.messages!;
+    expect(String(boPrompt[0]!.content)).toContain('Bo fears the sea');
+    expect(String(boPrompt[0]!.content)).not.toContain('blue notebook');
+    // Ada's line reaches Bo as someone else's words, under her name.
+    expect(JSON.stringify(boPrompt)).toContain('Ada: [Ada] alice: hello both');
+
+    const sent = bot.discord.sendSlashCommand({ user: alice, channelId: thread.id, name: 'scene', subcommand: 'next', options: { character: 'Ada' } });
+    await sent.response;
+    await bot.discord.waitFor(() => texts(thread.id).filter((text) => text.startsWith('[Ada]')).length === 2, 10_000);
+    const adaPrompt = bot.llm.requests.at(-1)!.body.messages!;
+    expect(String(adaPrompt[0]!.content)).toContain('blue notebook');
+    expect(String(adaPrompt[0]!.content)).not.toContain('fears the sea');
+    expect(JSON.stringify(adaPrompt)).toContain('Bo: [Bo] alice: Bo, what scares you?');
+  });
+});

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { APIUser } from 'discord-api-types/v10';
+import { MessageFlags } from 'discord-api-types/v10';
+import { encodeVoiceMessage } from '../../src/audio/voice-message.js';
+import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
+import { type BotHarness, startBotHarness } from './harness.js';
+
+/** A second of a 440 Hz tone at 16 kHz, recorded the way Discord's apps record voice messages. */
+async function recording() {
+  const sampleRate = 16_000;
+  const samples = new Int16Array(sampleRate);
+  for (let index = 0; index < samples.length; index++) samples[index] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * index) / sampleRate));
+  const encoded = await encodeVoiceMessage({ samples, sampleRate });
+  return { file: encoded.file, durationSeconds: encoded.durationSeconds, waveform: encoded.waveform };
+}
+
+/** The newest user line the engine was sent. */
+const echo = (body: { messages?: Array<{ role: string; content: unknown }> }) => {
+  const last = body.messages?.at(-1)?.content;
+  return { reply: `You said: ${typeof last === 'string' ? last : '?'}`, tokensPerSecond: 200 };
+};
+
+describe('voice messages to characters, through discord.js and the fake Discord', () => {
+  let stt: FakeTranscription;
+  let bot: BotHarness;
+  let alice: APIUser;
+
+  beforeAll(async () => {
+    stt = await startFakeTranscription();
+    stt.script = { text: 'What is the weather like?' };
+    bot = await startBotHarness({ script: echo, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL } });
+    alice = bot.discord.createUser({ username: 'alice' });
+  });
+  afterAll(async () => {
+    await bot.close();
+    await stt.close();
+  });
+
+  it('transcribes a voice message in a DM and answers its words', async () => {
+    const dm = bot.discord.openDm(alice);
+    const voice = await recording();
+    bot.discord.sendMessage({ channelId: dm, author: alice, voiceMessage: voice });
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: What is the weather like?'), 10_000);
+    // The engine heard the very file sent, named so it knows the format.
+    const heard = stt.transcriptions.at(-1)!;
+    expect(heard.file?.name).toMatch(/\.ogg$/);
+    expect(Buffer.compare(heard.file!.bytes, Buffer.from(voice.file))).toBe(0);
+  });
+
+  it('answers a voice message with a voice message of its own when asked to', async () => {
+    const dm = bot.discord.openDm(alice);
+    const voiced = bot.discord.sendSlashCommand({ user: alice, channelId: dm, name: 'character', subcommand: 'voice', options: { preset: 'en-us+f3' } });
+    await voiced.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(voiced.interactionId)).includes('now speaks'), 10_000);
+    const switched = bot.discord.sendSlashCommand({ user: alice, channelId: dm, name: 'voice', subcommand: 'replies', options: { on: true } });
+    await switched.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(switched.interactionId)).includes('with voice messages'), 10_000);
+
+    // A typed message still gets text only.
+    bot.discord.sendMessage({ channelId: dm, author: alice, content: 'typed words' });
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: typed words'), 10_000);
+    const isVoice = (message: { flags?: number }) => ((message.flags ?? 0) & MessageFlags.IsVoiceMessage) !== 0;
+    const botVoices = () => bot.discord.messages(dm).filter((message) => message.author.id === bot.discord.botUser.id && isVoice(message));
+    expect(botVoices()).toHaveLength(0);
+
+    const sent = bot.discord.sendMessage({ channelId: dm, author: alice, voiceMessage: await recording() });
+    const [reply] = await bot.discord.waitFor(() => botVoices().length === 1 && botVoices(), 20_000);
+    expect(reply!.message_reference?.message_id).toBe(sent.id);
+    expect(reply!.attachments).toHaveLength(1);
+    expect(reply!.attachments[0]!.content_type).toBe('audio/ogg');
+    expect(reply!.attachments[0]!.duration_secs).toBeGreaterThan(0.5);
+    // The text reply came first, as always.
+    expect(bot.botTexts(dm).filter((text) => text === 'You said: What is the weather like?').length).toBe(2);
+  });
+});
+
+describe('voice messages without a speech-to-text engine', () => {
+  let bot: BotHarness;
+
+  beforeAll(async () => {
+    bot = await startBotHarness({ script: echo });
+  });
+  afterAll(async () => {
+    await bot.close();
+  });
+
+  it('tells the user what is needed, and answers typed messages as before', async () => {
+    const bob = bot.discord.createUser({ username: 'bob' });
+    const dm = bot.discord.openDm(bob);
+    bot.discord.sendMessage({ channelId: dm, author: bob, voiceMessage: await recording() });
+    const told = await bot.discord.waitFor(() => bot.botTexts(dm).find((text) => text.startsWith('⚠️')), 10_000);
+    expect(told).toContain('speech-to-text');
+    bot.discord.sendMessage({ channelId: dm, author: bob, content: 'hello' });
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: hello'), 10_000);
+  });
+});
