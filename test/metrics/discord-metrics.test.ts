@@ -76,8 +76,12 @@ describe('Discord metrics', () => {
     expect(valueOf(exposition, 'likeness_discord_rest_requests_total', { method: 'POST', route, status_class: '2xx' })).toBe(2);
     expect(valueOf(exposition, 'likeness_discord_rest_requests_total', { method: 'POST', route, status_class: '4xx' })).toBe(1);
     expect(valueOf(exposition, 'likeness_discord_rest_429_total', { method: 'POST', route, scope: 'user' })).toBe(1);
-    // The second post found the bucket spent (remaining 0) and was held back, not sent into a 429.
-    expect(valueOf(exposition, 'likeness_discord_rest_rate_limit_waits_total', { method: 'POST', route, global: 'false' })).toBe(1);
+    // The second post found the bucket spent (remaining 0) and was held back, not sent into a
+    // 429. Under a full suite on two busy cores discord.js was seen to report two waits (its
+    // 0.2 s windows then pass while requests are still queued), so at least one, at most two.
+    const waits = valueOf(exposition, 'likeness_discord_rest_rate_limit_waits_total', { method: 'POST', route, global: 'false' });
+    expect(waits).toBeGreaterThanOrEqual(1);
+    expect(waits).toBeLessThanOrEqual(2);
   });
 
   it('reads shard status and heartbeat latency from a client on the fake gateway', async () => {
