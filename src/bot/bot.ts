@@ -4,7 +4,7 @@ import type { AvatarUrls } from '../avatar-urls.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { RepositoryStore } from '../core/repositories.js';
-import { ChannelPacer, discordRequestsPerSecond, ordinaryEditShare } from './channel-pacer.js';
+import { ChannelPacer, ordinaryEditShare, sentRequestsPerSecond } from './channel-pacer.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
@@ -14,7 +14,6 @@ import { JobDeliveries, webhookBucket } from './job-deliveries.js';
 import { Places } from './places.js';
 import { PersonaReplies } from './persona-replies.js';
 import { WebhookPersonas } from './webhook-personas.js';
-import { proxyRequestsPerSecond } from './sharding/rest-proxy.js';
 import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice-playback.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
@@ -85,7 +84,8 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     ],
     // DM channels are not cached until used; without this their first message is dropped.
     partials: [Partials.Channel],
-    rest: options.apiBase ? { api: options.apiBase } : {},
+    // A margin under Discord's global 50 a second (see `sentRequestsPerSecond`).
+    rest: { globalRequestsPerSecond: sentRequestsPerSecond, ...(options.apiBase ? { api: options.apiBase } : {}) },
   });
   if (options.metrics) {
     watchDiscordRest(client.rest, options.metrics);
@@ -95,8 +95,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   // A shard process reaches Discord through the manager's proxy, with the other shards: its
   // ordinary edits take their part of what the proxy passes, split by the shards it holds.
   const share = shareOfShards(client);
-  const reachingDiscord = share < 1 ? proxyRequestsPerSecond * share : discordRequestsPerSecond;
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEditShare * reachingDiscord });
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEditShare * sentRequestsPerSecond * Math.min(share, 1) });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

@@ -4,9 +4,10 @@ import { buffer } from 'node:stream/consumers';
 import { populateErrorResponse } from '@discordjs/proxy';
 import { REST, type RequestMethod, type RouteLike } from '@discordjs/rest';
 import type { Logger } from '../../core/ports.js';
+import { sentRequestsPerSecond } from '../channel-pacer.js';
 
-/** What the proxy passes to Discord a second, a margin under Discord's 50 (see `startRestProxy`). */
-export const proxyRequestsPerSecond = 45;
+/** What the proxy passes to Discord a second: the bot's whole budget (see `sentRequestsPerSecond`). */
+export const proxyRequestsPerSecond = sentRequestsPerSecond;
 
 export interface RestProxy {
   /** What shard processes use as DISCORD_API_BASE (up to `/api`). */
@@ -20,11 +21,7 @@ export interface RestProxy {
  * token are kept once, as Discord counts them, instead of once per process.
  */
 export async function startRestProxy(options: { upstream: string | undefined; logger: Logger }): Promise<RestProxy> {
-  // Requests carry the shard's own Authorization header; this REST adds none. REST counts the
-  // global limit in fixed seconds from its first request, Discord in seconds from the arrival
-  // of its first: requests that travel faster than that one (a burst opens new connections,
-  // the shards and Discord share busy cores) land in Discord's previous second. Two of margin
-  // still met a global 429 when 100 final edits went out at once; five did not.
+  // Requests carry the shard's own Authorization header; this REST adds none.
   const rest = new REST({ version: '10', globalRequestsPerSecond: proxyRequestsPerSecond, ...(options.upstream ? { api: options.upstream } : {}) });
   const server: Server = createServer((request, response) => {
     forward(rest, request, response).catch((error: unknown) => {
