@@ -11,6 +11,7 @@ import { ConversationRunner } from './conversation-runner.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
+import { SlidingWindow, withGlobalWindow } from './global-window.js';
 import { Places } from './places.js';
 import { PersonaReplies } from './persona-replies.js';
 import { WebhookPersonas } from './webhook-personas.js';
@@ -84,8 +85,12 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     ],
     // DM channels are not cached until used; without this their first message is dropped.
     partials: [Partials.Channel],
-    // A margin under Discord's global 50 a second (see `sentRequestsPerSecond`).
-    rest: { globalRequestsPerSecond: sentRequestsPerSecond, ...(options.apiBase ? { api: options.apiBase } : {}) },
+    // A margin under Discord's global 50 a second (see `sentRequestsPerSecond`), in any second.
+    rest: {
+      globalRequestsPerSecond: sentRequestsPerSecond,
+      makeRequest: withGlobalWindow(new SlidingWindow(sentRequestsPerSecond)),
+      ...(options.apiBase ? { api: options.apiBase } : {}),
+    },
   });
   if (options.metrics) {
     watchDiscordRest(client.rest, options.metrics);

@@ -5,6 +5,7 @@ import { populateErrorResponse } from '@discordjs/proxy';
 import { REST, type RequestMethod, type RouteLike } from '@discordjs/rest';
 import type { Logger } from '../../core/ports.js';
 import { sentRequestsPerSecond } from '../channel-pacer.js';
+import { SlidingWindow, withGlobalWindow } from '../global-window.js';
 
 /** What the proxy passes to Discord a second: the bot's whole budget (see `sentRequestsPerSecond`). */
 export const proxyRequestsPerSecond = sentRequestsPerSecond;
@@ -22,7 +23,12 @@ export interface RestProxy {
  */
 export async function startRestProxy(options: { upstream: string | undefined; logger: Logger }): Promise<RestProxy> {
   // Requests carry the shard's own Authorization header; this REST adds none.
-  const rest = new REST({ version: '10', globalRequestsPerSecond: proxyRequestsPerSecond, ...(options.upstream ? { api: options.upstream } : {}) });
+  const rest = new REST({
+    version: '10',
+    globalRequestsPerSecond: proxyRequestsPerSecond,
+    makeRequest: withGlobalWindow(new SlidingWindow(proxyRequestsPerSecond)),
+    ...(options.upstream ? { api: options.upstream } : {}),
+  });
   const server: Server = createServer((request, response) => {
     forward(rest, request, response).catch((error: unknown) => {
       options.logger.warn({ err: error, method: request.method }, 'the Discord REST proxy could not forward a request');
