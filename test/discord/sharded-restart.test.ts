@@ -93,6 +93,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
 
   it('starts shards that died together again, one identify bucket apart', async () => {
     const before = discord.shardingStats.identifies.length;
+    const refusedBefore = discord.shardingStats.concurrencyRefusals;
     const children = execFileSync('pgrep', ['-P', String(shards!.child.pid), '-f', 'src/main.ts'], { encoding: 'utf8' }).trim().split('\n').map(Number);
     expect(children).toHaveLength(2);
     for (const pid of children) process.kill(pid, 'SIGKILL');
@@ -101,8 +102,8 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     expect(new Set([first!.shard[0], second!.shard[0]])).toEqual(new Set([0, 1]));
     // Discord takes one identify per bucket per 5 s (the fake allows 250 ms for discord.js's own wait).
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(4_750);
-    // The manager respawns both at once (discord.js's own respawn), so the second learns of the
-    // busy bucket from Discord (op 9, one refusal here) and discord.js waits and identifies again.
+    // The manager starts them again through its identify buckets, so Discord refuses none.
+    expect(discord.shardingStats.concurrencyRefusals).toBe(refusedBefore);
     await waitUntilReady(shards!);
   }, 120_000);
 });

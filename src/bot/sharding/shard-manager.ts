@@ -3,7 +3,8 @@
  * ShardingManager, mode 'process'), each running this service with ROLES=bot. The manager asks
  * Discord for the recommended count and `max_concurrency`, starts shards in identify buckets
  * (shards whose `id % max_concurrency` differ start together, one bucket period apart), puts its
- * REST proxy between the shards and Discord, respawns a shard that dies, and reports the shards'
+ * REST proxy between the shards and Discord, starts a shard that dies again in its identify
+ * bucket (so shards that die together never identify too close), and reports the shards'
  * states for /healthz and /readyz.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -26,7 +27,7 @@ export interface ShardManagerOptions {
   /** This service's public URL: links a shard signs (files, avatars) point here, not at the shard's own port. */
   publicBaseUrl: string;
   logger: Logger;
-  /** Time between two identifies of one bucket; Discord's 5 s (plus a margin). */
+  /** Time from one shard's READY to the next identify in its bucket; Discord's 5 s between identifies. */
   identifyIntervalMs?: number;
   /** How long a shard may take to log in before the next bucket starts anyway. */
   readyTimeoutMs?: number;
@@ -49,6 +50,7 @@ export class ShardManager {
   /** Aborted by `stop()`: ends the waits of start-up at once. */
   readonly #stopping = new AbortController();
   #manager: ShardingManager | undefined;
+  #buckets: IdentifyBuckets | undefined;
   #proxy: RestProxy | undefined;
   readonly #started: Promise<void>;
 
@@ -99,7 +101,9 @@ export class ShardManager {
     if (!gateway || this.#stopped) return;
     const count = options.shards === 'auto' ? gateway.shards : options.shards;
     this.#proxy = await startRestProxy({ upstream: options.apiBase, logger: options.logger });
-    const manager = new ShardingManager(options.entry, { totalShards: count, token: options.token, mode: 'process', respawn: true, execArgv: [...options.execArgv] });
+    // Respawns are ours (below), so a shard that dies waits for its identify bucket like at start.
+    const manager = new ShardingManager(options.entry, { totalShards: count, token: options.token, mode: 'process', respawn: false, execArgv: [...options.execArgv] });
+    this.#buckets = new IdentifyBuckets(gateway.maxConcurrency, options.identifyIntervalMs ?? 5_000);
     this.#manager = manager;
     for (let id = 0; id < count; id += 1) this.#states.set(id, 'connecting');
     const shardEnvironment = {
@@ -117,9 +121,8 @@ export class ShardManager {
     });
     options.logger.info({ shards: count, maxConcurrency: gateway.maxConcurrency, proxy: this.#proxy.url }, 'starting Discord shards');
     for (let first = 0; first < count && !this.#stopped; first += gateway.maxConcurrency) {
-      if (first > 0) await sleep(options.identifyIntervalMs ?? 5_500, undefined, { signal: this.#stopping.signal });
       const bucket = Array.from({ length: Math.min(gateway.maxConcurrency, count - first) }, (_, index) => first + index);
-      await Promise.all(bucket.map((id) => this.#spawn(manager, id)));
+      await Promise.all(bucket.map((id) => this.#buckets!.run(id, this.#stopping.signal, () => this.#spawn(manager, id))));
     }
   }
 
@@ -129,6 +132,19 @@ export class ShardManager {
     const stopped = new Promise((resolve) => this.#stopping.signal.addEventListener('abort', resolve, { once: true }));
     await Promise.race([ready, stopped]).catch((error: unknown) => {
       if (!this.#stopped) this.options.logger.warn({ err: error, shardId: id }, 'a shard was not ready in time; the next ones start anyway');
+    });
+  }
+
+  /** Starts a dead shard again once its identify bucket is free (shards that die together queue). */
+  async #respawn(shard: Shard): Promise<void> {
+    await this.#buckets!.run(shard.id, this.#stopping.signal, async () => {
+      if (this.#stopped) return;
+      await shard.spawn(this.options.readyTimeoutMs ?? 60_000).then(
+        () => undefined,
+        (error: unknown) => {
+          if (!this.#stopped) this.options.logger.warn({ err: error, shardId: shard.id }, 'a restarted shard was not ready in time');
+        },
+      );
     });
   }
 
@@ -145,8 +161,11 @@ export class ShardManager {
     shard.on('spawn', set('connecting'));
     shard.on('death', () => {
       if (this.#stopped) return;
-      this.options.logger.warn({ shardId: shard.id }, 'a shard process ended; it is started again');
+      this.options.logger.warn({ shardId: shard.id }, 'a shard process ended; it is started again in its identify bucket');
       set('connecting')();
+      this.#respawn(shard).catch((error: unknown) => {
+        if (!this.#stopped) this.options.logger.error({ err: error, shardId: shard.id }, 'a shard could not be started again');
+      });
     });
     shard.on('error', (error) => this.options.logger.error({ err: error, shardId: shard.id }, 'shard error'));
   }
@@ -174,6 +193,38 @@ export class ShardManager {
       }
     }
     return undefined;
+  }
+}
+
+/**
+ * Discord's identify buckets: shards whose `id % max_concurrency` agree share one, which takes
+ * one identify per period. Starts in one bucket run one after another: each waits for the
+ * period to pass since the one before it was ready (its READY follows its identify), so a shard
+ * that boots slowly never brings the next identify closer than the period.
+ */
+class IdentifyBuckets {
+  readonly #freeAt = new Map<number, number>();
+  readonly #queues = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly maxConcurrency: number,
+    private readonly periodMs: number,
+  ) {}
+
+  /** Runs `start` (resolving once the shard is ready, or has given up) in the shard's bucket. */
+  run(shardId: number, signal: AbortSignal, start: () => Promise<void>): Promise<void> {
+    const bucket = shardId % this.maxConcurrency;
+    const turn = (this.#queues.get(bucket) ?? Promise.resolve()).then(async () => {
+      const wait = (this.#freeAt.get(bucket) ?? 0) - Date.now();
+      if (wait > 0) await sleep(wait, undefined, { signal });
+      try {
+        await start();
+      } finally {
+        this.#freeAt.set(bucket, Date.now() + this.periodMs);
+      }
+    });
+    this.#queues.set(bucket, turn.catch(() => undefined));
+    return turn;
   }
 }
 
