@@ -5,7 +5,7 @@
  * one identify per 5 s bucket), each message is answered once, and nothing is refused.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
 import { type ServiceProcess, startService, stopService, waitUntilServing } from '../e2e/service-processes.js';
 import { type FakeDiscord, type FakeGuild, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
+import { type FakeVoice, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { createTestDatabase } from '../store/postgres-database.js';
@@ -28,6 +29,7 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
   let discord: FakeDiscord;
   let llm: FakeOpenAI;
   let cog: FakeCog;
+  let voice: FakeVoice;
   let service: ServiceProcess;
   let worker: ServiceProcess;
   let dataDir: string | undefined;
@@ -60,14 +62,19 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     });
     llm = await startFakeOpenAI({ script: echo });
     cog = await startFakeCog({ capacity: 2, steps: 2, stepMs: 50 });
+    voice = await startFakeVoice(discord);
     await deployCommands({ token: discord.token, apiBase: discord.apiBase });
     // One files directory, as processes on shared storage have: the worker writes the images the shards upload.
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-sharded-'));
     const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: llm.baseURL, LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url };
     // Images are made by a worker process of their own; the shards only deliver them.
     worker = await startService('worker', { ...shared, ROLES: 'worker' });
+    // The shard processes trust the fake voice server's certificate, as this process does.
+    const voiceCertificate = path.join(dataDir, 'fake-voice-ca.pem');
+    await writeFile(voiceCertificate, voice.certificatePem);
     service = await startService('sharded', {
       ...shared,
+      NODE_EXTRA_CA_CERTS: voiceCertificate,
       ROLES: 'bot,api',
       DISCORD_SHARDS: 'auto',
       DISCORD_TOKEN: discord.token,
@@ -86,6 +93,7 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     if (service) await stopService(service);
     if (worker) await stopService(worker);
     await cog?.close();
+    await voice?.close();
     await llm?.close();
     await discord?.close();
     await database?.drop();
@@ -135,6 +143,25 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     expect(cog.predictions).toHaveLength(2);
     expect(discord.rateLimitHits.total).toBe(0);
   }, 40_000);
+
+  it('/speak plays in the guild of the second shard, from the shard that holds it', async () => {
+    const guild = discord.guilds[1]!;
+    const dana = discord.createUser({ username: 'dana' });
+    const voiced = discord.sendSlashCommand({ user: dana, channelId: guild.textChannelId, name: 'character', subcommand: 'voice', options: { preset: 'en-us+f3' } });
+    await voiced.response;
+    await discord.waitFor(() => JSON.stringify(discord.interactionResponses(voiced.interactionId)).includes('now speaks'), 10_000);
+    voice.joinVoice(dana, guild.voiceChannelId!);
+    const since = performance.now();
+    const spoken = discord.sendSlashCommand({ user: dana, channelId: guild.textChannelId, name: 'speak', options: { text: 'Hello from the second shard.' } });
+    expect(await spoken.response).not.toBeNull();
+    // Only shard 1 hears this guild's interaction and holds its gateway session, so the voice
+    // connection (op 4, then the voice server) can only have come from there.
+    const heard = await voice.waitForAudio(guild.id, (audio) => audio.durationMs > 500 && audio.silenceFrames >= 4, { since, timeoutMs: 30_000 });
+    expect(heard.rms).toBeGreaterThan(0.02);
+    const joins = voice.voiceStateRequests.filter((request) => request.channelId === guild.voiceChannelId);
+    expect(new Set(joins.map((request) => request.gatewaySessionId)).size).toBe(1);
+    expect(voice.voiceStateRequests.some((request) => request.guildId === discord.guilds[0]!.id)).toBe(false);
+  }, 60_000);
 
   it('starts a shard again when its process dies, and it answers again', async () => {
     // The manager's children running the service are its shard processes (tsx runs esbuild beside them).
