@@ -16,6 +16,8 @@ export interface RateLimits {
 }
 
 const tableName = 'rate_limits';
+/** An advisory lock key of ours for making that table; "likeness" + 1, beside the migrations' key. */
+const setupLockKey = (0x6c696b656e657373n + 1n).toString();
 
 /** Limits each process keeps in memory. */
 export function memoryRateLimits(): RateLimits {
@@ -35,12 +37,21 @@ export async function openRateLimits(storeUrl: string, onConnectionError: (error
   const pool = new pg.Pool({ connectionString: storeUrl, max: 3 });
   pool.on('error', onConnectionError);
   try {
-    // The first limiter makes the table (processes starting at once are handled by the library).
-    await new Promise<void>((resolve, reject) => {
-      new RateLimiterPostgres({ storeClient: pool, storeType: 'pool', tableName, keyPrefix: 'setup', points: 1, duration: 60 }, (error?: Error) =>
-        error ? reject(error) : resolve(),
-      );
-    });
+    // The first limiter makes the table. Two processes starting at once would both run its
+    // CREATE TABLE IF NOT EXISTS, and PostgreSQL refuses the second ("type rate_limits already
+    // exists"): it is made under an advisory lock, on the connection that holds the lock.
+    const client = await pool.connect();
+    try {
+      await client.query('select pg_advisory_lock($1)', [setupLockKey]);
+      await new Promise<void>((resolve, reject) => {
+        new RateLimiterPostgres({ storeClient: client, storeType: 'client', tableName, keyPrefix: 'setup', points: 1, duration: 60 }, (error?: Error) =>
+          error ? reject(error) : resolve(),
+        );
+      });
+    } finally {
+      await client.query('select pg_advisory_unlock($1)', [setupLockKey]).catch(() => undefined);
+      client.release();
+    }
   } catch (error) {
     await pool.end();
     throw error;

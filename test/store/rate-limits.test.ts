@@ -22,8 +22,8 @@ describe('rate limits', () => {
   });
 
   it('holds one limit across processes on a PostgreSQL store, each action apart', async () => {
-    // Two openings at once, as two processes starting together: both make or find the table.
-    const [one, two] = await Promise.all([open(database.url), open(database.url)]);
+    // Openings at once, as processes starting together: each makes or finds the table.
+    const [one, two] = await Promise.all(Array.from({ length: 6 }, () => open(database.url)));
     expect(one!.shared).toBe(true);
     const first = one!.limiter('api-chat', 3);
     const second = two!.limiter('api-chat', 3);
