@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
-import { type ServiceProcess, startService, stopService, waitUntilServing } from '../e2e/service-processes.js';
+import { type ServiceProcess, startService, stopService, waitUntilReady, waitUntilServing } from '../e2e/service-processes.js';
 import { type FakeDiscord, type FakeGuild, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { type FakeVoice, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
@@ -82,11 +82,7 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
       DISCORD_EDIT_INTERVAL_MS: '200',
     });
     await Promise.all([waitUntilServing(worker), waitUntilServing(service)]);
-    const deadline = Date.now() + 60_000;
-    while ((await fetch(`${service.url}/readyz`)).status !== 200) {
-      if (Date.now() > deadline) throw new Error(`the shards did not become ready:\n${service.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    await waitUntilReady(service);
   }, 90_000);
 
   afterAll(async () => {

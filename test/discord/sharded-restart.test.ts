@@ -10,20 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
-import { type ServiceProcess, startService, stopService, waitUntilServing } from '../e2e/service-processes.js';
+import { type ServiceProcess, startService, stopService, waitUntilReady, waitUntilServing } from '../e2e/service-processes.js';
 import { type FakeDiscord, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { createTestDatabase } from '../store/postgres-database.js';
 
 /** Until every shard of the service is ready (its /readyz answers 200). */
-async function waitUntilReady(service: ServiceProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while ((await fetch(`${service.url}/readyz`)).status !== 200) {
-    if (Date.now() > deadline) throw new Error(`the shards did not become ready:\n${service.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 describe('a pending /imagine delivery across a restart of the shards', () => {
   let database: { url: string; drop(): Promise<void> };
   let discord: FakeDiscord;

@@ -38,6 +38,15 @@ export async function waitUntilServing(service: ServiceProcess): Promise<void> {
   }
 }
 
+/** Waits for `/readyz` to answer 200: every part up (for a shard manager, every shard ready). */
+export async function waitUntilReady(service: ServiceProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await fetch(`${service.url}/readyz`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error(`${service.name} did not become ready:\n${service.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 export async function call(service: ServiceProcess, method: string, route: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
   const response = await fetch(`${service.url}/api/v0${route}`, {
     method,
