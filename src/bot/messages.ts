@@ -56,7 +56,8 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
         await consume(limiter, message.author.id, messagesPerMinute);
         warned.delete(message.author.id);
       } catch (error) {
-        if (warned.has(message.author.id)) return;
+        // A message only kept as context is dropped quietly: nobody asked the bot anything.
+        if (warned.has(message.author.id) || (turn && !turn.answer)) return;
         warned.add(message.author.id);
         throw error;
       }

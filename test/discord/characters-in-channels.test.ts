@@ -154,3 +154,41 @@ describe('characters in server channels and scenes, through discord.js and the f
     expect(JSON.stringify(adaPrompt)).toContain('Bo: [Bo] alice: Bo, what scares you?');
   });
 });
+
+describe('a listening channel and the message rate limit', () => {
+  let bot: BotHarness;
+
+  beforeAll(async () => {
+    bot = await startBotHarness({ script: asCharacter, environment: { DISCORD_MESSAGES_PER_MINUTE: '2' } });
+  });
+  afterAll(async () => {
+    await bot.close();
+  });
+
+  it('drops context past the limit quietly, and still tells someone who addresses a character', async () => {
+    const owner = { id: bot.discord.guild.ownerId } as APIUser;
+    const chatty = bot.discord.createUser({ username: 'chatty' });
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'busy').id;
+    const run = async (name: string, spec: { group?: string; subcommand: string; options?: Record<string, string | boolean> }) => {
+      const sent = bot.discord.sendSlashCommand({ user: owner, channelId: channel, name, ...(spec.group ? { subcommandGroup: spec.group } : {}), subcommand: spec.subcommand, options: spec.options ?? {} });
+      await sent.response;
+      await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(sent.interactionId)).includes('"content":"'));
+    };
+    const choices = await bot.discord.sendAutocomplete({ user: owner, channelId: channel, name: 'channel', subcommandGroup: 'characters', subcommand: 'add', options: { character: '' }, focused: 'character' });
+    const own = choices.find((choice) => choice.name.endsWith('(yours)'))!;
+    const name = own.name.replace(/ \(yours\)$/, '');
+    await run('channel', { group: 'characters', subcommand: 'add', options: { character: String(own.value) } });
+    await run('channel', { subcommand: 'listen', options: { on: true } });
+    for (const line of ['one', 'two', 'three', 'four']) bot.discord.sendMessage({ channelId: channel, author: chatty, content: `just ${line}` });
+    // Let those be handled first (two kept, two past the limit), then address the character.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const addressed = bot.discord.sendMessage({ channelId: channel, author: chatty, content: `${name}, are you there?` });
+    // The addressed message past the limit is told so, once; the context lines past it are not.
+    const warnings = () => bot.discord.messages(channel).filter((message) => message.author.bot && message.content.startsWith('⚠️'));
+    await bot.discord.waitFor(() => warnings().length === 1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]!.message_reference?.message_id).toBe(addressed.id);
+    expect(bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'))).toHaveLength(0);
+  });
+});
