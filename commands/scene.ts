@@ -49,7 +49,7 @@ export default {
     const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true), place.kind === 'channel' ? place.characterIds : undefined);
     if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
     await answer(interaction, `**${character.name}** answers.`, false);
-    await context.runner.next(actor, place.conversationId, character.id, context.replies.channelFor(interaction.channel, character));
+    await context.runner.next(actor, place.conversationId, character.id, context.replies.channelFor(interaction.channel, character, { several: true }));
   },
 } satisfies Command;
 

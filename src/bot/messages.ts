@@ -22,6 +22,8 @@ interface Turn {
   answer: boolean;
   /** The text as the character reads it: a mention of the bot taken out. */
   text: string;
+  /** Whether several characters speak here (the bot's own posts then name who speaks). */
+  several: boolean;
 }
 
 /**
@@ -74,7 +76,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       const character = turn?.character ?? (await context.core.conversations.answerer(await context.core.conversations.get(adminActor, conversationId)));
       const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
       const speakSentence = place ? await followSpeaker(context, message, character) : undefined;
-      const written = await context.runner.answer(actor, conversationId, inputs, context.replies.channelFor(message.channel, character), {
+      const written = await context.runner.answer(actor, conversationId, inputs, context.replies.channelFor(message.channel, character, { several: turn?.several ?? false }), {
         characterId: character.id,
         onSentence: speakSentence,
       });
@@ -114,12 +116,13 @@ async function turnIn(context: BotContext, message: Message, place: Place): Prom
   const text = withoutBotMention(message.content, botUserId);
   const main = characters.find((character) => character.id === conversation.characterId) ?? first;
   const chosen = characters.find((character) => character.id === addressing?.characterId);
-  if (place.kind === 'thread') return { conversationId: place.conversationId, character: chosen ?? main, answer: true, text };
-  if (!addressing) return { conversationId: place.conversationId, character: first, answer: false, text };
+  const several = characters.length > 1;
+  if (place.kind === 'thread') return { conversationId: place.conversationId, character: chosen ?? main, answer: true, text, several };
+  if (!addressing) return { conversationId: place.conversationId, character: first, answer: false, text, several };
   const character = chosen ?? first;
   // A channel's characters join its conversation the first time they speak there.
   if (!conversation.characterIds.includes(character.id)) await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
-  return { conversationId: place.conversationId, character, answer: true, text };
+  return { conversationId: place.conversationId, character, answer: true, text, several };
 }
 
 /**

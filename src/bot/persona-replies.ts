@@ -5,6 +5,7 @@ import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { CharacterRecord } from '../core/records.js';
 import { replyChannelOf } from './reply-channel.js';
+import { discordMessageLimit } from './split-message.js';
 import type { ReplyChannel } from './streaming-reply.js';
 import type { Persona, WebhookPersonas } from './webhook-personas.js';
 
@@ -38,10 +39,15 @@ export class PersonaReplies {
     }
   }
 
-  /** The streaming writer's channel for `character`'s reply in `channel`. */
-  channelFor(channel: Channel, character: CharacterRecord): ReplyChannel {
+  /**
+   * The streaming writer's channel for `character`'s reply in `channel`. With `several` (a
+   * scene, a channel of several characters) a reply the bot has to post itself starts with the
+   * character's name, so people still see who speaks.
+   */
+  channelFor(channel: Channel, character: CharacterRecord, options: { several?: boolean } = {}): ReplyChannel {
     if (channel.isDMBased()) return replyChannelOf(channel);
-    return personaReplyChannel(this.#personas, channel, { name: character.name, avatarUrl: this.#avatars?.urlOf(character) ?? null }, this.#logger);
+    const persona = { name: character.name, avatarUrl: this.#avatars?.urlOf(character) ?? null };
+    return personaReplyChannel(this.#personas, channel, persona, this.#logger, { labelAsBot: options.several === true });
   }
 
   /** The same for a character of a conversation: `characterId` if present, else the one the conversation is with. */
@@ -50,7 +56,7 @@ export class PersonaReplies {
     const conversation = await this.#core.conversations.get(adminActor, conversationId);
     // A writer who has left the scene since: the conversation's own character, as the core does.
     const present = characterId !== undefined && conversation.characterIds.includes(characterId) ? characterId : undefined;
-    return this.channelFor(channel, await this.#core.conversations.answerer(conversation, present));
+    return this.channelFor(channel, await this.#core.conversations.answerer(conversation, present), { several: conversation.characterIds.length > 1 });
   }
 
   /** True for messages the bot's own personas posted, which the bot must never answer. */
@@ -65,13 +71,17 @@ export class PersonaReplies {
  * once. A permission granted later takes effect with the next reply after Discord tells of
  * the change (or within a minute; see `WebhookPersonas`). Each message is edited the way it was sent.
  */
-export function personaReplyChannel(personas: WebhookPersonas, channel: Channel, persona: Persona, logger: Logger): ReplyChannel {
-  const asBot = replyChannelOf(channel);
+export function personaReplyChannel(personas: WebhookPersonas, channel: Channel, persona: Persona, logger: Logger, options: { labelAsBot?: boolean } = {}): ReplyChannel {
+  const bot = replyChannelOf(channel);
+  // Where several characters speak, a reply the bot posts for one starts with its name.
+  const label = options.labelAsBot ? `**${persona.name.replace(/[*_`~|\\]/g, '')}:** ` : '';
+  const asBot: ReplyChannel = label === '' ? bot : { ...bot, send: (content) => bot.send(label + content), edit: (messageId, content) => bot.edit(messageId, label + content) };
   const personaMessages = new Set<string>();
   let webhookKey: string | undefined;
   let fellBack = false;
   return {
     id: channel.id,
+    ...(label === '' ? {} : { maxLength: discordMessageLimit - label.length }),
     sendTyping: () => asBot.sendTyping(),
     // Persona edits count against the webhook's bucket, not the channel's; the bot's against the channel's.
     pacingKey: () => webhookKey,
@@ -87,7 +97,7 @@ export function personaReplyChannel(personas: WebhookPersonas, channel: Channel,
         webhookKey = undefined;
         const explanation = await personas.explanationOnce(channel.id, result.reason);
         if (explanation !== null) {
-          await asBot.send(explanation).catch((error: unknown) => logger.warn({ err: error, channelId: channel.id }, 'could not say how to enable personas'));
+          await bot.send(explanation).catch((error: unknown) => logger.warn({ err: error, channelId: channel.id }, 'could not say how to enable personas'));
         }
       }
       return asBot.send(content);

@@ -19,6 +19,8 @@ export interface ReplyChannel {
    * first message is out.
    */
   pacingKey?(): string | undefined;
+  /** The longest text one message here may take (default Discord's 2,000), when the channel adds words of its own. */
+  maxLength?: number;
 }
 
 export interface StreamingReplyOptions {
@@ -68,9 +70,10 @@ export async function writeStreamingReply(
   // Messages as they should read now; the cursor goes on the last one while it still fits.
   const wanted = (final: boolean): string[] => {
     const shown = text.trimStart();
-    const parts = splitMessage(final ? shown.trimEnd() : shown);
+    const limit = channel.maxLength ?? discordMessageLimit;
+    const parts = splitMessage(final ? shown.trimEnd() : shown, limit);
     const last = parts.length - 1;
-    if (!final && parts[last]!.length + cursor.length <= discordMessageLimit) parts[last] += cursor;
+    if (!final && parts[last]!.length + cursor.length <= limit) parts[last] += cursor;
     return parts.filter((part) => part.trim().length > 0);
   };
 

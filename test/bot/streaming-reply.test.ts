@@ -100,6 +100,17 @@ describe('writeStreamingReply', () => {
     expect(final.join(' ')).toBe(pieces.join('').trimEnd());
   });
 
+  it('keeps every message within a channel’s own shorter limit (room for a speaker’s name)', async () => {
+    const channel = Object.assign(new RecordingChannel(1), { maxLength: 1990 });
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });
+    // Short words, so a split at Discord's 2,000 would land within the last ten characters.
+    const pieces = Array.from({ length: 120 }, () => 'ship ship ship ship ship ');
+    await writeStreamingReply(channel, timed(pieces, 1), { pacer, logger: silent, explain });
+    for (const versions of channel.contents.values()) expect(versions.every((version) => version.length <= 1990)).toBe(true);
+    expect(Math.max(...channel.final().map((content) => content.length))).toBeGreaterThan(1980);
+    expect(channel.final().join(' ')).toBe(pieces.join('').trimEnd());
+  });
+
   it('ends a failed reply with a visible explanation under the text so far', async () => {
     const channel = new RecordingChannel(1);
     const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });

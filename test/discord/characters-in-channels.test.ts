@@ -29,12 +29,17 @@ describe('characters in server channels and scenes, through discord.js and the f
     });
   }
 
-  /** The characters' replies in a channel (bot or persona messages in the fake engine's `[Name] …` form), oldest first. */
+  /**
+   * The characters' replies in a channel (bot or persona messages in the fake engine's `[Name] …`
+   * form), oldest first, without the `**Name:** ` the bot puts before a reply it posts itself
+   * where several characters speak.
+   */
   const texts = (channelId: string) =>
     bot.discord
       .messages(channelId)
-      .filter((message) => message.author.bot && message.content.startsWith('['))
-      .map((message) => message.content);
+      .filter((message) => message.author.bot)
+      .map((message) => message.content.replace(/^\*\*[^*]+:\*\* /, ''))
+      .filter((content) => content.startsWith('['));
 
   async function nameCharacter(user: APIUser, name: string): Promise<void> {
     expect(await command(user, bot.discord.guild.textChannelId, 'character', { subcommand: 'edit', options: { name, public: true } })).toContain(name);
@@ -97,7 +102,7 @@ describe('characters in server channels and scenes, through discord.js and the f
     await bot.discord.waitFor(() => texts(channel).some((text) => text.startsWith('[Bo]')), 10_000);
     expect(texts(channel).find((text) => text.startsWith('[Bo]'))).not.toContain(bot.discord.botUser.id);
 
-    const adaLine = bot.discord.messages(channel).find((message) => message.author.bot && message.content.startsWith('[Ada]'))!;
+    const adaLine = bot.discord.messages(channel).find((message) => message.author.bot && message.content.startsWith('**Ada:** [Ada]'))!;
     bot.discord.sendMessage({ channelId: channel, author: bob, content: 'really?', replyTo: adaLine.id });
     await bot.discord.waitFor(() => texts(channel).filter((text) => text.startsWith('[Ada]')).length === 2, 10_000);
     expect(texts(elsewhere)).toEqual([]);
@@ -139,6 +144,10 @@ describe('characters in server channels and scenes, through discord.js and the f
     await bot.discord.waitFor(() => texts(thread.id).includes('[Ada] alice: hello both'), 10_000);
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Bo, what scares you?' });
     await bot.discord.waitFor(() => texts(thread.id).includes('[Bo] alice: Bo, what scares you?'), 10_000);
+    // Without Manage Webhooks the bot posts for both, so each reply says who speaks.
+    const posted = bot.discord.messages(thread.id).map((message) => message.content);
+    expect(posted).toContain('**Bo:** [Bo] alice: Bo, what scares you?');
+    expect(posted).toContain('**Ada:** [Ada] alice: hello both');
     const boPrompt = bot.llm.requests.at(-1)!.body.messages!;
     expect(String(boPrompt[0]!.content)).toContain('Bo fears the sea');
     expect(String(boPrompt[0]!.content)).not.toContain('blue notebook');
