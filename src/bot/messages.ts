@@ -11,6 +11,7 @@ import { explainError } from './explain-error.js';
 import { consume } from './interactions.js';
 import { inputsOf, isVoiceMessage } from './message-inputs.js';
 import type { Place } from './places.js';
+import { replyChannelOf } from './reply-channel.js';
 import { VoiceReplies } from './voice-reply.js';
 
 /** Who answers a message, and in which conversation; undefined when nobody should. */
@@ -73,14 +74,13 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
         for (const input of inputs) await context.core.chat.post(actor, conversationId, input);
         return;
       }
-      const character = turn?.character ?? (await context.core.conversations.answerer(await context.core.conversations.get(adminActor, conversationId)));
       const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
-      const speakSentence = place ? await followSpeaker(context, message, character) : undefined;
-      const written = await context.runner.answer(actor, conversationId, inputs, context.replies.channelFor(message.channel, character, { several: turn?.several ?? false }), {
-        characterId: character.id,
-        onSentence: speakSentence,
-      });
+      const speakSentence = turn ? await followSpeaker(context, message, turn.character) : undefined;
+      // In a DM the conversation's own character answers, as the bot: nothing to look up first.
+      const channel = turn ? context.replies.channelFor(message.channel, turn.character, { several: turn.several }) : replyChannelOf(message.channel);
+      const written = await context.runner.answer(actor, conversationId, inputs, channel, { characterId: turn?.character.id, onSentence: speakSentence });
       if (voiceReply && written && message.channel.isSendable()) {
+        const character = turn?.character ?? (await context.core.characters.get(adminActor, written.characterId));
         const outcome = await voiceReplies.send({ channel: message.channel, character, text: written.text, replyTo: message.id });
         if (outcome.kind !== 'sent') {
           context.logger.info({ ...log, conversationId, outcome: outcome.kind }, 'no voice reply');
@@ -104,8 +104,8 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
  * channel's first character.
  */
 async function turnIn(context: BotContext, message: Message, place: Place): Promise<Turn | undefined> {
-  const conversation = await context.core.conversations.get(adminActor, place.conversationId);
-  const ids = place.kind === 'channel' ? place.characterIds : conversation.characterIds;
+  // A thread's characters are its conversation's (its own first); a channel's, its cast.
+  const ids = place.kind === 'channel' ? place.characterIds : (await context.core.conversations.get(adminActor, place.conversationId)).characterIds;
   const characters = await existingCharacters(context.core, ids);
   const first = characters[0];
   if (!first) return undefined;
@@ -113,16 +113,13 @@ async function turnIn(context: BotContext, message: Message, place: Place): Prom
   const repliedToCharacterId = referenced ? await context.channels.characterOfMessage(referenced) : undefined;
   const botUserId = message.client.user.id;
   const addressing = addressedCharacter({ content: message.content, botUserId, repliedToCharacterId }, characters);
-  const text = withoutBotMention(message.content, botUserId);
-  const main = characters.find((character) => character.id === conversation.characterId) ?? first;
-  const chosen = characters.find((character) => character.id === addressing?.characterId);
-  const several = characters.length > 1;
-  if (place.kind === 'thread') return { conversationId: place.conversationId, character: chosen ?? main, answer: true, text, several };
-  if (!addressing) return { conversationId: place.conversationId, character: first, answer: false, text, several };
-  const character = chosen ?? first;
-  // A channel's characters join its conversation the first time they speak there.
-  if (!conversation.characterIds.includes(character.id)) await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
-  return { conversationId: place.conversationId, character, answer: true, text, several };
+  const character = characters.find((each) => each.id === addressing?.characterId) ?? first;
+  const turn = { conversationId: place.conversationId, character, answer: true, text: withoutBotMention(message.content, botUserId), several: characters.length > 1 };
+  if (place.kind === 'thread') return turn;
+  if (!addressing) return { ...turn, answer: false };
+  // A channel's characters join its conversation the first time they speak there (a no-op after).
+  await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
+  return turn;
 }
 
 /**

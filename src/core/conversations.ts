@@ -123,15 +123,13 @@ export class Conversations {
       Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
       this.lastMessage(conversation.id),
     ]);
-    const character = characters.find((each) => each?.id === conversation.characterId) ?? (await this.store.characters.get(conversation.characterId));
+    // `characterIds` starts with the conversation's own character.
+    const [character] = characters;
     if (!character) throw notFound('Character', conversation.characterId);
     return {
       conversation,
       character,
-      characters: mainFirst(
-        character,
-        characters.filter((each): each is CharacterRecord => each !== undefined),
-      ),
+      characters: characters.filter((each): each is CharacterRecord => each !== undefined),
       accounts: accounts.filter((account): account is AccountRecord => account !== undefined),
       updatedMicros: Math.max(conversation.updatedMicros, last?.createdMicros ?? 0),
     };
