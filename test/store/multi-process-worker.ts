@@ -18,7 +18,8 @@ export type WorkerCommand =
   | { type: 'take-over'; types: JobType[]; count: number; leaseMs: number; deadlineMs: number }
   | { type: 'read-messages'; conversationId: string }
   | { type: 'append'; accountId: string; conversationId: string; content: string }
-  | { type: 'change-token' };
+  | { type: 'change-token' }
+  | { type: 'cast'; conversationId: string; characterIds: string[]; channelId: string; guildId: string; channelConversationId: string };
 
 const [url, name = 'worker'] = process.argv.slice(2);
 if (!url) throw new Error('usage: multi-process-worker <store url> <name>');
@@ -117,6 +118,16 @@ async function handle(command: WorkerCommand): Promise<unknown> {
         finished.push({ jobId: claim.job.id, claims: claim.claims });
       }
       return finished;
+    }
+    case 'cast': {
+      // Every process puts every character in one scene and one channel's cast at once.
+      const added = await Promise.all(command.characterIds.map((id) => store.conversations.addCharacter(command.conversationId, id, Date.now() * 1000)));
+      const channels = await Promise.all(
+        command.characterIds.map((id) =>
+          store.discordChannels.addCharacter({ channelId: command.channelId, guildId: command.guildId, conversationId: command.channelConversationId }, id, Date.now()),
+        ),
+      );
+      return { added: added.filter(Boolean).length, channelConversations: [...new Set(channels.map((channel) => channel.conversationId))] };
     }
     case 'read-messages':
       return (await store.conversations.messages(command.conversationId)).map((message) => message.id);

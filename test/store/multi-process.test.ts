@@ -144,6 +144,39 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       for (const job of jobs) expect(await store.jobs.get(job.id)).toMatchObject({ status: 'SUCCESS', settled: true });
     }, 60_000);
 
+    it('puts each character into a scene and a channel cast once, whichever processes add it at once', async () => {
+      const { owner, conversationId } = await ownerWithConversation('scene', 0);
+      const others: string[] = [];
+      for (let index = 0; index < 4; index++) {
+        const other = newAccountRecords(uniqueUsername('cast'), 0);
+        await store.accounts.create(other);
+        others.push(other.character.id);
+      }
+      // Each process offers its own conversation for the channel: exactly one is kept, for all.
+      const channelConversations: string[] = [];
+      for (let index = 0; index < processCount; index++) channelConversations.push((await ownerWithConversation('channel', 0)).conversationId);
+      const channelId = randomUUID();
+      const results = await Promise.all(
+        workers.map((worker, index) =>
+          worker.ask<{ added: number; channelConversations: string[] }>({
+            type: 'cast',
+            conversationId,
+            characterIds: others,
+            channelId,
+            guildId: 'guild',
+            channelConversationId: channelConversations[index]!,
+          }),
+        ),
+      );
+      expect(results.reduce((total, result) => total + result.added, 0)).toBe(others.length);
+      expect(await store.conversations.characters(conversationId)).toEqual(expect.arrayContaining([owner.character.id, ...others]));
+      expect(await store.conversations.characters(conversationId)).toHaveLength(others.length + 1);
+      const channel = (await store.discordChannels.get(channelId))!;
+      expect(new Set(results.flatMap((result) => result.channelConversations))).toEqual(new Set([channel.conversationId]));
+      expect(channelConversations).toContain(channel.conversationId);
+      expect([...channel.characterIds].sort()).toEqual([...others].sort());
+    }, 60_000);
+
     it('revokes a rotated key in every process at once', async () => {
       const records = newAccountRecords(uniqueUsername('keys'), 0);
       await store.accounts.create(records);
