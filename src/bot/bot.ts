@@ -11,7 +11,7 @@ import { ConversationRunner } from './conversation-runner.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { DiscordAccounts } from './discord-accounts.js';
 import { JobDeliveries, webhookBucket } from './job-deliveries.js';
-import { SlidingWindow, withGlobalWindow } from './global-window.js';
+import { globalWindows, withGlobalWindows } from './global-window.js';
 import { Places } from './places.js';
 import { PersonaReplies } from './persona-replies.js';
 import { WebhookPersonas } from './webhook-personas.js';
@@ -85,10 +85,12 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     ],
     // DM channels are not cached until used; without this their first message is dropped.
     partials: [Partials.Channel],
-    // A margin under Discord's global 50 a second (see `sentRequestsPerSecond`), in any second.
+    // A margin under Discord's global 50 a second (see `sentRequestsPerSecond`), in any second,
+    // for the token's requests and the webhooks' each: discord.js's own count takes both in one
+    // fixed second, so it is set to the two together and the sliding windows hold each.
     rest: {
-      globalRequestsPerSecond: sentRequestsPerSecond,
-      makeRequest: withGlobalWindow(new SlidingWindow(sentRequestsPerSecond)),
+      globalRequestsPerSecond: 2 * sentRequestsPerSecond,
+      makeRequest: withGlobalWindows(globalWindows(sentRequestsPerSecond)),
       ...(options.apiBase ? { api: options.apiBase } : {}),
     },
   });
@@ -100,7 +102,8 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   // A shard process reaches Discord through the manager's proxy, with the other shards: its
   // ordinary edits take their part of what the proxy passes, split by the shards it holds.
   const share = shareOfShards(client);
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEditShare * sentRequestsPerSecond * Math.min(share, 1) });
+  const ordinaryEdits = ordinaryEditShare * sentRequestsPerSecond * Math.min(share, 1);
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEdits, unauthenticatedPerSecond: ordinaryEdits });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

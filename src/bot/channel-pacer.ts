@@ -15,6 +15,12 @@ export const sentRequestsPerSecond = 45;
  * is kept for final edits, new messages and commands, which then never wait behind edits.
  */
 export const ordinaryEditShare = 0.8;
+/**
+ * Pacing keys of webhooks (personas, interaction replies) start with this. Their requests carry
+ * no bot token, so Discord counts them against the IP address's global limit, not the token's:
+ * their edits take a budget of their own.
+ */
+export const webhookKeyPrefix = 'webhook:';
 
 export interface PacerOptions {
   /** Spacing of ordinary edits in one channel when Discord says nothing more. */
@@ -29,7 +35,21 @@ export interface PacerOptions {
    * allows one edit per `1 / globalPerSecond` seconds.
    */
   globalPerSecond?: number;
+  /** The same for edits through webhooks (keys starting `webhook:`), which Discord limits apart (default `globalPerSecond`). */
+  unauthenticatedPerSecond?: number;
   now?: () => number;
+}
+
+/** `allowed` edits in any `windowMs` (a second, or longer for less than one a second); `recent`: when the last window's went out, oldest first. */
+interface Budget {
+  allowed: number;
+  windowMs: number;
+  recent: number[];
+}
+
+function budgetOf(perSecond: number): Budget {
+  if (!(perSecond > 0)) throw new RangeError(`an edit budget must be above 0 a second, not ${perSecond}`);
+  return perSecond >= 1 ? { allowed: Math.floor(perSecond), windowMs: 1000, recent: [] } : { allowed: 1, windowMs: Math.ceil(1000 / perSecond), recent: [] };
 }
 
 interface ChannelState {
@@ -49,16 +69,13 @@ interface ChannelState {
 export class ChannelPacer {
   readonly #channels = new LRUCache<string, ChannelState>({ max: 50_000 });
   readonly #now: () => number;
-  /** When the ordinary requests of the last window went out, oldest first. */
-  readonly #recent: number[] = [];
-  /** The budget as `allowed` edits in any `windowMs`: a second, or longer for less than one a second. */
-  readonly #budget: { allowed: number; windowMs: number };
+  /** The bot token's budget and the webhooks' (see `webhookKeyPrefix`). */
+  readonly #budgets: { token: Budget; webhooks: Budget };
 
   constructor(private readonly options: PacerOptions) {
     this.#now = options.now ?? Date.now;
     const perSecond = options.globalPerSecond ?? ordinaryEditShare * discordRequestsPerSecond;
-    if (!(perSecond > 0)) throw new RangeError(`globalPerSecond must be above 0, not ${perSecond}`);
-    this.#budget = perSecond >= 1 ? { allowed: Math.floor(perSecond), windowMs: 1000 } : { allowed: 1, windowMs: Math.ceil(1000 / perSecond) };
+    this.#budgets = { token: budgetOf(perSecond), webhooks: budgetOf(options.unauthenticatedPerSecond ?? perSecond) };
   }
 
   /** Milliseconds until an ordinary edit may go to `channelId`. */
@@ -75,10 +92,10 @@ export class ChannelPacer {
     const wait = this.waitFor(channelId);
     if (wait > 0) return wait;
     const now = this.#now();
-    const { allowed, windowMs } = this.#budget;
-    while (this.#recent.length > 0 && this.#recent[0]! <= now - windowMs) this.#recent.shift();
-    if (this.#recent.length >= allowed) return Math.max(1, this.#recent[0]! + windowMs - now);
-    this.#recent.push(now);
+    const { allowed, windowMs, recent } = channelId.startsWith(webhookKeyPrefix) ? this.#budgets.webhooks : this.#budgets.token;
+    while (recent.length > 0 && recent[0]! <= now - windowMs) recent.shift();
+    if (recent.length >= allowed) return Math.max(1, recent[0]! + windowMs - now);
+    recent.push(now);
     return 0;
   }
 

@@ -42,17 +42,35 @@ export class SlidingWindow {
 
 type MakeRequest = RESTOptions['makeRequest'];
 
+/** The two global limits Discord keeps: per bot token, and per IP address for requests without one. */
+export interface GlobalWindows {
+  /** Requests carrying the bot token. */
+  token: SlidingWindow;
+  /** Requests without it: webhook executes and edits (personas), interaction follow-ups and edits. */
+  unauthenticated: SlidingWindow;
+}
+
+/** The two windows at the bot's margin under Discord's 50 a second each. */
+export function globalWindows(perSecond: number): GlobalWindows {
+  return { token: new SlidingWindow(perSecond), unauthenticated: new SlidingWindow(perSecond) };
+}
+
 /**
- * discord.js's request function behind a sliding window for the requests Discord counts
- * globally: those carrying the bot token. Interaction callbacks and webhook routes go without
- * it (they are exempt, and an interaction must be answered within 3 s).
+ * discord.js's request function behind the sliding window of the global limit each request
+ * counts against: the bot token's when it carries the token, else the IP address's (Discord:
+ * "If no authorization header is provided, then the limit is applied to the IP address").
+ * Interaction callbacks count against neither (and must answer within 3 s), so they never wait.
+ * The two limits are separate, so persona traffic (webhooks) does not take the bot's budget.
  */
-export function withGlobalWindow(window: SlidingWindow, makeRequest: MakeRequest = DefaultRestOptions.makeRequest): MakeRequest {
+export function withGlobalWindows(windows: GlobalWindows, makeRequest: MakeRequest = DefaultRestOptions.makeRequest): MakeRequest {
   return async (url, init) => {
-    if (hasAuthorization(init.headers)) await window.acquire();
+    if (hasAuthorization(init.headers)) await windows.token.acquire();
+    else if (!isInteractionCallback(url)) await windows.unauthenticated.acquire();
     return makeRequest(url, init);
   };
 }
+
+const isInteractionCallback = (url: string): boolean => /\/interactions\/\d+\/[^/]+\/callback(?:\?|$)/.test(url);
 
 function hasAuthorization(headers: Parameters<MakeRequest>[1]['headers']): boolean {
   if (headers === undefined || headers === null) return false;

@@ -4,7 +4,7 @@ import { AppError } from '../core/errors.js';
 import { type JobEvent, isFinal } from '../core/images/jobs.js';
 import type { Logger } from '../core/ports.js';
 import type { JobRecord } from '../core/records.js';
-import type { ChannelPacer } from './channel-pacer.js';
+import { type ChannelPacer, webhookKeyPrefix } from './channel-pacer.js';
 import type { DeliveryRecord, DeliveryRecords } from './delivery-records.js';
 import { holdsShardOf } from './sharding/shard-of.js';
 import { type JobMessage, type OutputImage, endedView, resultView, trainingNotice, waitingView } from './image-views.js';
@@ -53,7 +53,7 @@ const refreshedQueuePositions = 5;
 
 /** The pacer's key for an interaction webhook: Discord limits each token on its own. */
 export function webhookBucket(applicationId: string, token: string): string {
-  return `webhook:${applicationId}/${token}`;
+  return `${webhookKeyPrefix}${applicationId}/${token}`;
 }
 
 /** Discord errors that mean the reply can no longer be edited through its interaction webhook. */

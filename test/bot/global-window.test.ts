@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SlidingWindow, withGlobalWindow } from '../../src/bot/global-window.js';
+import { SlidingWindow, withGlobalWindows } from '../../src/bot/global-window.js';
 
 describe('SlidingWindow', () => {
   it('never lets more than the limit out in any window, however the window is placed', async () => {
@@ -14,20 +14,29 @@ describe('SlidingWindow', () => {
   });
 });
 
-describe('withGlobalWindow', () => {
-  it('holds back requests with the bot token only; webhook and interaction routes go at once', async () => {
+describe('withGlobalWindows', () => {
+  it('holds the token’s requests and the token-less ones in separate windows; interaction callbacks never wait', async () => {
     const made: string[] = [];
     const makeRequest = async (url: string) => {
       made.push(url);
       return new Response('{}') as never;
     };
-    const limited = withGlobalWindow(new SlidingWindow(1, 60_000), makeRequest);
+    const limited = withGlobalWindows({ token: new SlidingWindow(1, 60_000), unauthenticated: new SlidingWindow(1, 60_000) }, makeRequest);
+    const waiting: string[] = [];
     await limited('https://discord.test/api/channels/1/messages', { headers: { Authorization: 'Bot token' } });
-    let second = false;
-    void limited('https://discord.test/api/channels/1/messages', { headers: { Authorization: 'Bot token' } }).then(() => (second = true));
+    void limited('https://discord.test/api/channels/1/messages?second', { headers: { Authorization: 'Bot token' } }).then(() => waiting.push('token'));
+    // The token's window is full; a webhook request goes out all the same (the address's window)…
     await limited('https://discord.test/api/webhooks/2/token', { headers: { 'Content-Type': 'application/json' } });
+    // …and a second one waits for it, like the token's second.
+    void limited('https://discord.test/api/webhooks/2/token/messages/4', { headers: {} }).then(() => waiting.push('webhook'));
     await limited('https://discord.test/api/interactions/3/token/callback', {});
-    expect(made).toEqual(['https://discord.test/api/channels/1/messages', 'https://discord.test/api/webhooks/2/token', 'https://discord.test/api/interactions/3/token/callback']);
-    expect(second).toBe(false);
+    await limited('https://discord.test/api/interactions/3/token/callback?with_response=true', {});
+    expect(made).toEqual([
+      'https://discord.test/api/channels/1/messages',
+      'https://discord.test/api/webhooks/2/token',
+      'https://discord.test/api/interactions/3/token/callback',
+      'https://discord.test/api/interactions/3/token/callback?with_response=true',
+    ]);
+    expect(waiting).toEqual([]);
   });
 });

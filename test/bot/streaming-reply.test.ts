@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChannelPacer } from '../../src/bot/channel-pacer.js';
 import { type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
+import { webhookBucket } from '../../src/bot/job-deliveries.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -137,6 +138,18 @@ describe('ChannelPacer', () => {
     expect(pacer.claim('d')).toBe(600);
     now = 1000;
     expect(pacer.claim('d')).toBe(0);
+  });
+
+  it('keeps webhook edits in a budget of their own (Discord limits them per IP address, not per token)', () => {
+    let now = 0;
+    const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, globalPerSecond: 2, unauthenticatedPerSecond: 1, now: () => now });
+    expect([pacer.claim('a'), pacer.claim('b')]).toEqual([0, 0]);
+    expect(pacer.claim('c')).toBe(1000);
+    // The token's budget is spent; a webhook's edit still goes, and only one.
+    expect(pacer.claim(webhookBucket('1', 'x'))).toBe(0);
+    expect(pacer.claim(webhookBucket('2', 'y'))).toBe(1000);
+    now = 1000;
+    expect([pacer.claim('c'), pacer.claim(webhookBucket('2', 'y'))]).toEqual([0, 0]);
   });
 
   it('takes a part of the budget below one edit a second as one edit per longer window', () => {

@@ -128,6 +128,33 @@ describe('fake Discord rate limits', () => {
     expect(fake.rateLimitHits.global).toBeGreaterThanOrEqual(1);
   });
 
+  it('limits requests without a token per IP address, apart from the bot token, and never interaction callbacks', async () => {
+    const { fake, client, user } = await start({ rateLimits: { global: { limit: 3, windowMs: 60_000 } } });
+    // Three webhooks, so no webhook's own bucket (5 per 2 s) is what refuses.
+    const hooks = [0, 1, 2].map((index) => fake.createUserWebhook(fake.guild.textChannelId, `hook ${index}`));
+    const statuses: number[] = [];
+    for (const hook of [...hooks, hooks[0]!]) {
+      const response = await raw(fake, 'POST', `/webhooks/${hook.id}/${hook.token}?wait=true`, { content: 'hi' }, false);
+      statuses.push(response.status);
+      if (response.status === 429) {
+        expect(response.headers.get('x-ratelimit-global')).toBe('true');
+        expect(((await response.json()) as { global: boolean }).global).toBe(true);
+      }
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect(fake.unauthenticatedGlobalUsage).toMatchObject({ limit: 3, peak: 4 });
+    expect(fake.unauthenticatedGlobalUsage.windows.at(-1)).toMatchObject({ requests: 4, refused: 1 });
+
+    // The address's limit is not the token's: the bot's own requests still go through…
+    expect((await raw(fake, 'GET', '/users/@me')).status).not.toBe(429);
+    // …and an interaction callback counts against neither.
+    client.once('interactionCreate', (interaction) => {
+      if (interaction.isChatInputCommand()) void interaction.reply('exempt');
+    });
+    const sent = fake.sendSlashCommand({ user, channelId: fake.guild.textChannelId, name: 'ping' });
+    expect((await sent.response)?.type).toBe(4);
+  });
+
   it('limits interaction webhooks to 5 per 2 s per token', async () => {
     const { fake, client, user } = await start({});
     client.on('interactionCreate', (interaction) => {

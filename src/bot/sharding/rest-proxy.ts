@@ -5,7 +5,7 @@ import { populateErrorResponse } from '@discordjs/proxy';
 import { REST, type RequestMethod, type RouteLike } from '@discordjs/rest';
 import type { Logger } from '../../core/ports.js';
 import { sentRequestsPerSecond } from '../channel-pacer.js';
-import { SlidingWindow, withGlobalWindow } from '../global-window.js';
+import { globalWindows, withGlobalWindows } from '../global-window.js';
 
 /** What the proxy passes to Discord a second: the bot's whole budget (see `sentRequestsPerSecond`). */
 export const proxyRequestsPerSecond = sentRequestsPerSecond;
@@ -22,11 +22,12 @@ export interface RestProxy {
  * token are kept once, as Discord counts them, instead of once per process.
  */
 export async function startRestProxy(options: { upstream: string | undefined; logger: Logger }): Promise<RestProxy> {
-  // Requests carry the shard's own Authorization header; this REST adds none.
+  // Requests carry the shard's own Authorization header; this REST adds none. The token's
+  // requests and the token-less ones (webhooks) each have their own window, as in one process.
   const rest = new REST({
     version: '10',
-    globalRequestsPerSecond: proxyRequestsPerSecond,
-    makeRequest: withGlobalWindow(new SlidingWindow(proxyRequestsPerSecond)),
+    globalRequestsPerSecond: 2 * proxyRequestsPerSecond,
+    makeRequest: withGlobalWindows(globalWindows(proxyRequestsPerSecond)),
     ...(options.upstream ? { api: options.upstream } : {}),
   });
   const server: Server = createServer((request, response) => {

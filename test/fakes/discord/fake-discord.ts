@@ -88,6 +88,8 @@ export interface FakeDiscord {
   readonly shardingStats: ShardingStats;
   /** Authenticated REST requests per global window, summed over every client with the token. */
   readonly globalUsage: GlobalUsage;
+  /** The same for requests without a token (webhooks), which Discord limits per IP address. */
+  readonly unauthenticatedGlobalUsage: GlobalUsage;
 
   // Driving, as users would.
   /** Sends a chat-input INTERACTION_CREATE; `response` settles with the bot's callback, or null after 3 s without one. */
@@ -314,7 +316,11 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
   }
 
   get globalUsage(): GlobalUsage {
-    return this.#parts.limiter.globalUsage;
+    return this.#parts.limiter.globalUsage('token');
+  }
+
+  get unauthenticatedGlobalUsage(): GlobalUsage {
+    return this.#parts.limiter.globalUsage('ip');
   }
 
   createUser(spec: UserSpec): APIUser {

@@ -152,7 +152,7 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
     const parsed = await parseBody(request.headers['content-type'] ?? '', raw);
     record.body = parsed.body;
     record.files = parsed.files.map((file) => ({ field: file.field, filename: file.filename, size: file.bytes.length, contentType: file.contentType }));
-    const verdict = dependencies.limiter.check({ method, route: match.name, bucket: match.route.bucket, majorParameter: match.majorParameter, token });
+    const verdict = dependencies.limiter.check({ method, route: match.name, bucket: match.route.bucket, majorParameter: match.majorParameter, token, ip: request.socket.remoteAddress ?? 'unknown' });
     headers = verdict.headers;
     if (verdict.refusal !== null) {
       answer = { status: 429, body: verdict.refusal };

@@ -1,7 +1,9 @@
 /**
  * Discord-style rate limits: fixed-window buckets per route kind and major parameter (channel,
- * guild, or webhook id + token), a global per-token limit for authenticated requests, and 429s a
- * test forces on demand. Answers carry Discord's headers, which @discordjs/rest reads to pace
+ * guild, or webhook id + token), a global limit per bot token for authenticated requests and
+ * the same limit per IP address for requests without one (webhooks; Discord: "If no
+ * authorization header is provided, then the limit is applied to the IP address"), interaction
+ * callbacks exempt from both, and 429s a test forces on demand. Answers carry Discord's headers, which @discordjs/rest reads to pace
  * itself. The windows run on the real clock, because the client waits in real time.
  *
  * Discord does not publish its numbers; the defaults below are the commonly observed ones:
@@ -61,7 +63,10 @@ export const DEFAULT_BUCKET_LIMITS: Readonly<Record<BucketName, BucketLimit>> = 
 };
 
 export interface RateLimitOptions {
-  /** Per bot token, authenticated requests only (interaction callbacks and webhooks are exempt). */
+  /**
+   * Per bot token for authenticated requests, and per IP address for the others (webhook
+   * executes and edits, interaction follow-ups); interaction callbacks are exempt.
+   */
   global: BucketLimit | null;
   buckets: Partial<Record<BucketName, BucketLimit>>;
   /**
@@ -113,7 +118,12 @@ export interface RateLimitedRequest {
   majorParameter: string;
   /** The bot token for authenticated requests, else null. */
   token: string | null;
+  /** The client's address, which Discord limits globally when there is no token. */
+  ip: string;
 }
+
+/** Interaction callbacks count against no global limit (Discord's rule). */
+const isInteractionCallback = (route: string): boolean => route.endsWith('/callback') && route.includes(' /interactions/');
 
 /** The limiter's verdict: headers to send, and a 429 body when the request is refused. */
 export interface RateLimitVerdict {
@@ -129,7 +139,8 @@ export class RateLimiter {
   readonly #windows = new Map<string, { remaining: number; resetAt: number }>();
   readonly #forced: Array<ForcedRateLimit & { left: number }> = [];
   readonly #hits: RateLimitHits = { total: 0, global: 0, forced: 0, byRoute: {} };
-  readonly #usage: Array<{ startedAt: number; requests: number; refused: number }> = [];
+  /** Per global scope (`token`, `ip`): each window's requests. */
+  readonly #usage = { token: [] as Array<{ startedAt: number; requests: number; refused: number }>, ip: [] as Array<{ startedAt: number; requests: number; refused: number }> };
 
   constructor(options: RateLimitOptions, now: () => number = Date.now) {
     this.#options = options;
@@ -140,11 +151,13 @@ export class RateLimiter {
     return { ...this.#hits, byRoute: { ...this.#hits.byRoute } };
   }
 
-  get globalUsage(): GlobalUsage {
+  /** The bot token's global windows; `scope: 'ip'` for requests without a token. */
+  globalUsage(scope: 'token' | 'ip' = 'token'): GlobalUsage {
+    const usage = this.#usage[scope];
     return {
       limit: this.#options.global?.limit ?? null,
-      windows: this.#usage.map((window) => ({ ...window })),
-      peak: Math.max(0, ...this.#usage.map((window) => window.requests)),
+      windows: usage.map((window) => ({ ...window })),
+      peak: Math.max(0, ...usage.map((window) => window.requests)),
     };
   }
 
@@ -165,13 +178,14 @@ export class RateLimiter {
         ? this.#globalRefusal(forced.retryAfterMs)
         : this.#bucketRefusal(request, now, forced.retryAfterMs, forced.scope ?? 'user');
     }
-    if (request.token !== null && this.#options.global !== null) {
-      const window = this.#take(`global:${request.token}`, this.#options.global, now);
-      this.#recordUsage(this.#windows.get(`global:${request.token}`)!, this.#options.global, window === null);
+    const scope = request.token !== null ? 'token' : isInteractionCallback(request.route) ? null : 'ip';
+    if (scope !== null && this.#options.global !== null) {
+      const key = scope === 'token' ? `global:${request.token}` : `global-ip:${request.ip}`;
+      const window = this.#take(key, this.#options.global, now);
+      this.#recordUsage(scope, this.#windows.get(key)!, this.#options.global, window === null);
       if (window === null) {
-        const state = this.#windows.get(`global:${request.token}`)!;
         this.#count(request, true, false);
-        return this.#globalRefusal(state.resetAt - now);
+        return this.#globalRefusal(this.#windows.get(key)!.resetAt - now);
       }
     }
     if (request.bucket === null) return { headers: {}, refusal: null };
@@ -197,12 +211,13 @@ export class RateLimiter {
     return window;
   }
 
-  #recordUsage(window: { resetAt: number }, limit: BucketLimit, refused: boolean): void {
+  #recordUsage(scope: 'token' | 'ip', window: { resetAt: number }, limit: BucketLimit, refused: boolean): void {
     const startedAt = window.resetAt - limit.windowMs;
-    let last = this.#usage.at(-1);
+    const usage = this.#usage[scope];
+    let last = usage.at(-1);
     if (last?.startedAt !== startedAt) {
       last = { startedAt, requests: 0, refused: 0 };
-      this.#usage.push(last);
+      usage.push(last);
     }
     last.requests += 1;
     if (refused) last.refused += 1;
