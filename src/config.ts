@@ -129,6 +129,7 @@ const variables = {
   DISCORD_EDIT_INTERVAL_MS: integer(1000, 100, 60_000),
   DISCORD_MESSAGES_PER_MINUTE: integer(20, 1, 10_000),
   DISCORD_COMMANDS_PER_MINUTE: integer(30, 1, 10_000),
+  DISCORD_WEBHOOKS_PER_CHANNEL: integer(5, 1, 15),
   DISCORD_VOICE_IDLE_SECONDS: integer(300, 1, 86_400),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   /** What this process does: any of api, worker, bot, comma-separated; all three by default. */
@@ -284,6 +285,8 @@ function toConfig(values: Variables, workingDirectory: string) {
       editIntervalMs: values.DISCORD_EDIT_INTERVAL_MS,
       messagesPerMinute: values.DISCORD_MESSAGES_PER_MINUTE,
       commandsPerMinute: values.DISCORD_COMMANDS_PER_MINUTE,
+      /** The most webhooks characters post through in one channel; more let overlapping replies stream apart. */
+      webhooksPerChannel: values.DISCORD_WEBHOOKS_PER_CHANNEL,
       /** Leave a voice channel after this long with nothing to say. */
       voiceIdleMs: values.DISCORD_VOICE_IDLE_SECONDS * 1000,
     },

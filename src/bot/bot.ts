@@ -30,6 +30,8 @@ export interface BotOptions {
   apiBase?: string | undefined;
   ownerIds: readonly string[];
   editIntervalMs: number;
+  /** The most webhooks characters post through in one channel (default 5; Discord allows 15). */
+  webhooksPerChannel?: number;
   messagesPerMinute: number;
   commandsPerMinute: number;
   /** Where those limits are counted: shared by every process on a PostgreSQL store; in memory by default. */
@@ -132,7 +134,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     tokenMarginMs: 60_000,
   });
   const links = new ConversationLinks(repositories.discordLinks);
-  const personas = new WebhookPersonas({ client, logger });
+  const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,
     links,

@@ -86,21 +86,24 @@ export class ConversationRunner {
   }
 
   async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
+    try {
+      return await this.#writeInto(reply, conversationId, messageId, channel, onSentence);
+    } finally {
+      channel.release?.();
+    }
+  }
+
+  async #writeInto(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
     const pieces = withFinishNote(reply);
     const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
       pacer: this.pacer,
       logger: this.logger,
       explain: (error) => `⚠️ ${explainError(error)}`,
+      // A finished or failed reply can be asked for again (pressing it waits for this turn to end).
+      finalButtons: [regenerateRow({ conversationId, messageId })],
     });
     const stored = await reply.done.catch(() => undefined);
     if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
-    // A finished or failed reply can be asked for again.
-    const lastMessageId = written.messageIds.at(-1);
-    if (lastMessageId !== undefined && channel.setButtons) {
-      await channel.setButtons(lastMessageId, [regenerateRow({ conversationId, messageId })]).catch((error: unknown) => {
-        this.logger.warn({ err: error, conversationId }, 'could not add the try-again button');
-      });
-    }
     return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: reply.characterId } : undefined;
   }
 
@@ -113,8 +116,8 @@ export class ConversationRunner {
     if (!record) return channel;
     return {
       ...channel,
-      send: async (content) => {
-        const id = await channel.send(content);
+      send: async (content, rows) => {
+        const id = await channel.send(content, rows);
         await record([id], characterId).catch((error: unknown) => this.logger.warn({ err: error, conversationId }, 'could not record who wrote a reply'));
         return id;
       },

@@ -7,7 +7,7 @@ import type { CharacterRecord } from '../core/records.js';
 import { replyChannelOf } from './reply-channel.js';
 import { discordMessageLimit } from './split-message.js';
 import type { ReplyChannel } from './streaming-reply.js';
-import type { Persona, WebhookPersonas } from './webhook-personas.js';
+import type { Persona, WebhookLease, WebhookPersonas } from './webhook-personas.js';
 
 export interface PersonaRepliesOptions {
   core: Core;
@@ -75,34 +75,36 @@ export function personaReplyChannel(personas: WebhookPersonas, channel: Channel,
   const bot = replyChannelOf(channel);
   // Where several characters speak, a reply the bot posts for one starts with its name.
   const label = options.labelAsBot ? `**${persona.name.replace(/[*_`~|\\]/g, '')}:** ` : '';
-  const asBot: ReplyChannel = label === '' ? bot : { ...bot, send: (content) => bot.send(label + content), edit: (messageId, content) => bot.edit(messageId, label + content) };
+  const asBot: ReplyChannel = label === '' ? bot : { ...bot, send: (content, rows) => bot.send(label + content, rows), edit: (messageId, content, rows) => bot.edit(messageId, label + content, rows) };
+  // The webhook this reply posts through (leased at its first message), and the messages it sent.
+  let lease: WebhookLease | undefined;
   const personaMessages = new Set<string>();
-  let webhookKey: string | undefined;
   let fellBack = false;
   return {
     id: channel.id,
     ...(label === '' ? {} : { maxLength: discordMessageLimit - label.length }),
     sendTyping: () => asBot.sendTyping(),
     // Persona edits count against the webhook's bucket, not the channel's; the bot's against the channel's.
-    pacingKey: () => webhookKey,
-    async send(content) {
+    pacingKey: () => (fellBack ? undefined : lease?.pacingKey),
+    async send(content, rows) {
       if (!fellBack) {
-        const result = await personas.send(channel.id, persona, content);
+        const result = await personas.send(channel.id, persona, content, lease, rows);
         if (result.kind === 'sent') {
           personaMessages.add(result.messageId);
-          webhookKey = result.pacingKey;
+          lease = result.lease;
           return result.messageId;
         }
         fellBack = true;
-        webhookKey = undefined;
         const explanation = await personas.explanationOnce(channel.id, result.reason);
         if (explanation !== null) {
           await bot.send(explanation).catch((error: unknown) => logger.warn({ err: error, channelId: channel.id }, 'could not say how to enable personas'));
         }
       }
-      return asBot.send(content);
+      return asBot.send(content, rows);
     },
-    edit: (messageId, content) => (personaMessages.has(messageId) ? personas.edit(channel.id, messageId, content) : asBot.edit(messageId, content)),
-    setButtons: (messageId, rows) => (personaMessages.has(messageId) ? personas.setButtons(channel.id, messageId, rows) : asBot.setButtons!(messageId, rows)),
+    edit: (messageId, content, rows) => (lease && personaMessages.has(messageId) ? personas.edit(channel.id, lease, messageId, content, rows) : asBot.edit(messageId, content, rows)),
+    release: () => {
+      if (lease) personas.release(lease);
+    },
   };
 }

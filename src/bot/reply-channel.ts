@@ -11,14 +11,10 @@ export function replyChannelOf(channel: Channel): ReplyChannel {
   return {
     id: channel.id,
     sendTyping: () => channel.sendTyping(),
-    send: async (content) => (await channel.send({ content, allowedMentions: { parse: [] } })).id,
-    edit: async (messageId, content) => {
+    send: async (content, rows) => (await channel.send({ content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) })).id,
+    edit: async (messageId, content, rows) => {
       if (!('messages' in channel)) throw new AppError('INTERNAL', 'This channel has no messages to edit.');
-      await channel.messages.edit(messageId, { content, allowedMentions: { parse: [] } });
-    },
-    setButtons: async (messageId, rows) => {
-      if (!('messages' in channel)) throw new AppError('INTERNAL', 'This channel has no messages to edit.');
-      await channel.messages.edit(messageId, { components: rows });
+      await channel.messages.edit(messageId, { content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) });
     },
   };
 }

@@ -7,11 +7,10 @@ import { discordMessageLimit, splitMessage } from './split-message.js';
 export interface ReplyChannel {
   id: string;
   sendTyping(): Promise<void>;
-  /** Sends a message; returns its id. */
-  send(content: string): Promise<string>;
-  edit(messageId: string, content: string): Promise<void>;
-  /** Puts button rows under a message sent here, keeping its text. */
-  setButtons?(messageId: string, rows: APIActionRowComponent<APIButtonComponent>[]): Promise<void>;
+  /** Sends a message, with button rows under it if given; returns its id. */
+  send(content: string, rows?: ButtonRows): Promise<string>;
+  /** Replaces a message's text, and its button rows when given. */
+  edit(messageId: string, content: string, rows?: ButtonRows): Promise<void>;
   /**
    * The pacer's key for this channel's messages when Discord limits them apart from the
    * channel's own bucket (a persona's webhook, shared by every thread of its parent channel);
@@ -21,10 +20,20 @@ export interface ReplyChannel {
   pacingKey?(): string | undefined;
   /** The longest text one message here may take (default Discord's 2,000), when the channel adds words of its own. */
   maxLength?: number;
+  /** The reply is over (its buttons are on): whatever it held for its messages (a persona's webhook) is free for the next. */
+  release?(): void;
 }
+
+/** Button rows under a message. */
+export type ButtonRows = APIActionRowComponent<APIButtonComponent>[];
 
 export interface StreamingReplyOptions {
   pacer: ChannelPacer;
+  /**
+   * Buttons under the reply's last message, put there by the final edit itself: one request
+   * at the end of a reply, not two, when every reply ends at once.
+   */
+  finalButtons?: ButtonRows;
   logger: Logger;
   /** Shown at the end of the text while it grows. */
   cursor?: string;
@@ -50,8 +59,8 @@ const defaultCursor = ' ▌';
  * indicator until the first words, then a message with a cursor, edited as the text grows.
  * At most one request is in flight at a time, and text that arrives meanwhile is merged into
  * the next edit, so there is never a backlog of stale edits. Edits are paced per channel by
- * the pacer; the final text goes out as soon as the reply ends, whatever the pacing. Past
- * 2,000 characters the reply continues in a new message.
+ * the pacer; the final text goes out as soon as the reply ends, whatever the pacing, with the
+ * final buttons. Past 2,000 characters the reply continues in a new message.
  */
 export async function writeStreamingReply(
   channel: ReplyChannel,
@@ -78,11 +87,13 @@ export async function writeStreamingReply(
   };
 
   const deliver = async (final: boolean): Promise<void> => {
-    for (const [index, content] of wanted(final).entries()) {
+    const parts = wanted(final);
+    for (const [index, content] of parts.entries()) {
+      const rows = final && index === parts.length - 1 ? options.finalButtons : undefined;
       const previous = sent[index];
-      if (previous?.content === content) continue;
-      if (previous) await channel.edit(previous.id, content);
-      else sent.push({ id: await channel.send(content), content });
+      if (previous?.content === content && rows === undefined) continue;
+      if (previous) await channel.edit(previous.id, content, rows);
+      else sent.push({ id: await channel.send(content, rows), content });
       if (previous) previous.content = content;
       options.pacer.sent(pacingKey());
     }

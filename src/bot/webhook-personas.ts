@@ -1,15 +1,23 @@
 /**
- * Characters posting as themselves: one channel webhook per parent channel ("Likeness"), found
- * among the channel's webhooks or made once, and executed with the character's `username` and
- * `avatar_url` (`thread_id` for threads, which have no webhooks of their own). The webhook's id
- * and token are cached per process; a cache of something people can delete, so a 10015 Unknown
- * Webhook re-creates it once and retries. Without Manage Webhooks (50013) the caller is told to
- * fall back to posting as the bot, and is handed the explanation once per channel; the failure is
- * remembered for a minute, or until a channel or role changes (`permissionsChanged`).
+ * Characters posting as themselves through the parent channel's webhooks ("Likeness"), executed
+ * with the character's `username` and `avatar_url` (`thread_id` for threads, which have no
+ * webhooks of their own).
+ *
+ * Discord limits each webhook on its own (5 requests per 2 s), and every thread of a channel
+ * posts through the channel's webhooks, so one webhook would make five replies streaming in one
+ * channel share one bucket. Each channel therefore has a small pool: the webhooks found there at
+ * first use (after a restart, all of the bot's), and more made as replies overlap, up to
+ * `webhooksPerChannel` (Discord allows 15 per channel, people's own included). A reply leases the
+ * least busy webhook for its whole life (its messages can be edited only through the webhook that
+ * sent them); when every one is busy, the pool grows in the background, so no reply waits for a
+ * new webhook. The pool is cached per process: a cache of something people can delete, so a
+ * 10015 Unknown Webhook drops that webhook and the send is tried once more on another.
+ *
+ * Without Manage Webhooks (50013) the caller is told to fall back to posting as the bot, and is
+ * handed the explanation once per channel; the failure is remembered for a minute, or until a
+ * channel or role changes (`permissionsChanged`).
  */
 import {
-  type APIActionRowComponent,
-  type APIButtonComponent,
   ChannelType,
   DiscordAPIError,
   RESTJSONErrorCodes,
@@ -21,6 +29,7 @@ import {
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import { webhookBucket } from './job-deliveries.js';
+import type { ButtonRows } from './streaming-reply.js';
 
 /** Who a message appears to come from. */
 export interface Persona {
@@ -32,16 +41,26 @@ export interface Persona {
 /** Why a channel cannot have personas; the caller posts as the bot instead. */
 export type PersonaFallbackReason = 'missing-permission' | 'webhook-limit' | 'unsupported-channel';
 
-export type PersonaSendResult =
-  /** `pacingKey`: the pacer's key for the webhook's rate-limit bucket, which every thread of its channel shares. */
-  | { kind: 'sent'; messageId: string; webhookId: string; pacingKey: string }
-  | { kind: 'fallback'; reason: PersonaFallbackReason };
+/**
+ * A reply's hold on one webhook of its channel: its messages are sent and edited through it.
+ * `pacingKey` is the pacer's key for that webhook's rate-limit bucket.
+ */
+export interface WebhookLease {
+  readonly webhookId: string;
+  readonly pacingKey: string;
+}
+
+export type PersonaSendResult = { kind: 'sent'; messageId: string; lease: WebhookLease } | { kind: 'fallback'; reason: PersonaFallbackReason };
 
 export interface WebhookPersonasOptions {
   client: Client;
   logger: Logger;
-  /** The name of the bot's webhook in each channel. */
+  /** The name of the bot's webhooks in each channel. */
   webhookName?: string;
+  /** The most webhooks the bot keeps in one channel (default 5; Discord allows 15 in all). */
+  webhooksPerChannel?: number;
+  /** A lease not used for this long is taken as ended (a reply that never said so; default 60 s). */
+  leaseIdleMs?: number;
   /**
    * How long a channel where personas failed (no permission, 15 webhooks) is posted to as the
    * bot without asking Discord again (default 60 s); `permissionsChanged()` ends it sooner.
@@ -91,14 +110,44 @@ interface Target {
   threadId: string | undefined;
 }
 
+/** One webhook of a channel's pool and the replies using it (lease → last use). */
+interface Pooled {
+  webhook: Webhook;
+  leases: Map<Lease, number>;
+}
+
+/** A lease as handed out; the class makes each one a distinct key. */
+class Lease implements WebhookLease {
+  constructor(
+    readonly pooled: Pooled,
+    readonly parentId: string,
+  ) {}
+
+  get webhookId(): string {
+    return this.pooled.webhook.id;
+  }
+
+  get pacingKey(): string {
+    return webhookBucket(this.pooled.webhook.id, this.pooled.webhook.token ?? '');
+  }
+}
+
+/** A channel's webhooks, and whether one is being made. */
+interface Pool {
+  members: Pooled[];
+  growing: boolean;
+  /** Until when making another is not tried (Discord refused: the 15-webhook limit, a permission taken away). */
+  noGrowthUntil: number;
+}
+
 export class WebhookPersonas {
   readonly #client: Client;
   readonly #logger: Logger;
   readonly #webhookName: string;
-  /** Parent channel id → the bot's webhook there; a promise so concurrent first posts make one. */
-  readonly #webhooks = new Map<string, Promise<Webhook>>();
-  /** The same webhooks once known, so a deleted one can be forgotten at once. */
-  readonly #ready = new Map<string, Webhook>();
+  readonly #webhooksPerChannel: number;
+  readonly #leaseIdleMs: number;
+  /** Parent channel id → its pool; a promise so concurrent first posts list (and make) once. */
+  readonly #pools = new Map<string, Promise<Pool>>();
   /** Ids of webhooks this process has used: messages from them are our own personas. */
   readonly #ownWebhookIds = new Set<string>();
   readonly #explained = new Set<string>();
@@ -115,6 +164,8 @@ export class WebhookPersonas {
     this.#client = options.client;
     this.#logger = options.logger;
     this.#webhookName = options.webhookName ?? 'Likeness';
+    this.#webhooksPerChannel = Math.min(15, Math.max(1, options.webhooksPerChannel ?? 5));
+    this.#leaseIdleMs = options.leaseIdleMs ?? 60_000;
     this.#fallbackMemoryMs = options.fallbackMemoryMs ?? 60_000;
     this.#now = options.now ?? Date.now;
   }
@@ -122,76 +173,80 @@ export class WebhookPersonas {
   /** A channel or role changed (Manage Webhooks may be granted now): failures remembered so far are tried again at the next post. */
   permissionsChanged(): void {
     this.#unavailable.clear();
+    for (const pool of this.#pools.values()) void pool.then((known) => (known.noGrowthUntil = 0)).catch(() => undefined);
   }
 
-  /** Posts `content` as `persona` in a channel or thread; `fallback` when personas cannot work there. */
-  async send(channelId: string, persona: Persona, content: string): Promise<PersonaSendResult> {
+  /**
+   * Posts `content` as `persona` in a channel or thread; `fallback` when personas cannot work
+   * there. The first message of a reply leases a webhook; pass that `lease` for the reply's
+   * later messages, so all of them go (and are edited) through the same webhook.
+   */
+  async send(channelId: string, persona: Persona, content: string, lease?: WebhookLease, rows?: ButtonRows): Promise<PersonaSendResult> {
     const target = await this.#target(channelId);
     if (target === null) return { kind: 'fallback', reason: 'unsupported-channel' };
     const body = {
       content,
+      // Discord takes interactive components from application-owned webhooks only, which the bot's are (it made them).
+      ...(rows ? { components: rows } : {}),
       username: sanitizePersonaName(persona.name),
       ...(persona.avatarUrl ? { avatarURL: persona.avatarUrl } : {}),
       allowedMentions: { parse: [] },
       ...(target.threadId === undefined ? {} : { threadId: target.threadId }),
     };
-    const known = this.#unavailable.get(target.parentId);
-    if (known !== undefined && known.until > this.#now()) return { kind: 'fallback', reason: known.reason };
+    let held = lease instanceof Lease && lease.parentId === target.parentId ? lease : undefined;
+    if (held === undefined) {
+      const known = this.#unavailable.get(target.parentId);
+      if (known !== undefined && known.until > this.#now()) return { kind: 'fallback', reason: known.reason };
+    }
     for (let attempt = 0; ; attempt += 1) {
-      let webhook: Webhook;
-      try {
-        webhook = await this.#webhook(target.parentId);
-      } catch (error) {
-        const reason = isDiscordError(error, RESTJSONErrorCodes.MissingPermissions)
-          ? 'missing-permission'
-          : isDiscordError(error, RESTJSONErrorCodes.MaximumNumberOfWebhooksReached)
-            ? 'webhook-limit'
-            : null;
-        if (reason === null) throw error;
-        this.#unavailable.set(target.parentId, { reason, until: this.#now() + this.#fallbackMemoryMs });
-        // Told (and logged at info) once per channel by `explanationOnce`.
-        this.#logger.debug({ channelId: target.parentId, reason }, 'personas unavailable; posting as the bot');
-        return { kind: 'fallback', reason };
+      if (held === undefined) {
+        try {
+          held = await this.#lease(target.parentId);
+        } catch (error) {
+          const reason = fallbackReason(error);
+          if (reason === null) throw error;
+          this.#unavailable.set(target.parentId, { reason, until: this.#now() + this.#fallbackMemoryMs });
+          // Told (and logged at info) once per channel by `explanationOnce`.
+          this.#logger.debug({ channelId: target.parentId, reason }, 'personas unavailable; posting as the bot');
+          return { kind: 'fallback', reason };
+        }
       }
+      this.#touch(held);
       try {
-        const message = await webhook.send(body);
-        return { kind: 'sent', messageId: message.id, webhookId: webhook.id, pacingKey: webhookBucket(webhook.id, webhook.token ?? '') };
+        const message = await held.pooled.webhook.send(body);
+        return { kind: 'sent', messageId: message.id, lease: held };
       } catch (error) {
-        // Someone deleted the webhook: forget it, make a new one, try once more.
+        // Someone deleted the webhook: forget it, take (or make) another, try once more.
         if (attempt > 0 || !isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) throw error;
-        this.#logger.info({ channelId: target.parentId, webhookId: webhook.id }, 'webhook was deleted; creating it again');
-        this.#forget(target.parentId, webhook);
+        this.#logger.info({ channelId: target.parentId, webhookId: held.webhookId }, 'webhook was deleted; posting through another');
+        await this.#forget(target.parentId, held.pooled);
+        held = undefined;
       }
     }
   }
 
   /**
-   * Replaces the text of a persona message (streaming). A message belongs to the webhook that sent
-   * it: once that webhook is deleted the message can never be edited again (NOT_FOUND), and the
-   * caller sends the rest as a new message.
+   * Replaces the text of a persona message (streaming), through the webhook that sent it: once
+   * that webhook is deleted the message can never be edited again (NOT_FOUND), and the caller
+   * sends the rest as a new message.
    */
-  async edit(channelId: string, messageId: string, content: string): Promise<void> {
-    await this.#editMessage(channelId, messageId, { content, allowedMentions: { parse: [] } });
+  async edit(channelId: string, lease: WebhookLease, messageId: string, content: string, rows?: ButtonRows): Promise<void> {
+    await this.#editMessage(channelId, lease, messageId, { content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) });
   }
 
-  /**
-   * Puts button rows under a persona message, keeping its text. Discord takes interactive
-   * components from application-owned webhooks only, which the bot's are (it made them).
-   */
-  async setButtons(channelId: string, messageId: string, rows: APIActionRowComponent<APIButtonComponent>[]): Promise<void> {
-    await this.#editMessage(channelId, messageId, { components: rows });
+  /** The reply holding `lease` is over: its webhook is free for the next one. */
+  release(lease: WebhookLease): void {
+    if (lease instanceof Lease) lease.pooled.leases.delete(lease);
   }
 
-  async #editMessage(channelId: string, messageId: string, change: Pick<WebhookMessageEditOptions, 'content' | 'components' | 'allowedMentions'>): Promise<void> {
+  async #editMessage(channelId: string, lease: WebhookLease, messageId: string, change: Pick<WebhookMessageEditOptions, 'content' | 'components' | 'allowedMentions'>): Promise<void> {
     const target = await this.#target(channelId);
-    if (target === null) throw new AppError('NOT_FOUND', 'That character message can no longer be edited.');
-    // After a restart the cache is empty; the channel's webhook is found again like for a send.
-    const webhook = this.#ready.get(target.parentId) ?? (await this.#webhook(target.parentId));
+    if (target === null || !(lease instanceof Lease)) throw new AppError('NOT_FOUND', 'That character message can no longer be edited.');
+    this.#touch(lease);
     try {
-      await webhook.editMessage(messageId, { ...change, ...(target.threadId === undefined ? {} : { threadId: target.threadId }) });
+      await lease.pooled.webhook.editMessage(messageId, { ...change, ...(target.threadId === undefined ? {} : { threadId: target.threadId }) });
     } catch (error) {
-      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) this.#forget(target.parentId, webhook);
-      // 10008 also covers a message sent by an earlier, since deleted, webhook of this channel.
+      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) await this.#forget(lease.parentId, lease.pooled);
       if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook) || isDiscordError(error, RESTJSONErrorCodes.UnknownMessage)) {
         throw new AppError('NOT_FOUND', 'That character message can no longer be edited.', { cause: error });
       }
@@ -215,6 +270,12 @@ export class WebhookPersonas {
     return explainFallback(reason);
   }
 
+  /** How many webhooks the bot holds in a channel now (for tests and logs). */
+  async poolSize(parentId: string): Promise<number> {
+    const pool = this.#pools.get(parentId);
+    return pool ? (await pool.catch(() => ({ members: [] }))).members.length : 0;
+  }
+
   async #target(channelId: string): Promise<Target | null> {
     const channel = await this.#client.channels.fetch(channelId);
     if (channel === null) return null;
@@ -223,37 +284,104 @@ export class WebhookPersonas {
     return canHaveWebhooks ? { parentId: channel.id, threadId: undefined } : null;
   }
 
-  #webhook(parentId: string): Promise<Webhook> {
-    let pending = this.#webhooks.get(parentId);
+  /** The least busy webhook of the channel, leased; starts growing the pool when all are busy. */
+  async #lease(parentId: string): Promise<Lease> {
+    const pool = await this.#pool(parentId);
+    if (pool.members.length === 0) {
+      // Every webhook of the pool was deleted: list (and make) again.
+      this.#pools.delete(parentId);
+      return this.#lease(parentId);
+    }
+    const now = this.#now();
+    const busy = (pooled: Pooled) => {
+      for (const [lease, usedAt] of pooled.leases) if (usedAt <= now - this.#leaseIdleMs) pooled.leases.delete(lease);
+      return pooled.leases.size;
+    };
+    const chosen = pool.members.reduce((best, pooled) => (busy(pooled) < busy(best) ? pooled : best));
+    const lease = new Lease(chosen, parentId);
+    chosen.leases.set(lease, now);
+    if (busy(chosen) > 1) this.#grow(parentId, pool);
+    return lease;
+  }
+
+  #touch(lease: Lease): void {
+    if (lease.pooled.leases.has(lease)) lease.pooled.leases.set(lease, this.#now());
+  }
+
+  #pool(parentId: string): Promise<Pool> {
+    let pending = this.#pools.get(parentId);
     if (pending === undefined) {
-      pending = this.#findOrCreate(parentId);
-      this.#webhooks.set(parentId, pending);
+      pending = this.#load(parentId);
+      this.#pools.set(parentId, pending);
       // A failed promise is not kept: the permission may be granted later (see #unavailable for the short memory).
       pending.catch(() => {
-        if (this.#webhooks.get(parentId) === pending) this.#webhooks.delete(parentId);
+        if (this.#pools.get(parentId) === pending) this.#pools.delete(parentId);
       });
     }
     return pending;
   }
 
-  async #findOrCreate(parentId: string): Promise<Webhook> {
+  /** The bot's webhooks in the channel, or a first one made now. */
+  async #load(parentId: string): Promise<Pool> {
     const channel = await this.#client.channels.fetch(parentId);
     if (channel === null || !('fetchWebhooks' in channel)) throw new AppError('INTERNAL', 'This channel cannot hold webhooks.');
     const botId = this.#client.user?.id;
-    const existing = (await channel.fetchWebhooks()).find(
+    const existing = [...(await channel.fetchWebhooks()).values()].filter(
       (webhook) => webhook.token !== null && webhook.name === this.#webhookName && (webhook.owner?.id === botId || webhook.applicationId === this.#client.application?.id),
     );
-    const webhook = existing ?? (await channel.createWebhook({ name: this.#webhookName, reason: 'Characters post under their own names' }));
+    const webhooks = existing.length > 0 ? existing.slice(0, this.#webhooksPerChannel) : [await this.#create(parentId)];
+    for (const webhook of webhooks) this.#ownWebhookIds.add(webhook.id);
+    this.#logger.debug({ channelId: parentId, webhooks: webhooks.length, reused: existing.length > 0 }, 'persona webhooks ready');
+    return { members: webhooks.map((webhook) => ({ webhook, leases: new Map() })), growing: false, noGrowthUntil: 0 };
+  }
+
+  async #create(parentId: string): Promise<Webhook> {
+    const channel = await this.#client.channels.fetch(parentId);
+    if (channel === null || !('createWebhook' in channel)) throw new AppError('INTERNAL', 'This channel cannot hold webhooks.');
+    const webhook = await channel.createWebhook({ name: this.#webhookName, reason: 'Characters post under their own names' });
     this.#ownWebhookIds.add(webhook.id);
-    this.#ready.set(parentId, webhook);
-    this.#logger.debug({ channelId: parentId, webhookId: webhook.id, reused: existing !== undefined }, 'persona webhook ready');
     return webhook;
   }
 
-  /** Drops a deleted webhook, unless a concurrent sender has already replaced it. */
-  #forget(parentId: string, webhook: Webhook): void {
-    if (this.#ready.get(parentId)?.id !== webhook.id) return;
-    this.#ready.delete(parentId);
-    this.#webhooks.delete(parentId);
+  /**
+   * Makes webhooks one after another, in the background, until the pool has one per reply
+   * holding one (replies that began meanwhile included) or reaches its size. A refusal
+   * (Discord's 15, a permission taken away) stops it for a while; replies meanwhile share the
+   * webhooks there are.
+   */
+  #grow(parentId: string, pool: Pool): void {
+    if (pool.growing || pool.noGrowthUntil > this.#now()) return;
+    const wanted = () => Math.min(this.#webhooksPerChannel, pool.members.reduce((sum, pooled) => sum + pooled.leases.size, 0));
+    pool.growing = true;
+    void (async () => {
+      try {
+        while (pool.members.length < wanted() && this.#pools.has(parentId)) {
+          const webhook = await this.#create(parentId);
+          pool.members.push({ webhook, leases: new Map() });
+          this.#logger.debug({ channelId: parentId, webhookId: webhook.id, webhooks: pool.members.length }, 'persona webhook added: replies overlap here');
+        }
+      } catch (error) {
+        pool.noGrowthUntil = this.#now() + this.#fallbackMemoryMs;
+        const level = fallbackReason(error) === null ? 'warn' : 'debug';
+        this.#logger[level]({ err: error, channelId: parentId, webhooks: pool.members.length }, 'could not add a persona webhook; replies share the ones there are');
+      } finally {
+        pool.growing = false;
+      }
+    })();
   }
+
+  /** Drops a deleted webhook from its channel's pool. */
+  async #forget(parentId: string, pooled: Pooled): Promise<void> {
+    const pool = await this.#pools.get(parentId)?.catch(() => undefined);
+    if (pool === undefined) return;
+    const index = pool.members.indexOf(pooled);
+    if (index !== -1) pool.members.splice(index, 1);
+  }
+}
+
+/** Why personas cannot work in a channel, from Discord's refusal; null for any other error. */
+function fallbackReason(error: unknown): PersonaFallbackReason | null {
+  if (isDiscordError(error, RESTJSONErrorCodes.MissingPermissions)) return 'missing-permission';
+  if (isDiscordError(error, RESTJSONErrorCodes.MaximumNumberOfWebhooksReached)) return 'webhook-limit';
+  return null;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ChannelPacer } from '../../src/bot/channel-pacer.js';
-import { type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
+import { type ButtonRows, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
 import { webhookBucket } from '../../src/bot/job-deliveries.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -10,6 +10,8 @@ class RecordingChannel implements ReplyChannel {
   readonly id = 'channel-1';
   readonly contents = new Map<string, string[]>();
   readonly order: string[] = [];
+  /** Each request: what it was and whether it carried buttons. */
+  readonly requests: Array<{ kind: 'send' | 'edit'; id?: string; buttons: boolean }> = [];
   typing = 0;
   inFlight = 0;
   maxInFlight = 0;
@@ -17,7 +19,8 @@ class RecordingChannel implements ReplyChannel {
   async sendTyping() {
     this.typing++;
   }
-  async send(content: string) {
+  async send(content: string, rows?: ButtonRows) {
+    this.requests.push({ kind: 'send', buttons: rows !== undefined });
     return this.#request(async () => {
       const id = `m${this.order.length + 1}`;
       this.order.push(id);
@@ -25,7 +28,8 @@ class RecordingChannel implements ReplyChannel {
       return id;
     });
   }
-  async edit(messageId: string, content: string) {
+  async edit(messageId: string, content: string, rows?: ButtonRows) {
+    this.requests.push({ kind: 'edit', id: messageId, buttons: rows !== undefined });
     await this.#request(async () => {
       this.contents.get(messageId)!.push(content);
     });
@@ -56,6 +60,28 @@ async function* timed(pieces: string[], gapMs: number, failAfter?: number): Asyn
 const explain = (error: unknown) => `⚠️ The reply stopped: ${(error as Error).message}.`;
 
 describe('writeStreamingReply', () => {
+  it('puts the final buttons on the last message with the final text, in one request', async () => {
+    const rows: ButtonRows = [{ type: 1, components: [{ type: 2, style: 2, custom_id: 'again', emoji: { name: '🔄' } }] }];
+    const channel = new RecordingChannel(1);
+    const pacer = new ChannelPacer({ baseIntervalMs: 1, maxIntervalMs: 1000 });
+    const long = 'x'.repeat(1990);
+    await writeStreamingReply(channel, timed([long, ' and the end.'], 20), { pacer, logger: silent, explain, finalButtons: rows });
+    expect(channel.order).toHaveLength(2);
+    expect(channel.final().join(' ')).toBe(`${long} and the end.`);
+    const withButtons = channel.requests.filter((request) => request.buttons);
+    // Only the last message carries them, and only its last request, which set its final text.
+    expect(withButtons).toHaveLength(1);
+    expect(channel.requests.at(-1)).toEqual(withButtons[0]);
+    expect(withButtons[0]!.id ?? channel.order.at(-1)).toBe(channel.order.at(-1));
+    // Even when the final text is already shown, the buttons still come in one last edit.
+    const shown = new RecordingChannel(1);
+    await writeStreamingReply(shown, (async function* () {
+      yield 'Done.';
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    })(), { pacer, logger: silent, explain, finalButtons: rows, cursor: '' });
+    expect(shown.requests).toEqual([{ kind: 'send', buttons: false }, { kind: 'edit', id: 'm1', buttons: true }]);
+  });
+
   it('shows typing while the first words are slow, grows one message with a cursor, and ends with exactly the text', async () => {
     const channel = new RecordingChannel();
     const pacer = new ChannelPacer({ baseIntervalMs: 40, maxIntervalMs: 1000 });

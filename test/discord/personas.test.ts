@@ -34,7 +34,8 @@ describe('Characters as themselves: persona replies through channel webhooks', (
   const executes = () => bot.discord.requests.filter((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
 
   beforeAll(async () => {
-    bot = await startBotHarness({ script: echo('Echo:'), environment: { PUBLIC_BASE_URL: publicBaseUrl } });
+    // alice writes more than the default 20 messages a minute here.
+    bot = await startBotHarness({ script: echo('Echo:'), environment: { PUBLIC_BASE_URL: publicBaseUrl, DISCORD_MESSAGES_PER_MINUTE: '100' } });
     alice = bot.discord.createUser({ username: 'alice' });
     bot.discord.setManageWebhooks(bot.discord.guild.textChannelId, true);
   });
@@ -81,7 +82,7 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     expect(parts.every((message) => message.content.length <= 2000 && message.author.username === 'alice')).toBe(true);
   });
 
-  it('paces five threads streaming at once through their parent’s one webhook without a 429', async () => {
+  it('streams five threads of one channel at once without a 429, and grows the channel’s webhooks so later replies stream apart', async () => {
     const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'five-threads');
     bot.discord.setManageWebhooks(channel.id, true);
     const threads: APIChannel[] = [];
@@ -89,14 +90,31 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     const words = Array.from({ length: 30 }, (_, index) => `w${index}`);
     bot.llm.setScript({ tokens: words.map((word) => `${word} `), tokensPerSecond: 15 });
     const before = { ...bot.discord.rateLimitHits.byRoute };
-    for (const thread of threads) bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Go' });
-    const final = words.join(' ');
-    await bot.discord.waitFor(() => threads.every((thread) => personaTexts(thread.id).includes(final)), 20_000);
+    const live = () => bot.discord.webhooks(channel.id).filter((webhook) => !webhook.deleted);
+    const round = async (content: string) => {
+      const seen = new Map(threads.map((thread) => [thread.id, personaMessages(thread.id).length]));
+      for (const thread of threads) bot.discord.sendMessage({ channelId: thread.id, author: alice, content });
+      const final = words.join(' ');
+      await bot.discord.waitFor(() => threads.every((thread) => personaMessages(thread.id).length > seen.get(thread.id)! && personaTexts(thread.id).at(-1) === final), 20_000);
+      // Streamed, not just posted once: each reply was edited as it grew.
+      for (const thread of threads) expect(bot.discord.messageHistory(personaMessages(thread.id).at(-1)!.id).length).toBeGreaterThan(1);
+      // Each reply ends with its 🔄 button, and frees its webhook then.
+      await bot.discord.waitFor(() => threads.every((thread) => (personaMessages(thread.id).at(-1)!.components?.length ?? 0) > 0), 10_000);
+      return new Set(threads.map((thread) => personaMessages(thread.id).at(-1)!.webhook_id));
+    };
+    // Cold: the channel has no webhook; the first is made before the first reply, more while they stream.
+    await round('Go');
+    const grown = live().length;
+    expect(grown).toBeGreaterThan(1);
+    expect(grown).toBeLessThanOrEqual(5);
+    // Warm: the next five replies spread over every webhook the channel has (the pool may still
+    // be growing by one, made after the last reply started).
+    const before2 = live().length;
+    const used = await round('Again');
+    expect(used.size).toBeGreaterThanOrEqual(before2);
+    expect(live().length).toBeLessThanOrEqual(5);
     const webhookHits = Object.entries(bot.discord.rateLimitHits.byRoute).filter(([route, count]) => route.includes('/webhooks/') && count > (before[route] ?? 0));
     expect(webhookHits).toEqual([]);
-    expect(bot.discord.webhooks(channel.id)).toHaveLength(1);
-    // Streamed, not just posted once: the threads shared the bucket's edits.
-    for (const thread of threads) expect(bot.discord.messageHistory(personaMessages(thread.id).at(-1)!.id).length).toBeGreaterThan(1);
   });
 
   it('serves the avatar at its URL for good, and nothing at a tampered one', async () => {

@@ -1,7 +1,8 @@
 /**
  * The persona sender (src/bot/webhook-personas.ts) against the fake Discord through the real
- * discord.js Client: one webhook per channel made once and reused, made again after deletion,
- * the fallback without Manage Webhooks, streaming edits, threads, and the overrides as stored.
+ * discord.js Client: a channel's pool of webhooks, listed once, made as replies overlap and
+ * reused, a webhook made again after deletion, the fallback without Manage Webhooks, streaming
+ * edits, threads, and the overrides as stored.
  */
 import { ChannelType, Events, type Message, type TextChannel } from 'discord.js';
 import { pino } from 'pino';
@@ -10,10 +11,18 @@ import { AvatarUrls } from '../../src/avatar-urls.js';
 import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
 import type { CharacterRecord } from '../../src/core/records.js';
 import type { Core } from '../../src/core/core.js';
-import { sanitizePersonaName, WebhookPersonas } from '../../src/bot/webhook-personas.js';
+import { sanitizePersonaName, type WebhookLease, WebhookPersonas } from '../../src/bot/webhook-personas.js';
 import { startWithClient } from './harness.js';
 
 const silentLogger = pino({ level: 'silent' });
+/** Waits (up to 5 s) until the channel's pool holds `size` webhooks; it grows in the background. */
+async function poolReaches(personas: WebhookPersonas, channelId: string, size: number): Promise<void> {
+  for (const deadline = Date.now() + 5000; (await personas.poolSize(channelId)) !== size; ) {
+    if (Date.now() > deadline) throw new Error(`the pool of ${channelId} holds ${await personas.poolSize(channelId)} webhooks, not ${size}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 const ada = { name: 'Ada Lovelace', avatarUrl: 'https://likeness.example/avatars/ada.png' };
 
 describe('webhook personas', () => {
@@ -31,23 +40,89 @@ describe('webhook personas', () => {
     setup.fake.requests.filter((request) => request.route === route && request.path === `/channels/${channelId}/webhooks`).length;
 
   beforeAll(async () => {
-    // Twenty posts on one webhook would otherwise be paced at 5 per 2 s; pacing is not under test here.
-    setup = await startWithClient({ rateLimits: { retryAfterHeader: 'fractional', buckets: { 'webhook-execute': { limit: 100, windowMs: 1000 } } } });
+    // Twenty posts on one webhook would otherwise be paced at 5 per 2 s, and webhooks made at 5 per
+    // 5 s; pacing is not under test here.
+    setup = await startWithClient({
+      rateLimits: { retryAfterHeader: 'fractional', buckets: { 'webhook-execute': { limit: 100, windowMs: 1000 }, 'webhook-manage': { limit: 100, windowMs: 1000 } } },
+    });
     personas = new WebhookPersonas({ client: setup.client, logger: pino({ level: 'silent' }) });
   });
   afterAll(() => setup.stop());
 
-  it('creates one webhook for a channel and reuses it across 20 posts, even when they start together', async () => {
+  it('lists a channel’s webhooks once and makes one before the first post, even when 20 start together; more as they overlap, never past the pool', async () => {
     const channel = await newChannel('twenty');
     const results = await Promise.all(Array.from({ length: 20 }, (_, index) => personas.send(channel.id, ada, `line ${index}`)));
     expect(results.every((result) => result.kind === 'sent')).toBe(true);
-    expect(requestsTo('POST /channels/{channel.id}/webhooks', channel.id)).toBe(1);
     expect(requestsTo('GET /channels/{channel.id}/webhooks', channel.id)).toBe(1);
+    // The first webhook was made before any post; the others while the posts went out.
+    const firstPost = setup.fake.requests.findIndex((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}' && request.path.startsWith(`/webhooks/${setup.fake.webhooks(channel.id)[0]!.id}/`));
+    const creations = () => setup.fake.requests.flatMap((request, index) => (request.route === 'POST /channels/{channel.id}/webhooks' && request.path === `/channels/${channel.id}/webhooks` ? [index] : []));
+    expect(creations()[0]).toBeLessThan(firstPost);
+    // Twenty replies hold their webhooks (none said it was over): the pool grows to its 5 and stops.
+    await poolReaches(personas, channel.id, 5);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(creations()).toHaveLength(5);
     const webhooks = setup.fake.webhooks(channel.id);
-    expect(webhooks.map((webhook) => webhook.name)).toEqual(['Likeness']);
-    const messages = setup.fake.messages(channel.id);
-    expect(messages).toHaveLength(20);
-    expect(new Set(messages.map((message) => message.webhook_id))).toEqual(new Set([webhooks[0]!.id]));
+    expect(webhooks.map((webhook) => webhook.name)).toEqual(Array(5).fill('Likeness'));
+    expect(setup.fake.messages(channel.id)).toHaveLength(20);
+  });
+
+  it('gives overlapping replies webhooks of their own, keeps a reply on its webhook, and frees it when the reply ends', async () => {
+    const channel = await newChannel('overlap');
+    const pooled = new WebhookPersonas({ client: setup.client, logger: silentLogger, webhooksPerChannel: 3 });
+    const sent = async (content: string, lease?: WebhookLease) => {
+      const result = await pooled.send(channel.id, ada, content, lease);
+      if (result.kind !== 'sent') throw new Error('not sent');
+      return result;
+    };
+    const a = await sent('a');
+    // A second reply while the first streams: it shares the only webhook, and a second is made meanwhile.
+    const b = await sent('b');
+    expect(b.lease.webhookId).toBe(a.lease.webhookId);
+    await poolReaches(pooled, channel.id, 2);
+    const c = await sent('c');
+    expect(c.lease.webhookId).not.toBe(a.lease.webhookId);
+    // A reply's later messages go through its own webhook, however busy.
+    expect((await sent('c, continued', c.lease)).lease.webhookId).toBe(c.lease.webhookId);
+    expect(setup.fake.message((await sent('a, continued', a.lease)).messageId)?.webhook_id).toBe(a.lease.webhookId);
+    // Edits go through the webhook that sent the message.
+    await pooled.edit(channel.id, c.lease, c.messageId, 'c, edited');
+    expect(setup.fake.message(c.messageId)?.content).toBe('c, edited');
+    // The first webhook's two replies end: the next reply takes it, not the busy second one.
+    pooled.release(a.lease);
+    pooled.release(b.lease);
+    expect((await sent('d')).lease.webhookId).toBe(a.lease.webhookId);
+    // Many more overlapping replies: never past the pool's 3.
+    await Promise.all(Array.from({ length: 8 }, (_, index) => sent(`more ${index}`)));
+    await poolReaches(pooled, channel.id, 3);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(setup.fake.webhooks(channel.id).filter((webhook) => !webhook.deleted)).toHaveLength(3);
+    // After a restart all three are found again and used; none is made.
+    const restarted = new WebhookPersonas({ client: setup.client, logger: silentLogger, webhooksPerChannel: 3 });
+    const used = new Set<string>();
+    for (let index = 0; index < 3; index += 1) {
+      const result = await restarted.send(channel.id, ada, `after restart ${index}`);
+      if (result.kind === 'sent') used.add(result.lease.webhookId);
+    }
+    expect(used.size).toBe(3);
+    expect(setup.fake.webhooks(channel.id)).toHaveLength(3);
+  });
+
+  it('stops growing at Discord’s 15 webhooks in a channel, and the replies share the ones it has', async () => {
+    const channel = await newChannel('crowded');
+    for (let index = 0; index < 13; index += 1) setup.fake.createUserWebhook(channel.id, `someone’s ${index}`);
+    const pooled = new WebhookPersonas({ client: setup.client, logger: silentLogger });
+    const results = [];
+    for (let index = 0; index < 4; index += 1) {
+      results.push(await pooled.send(channel.id, ada, `crowded ${index}`));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(results.every((result) => result.kind === 'sent')).toBe(true);
+    expect(await pooled.poolSize(channel.id)).toBe(2);
+    const refused = setup.fake.requests.filter((request) => request.route === 'POST /channels/{channel.id}/webhooks' && request.path === `/channels/${channel.id}/webhooks` && request.status !== 200);
+    // Refused once, then not asked again for a while.
+    expect(refused).toHaveLength(1);
+    expect(setup.fake.messages(channel.id)).toHaveLength(4);
   });
 
   it('reuses a webhook the bot already owns in the channel (e.g. from before a restart)', async () => {
@@ -56,7 +131,7 @@ describe('webhook personas', () => {
     await channel.createWebhook({ name: 'Someone else’s' });
     const fresh = new WebhookPersonas({ client: setup.client, logger: pino({ level: 'silent' }) });
     const result = await fresh.send(channel.id, ada, 'still me');
-    expect(result).toMatchObject({ kind: 'sent', webhookId: earlier.id });
+    expect(result).toMatchObject({ kind: 'sent', lease: { webhookId: earlier.id } });
     expect(requestsTo('POST /channels/{channel.id}/webhooks', channel.id)).toBe(2);
   });
 
@@ -66,7 +141,7 @@ describe('webhook personas', () => {
     const result = await personas.send(channel.id, { name: 'Clyde, the Discord bard', avatarUrl: ada.avatarUrl }, 'A song!');
     if (result.kind !== 'sent') throw new Error('not sent');
     const stored = setup.fake.message(result.messageId);
-    expect(stored).toMatchObject({ content: 'A song!', webhook_id: result.webhookId, author: { id: result.webhookId, username: ', the bard', bot: true } });
+    expect(stored).toMatchObject({ content: 'A song!', webhook_id: result.lease.webhookId, author: { id: result.lease.webhookId, username: ', the bard', bot: true } });
     expect(stored?.author.avatar).toMatch(/^[0-9a-f]{32}$/);
     const execute = setup.fake.requests.findLast((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
     expect(execute?.body).toMatchObject({ username: ', the bard', avatar_url: ada.avatarUrl, allowed_mentions: { parse: [] } });
@@ -81,16 +156,17 @@ describe('webhook personas', () => {
     const channel = await newChannel('deleted');
     const first = await personas.send(channel.id, ada, 'before');
     if (first.kind !== 'sent') throw new Error('not sent');
-    await setup.client.deleteWebhook(first.webhookId);
-    const second = await personas.send(channel.id, ada, 'after');
+    await setup.client.deleteWebhook(first.lease.webhookId);
+    // The same reply's next message: its webhook is gone, so it goes through a new one.
+    const second = await personas.send(channel.id, ada, 'after', first.lease);
     if (second.kind !== 'sent') throw new Error('not sent');
-    expect(second.webhookId).not.toBe(first.webhookId);
+    expect(second.lease.webhookId).not.toBe(first.lease.webhookId);
     expect(setup.fake.messages(channel.id).map((message) => message.content)).toEqual(['before', 'after']);
     expect(setup.fake.webhooks(channel.id).map((webhook) => webhook.deleted)).toEqual([true, false]);
     const unknown = setup.fake.requests.filter((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}' && request.status === 404);
-    expect(unknown.map((request) => request.path)).toEqual([`/webhooks/${first.webhookId}/${setup.fake.webhooks(channel.id)[0]!.token}`]);
+    expect(unknown.map((request) => request.path)).toEqual([`/webhooks/${first.lease.webhookId}/${setup.fake.webhooks(channel.id)[0]!.token}`]);
     // The old message belonged to the deleted webhook: it cannot be edited any more.
-    await expect(personas.edit(channel.id, first.messageId, 'changed')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(personas.edit(channel.id, first.lease, first.messageId, 'changed')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('signals the fallback without Manage Webhooks, explains once per channel, and works once granted', async () => {
@@ -156,7 +232,7 @@ describe('webhook personas', () => {
     const thread = await channel.threads.create({ name: 'a scene' });
     const result = await personas.send(thread.id, ada, 'In the scene');
     if (result.kind !== 'sent') throw new Error('not sent');
-    await personas.edit(thread.id, result.messageId, 'In the scene, edited');
+    await personas.edit(thread.id, result.lease, result.messageId, 'In the scene, edited');
     expect(setup.fake.messages(thread.id).map((message) => [message.content, message.author.username])).toEqual([['In the scene, edited', 'Ada Lovelace']]);
     expect(setup.fake.messages(channel.id)).toHaveLength(0);
     expect(setup.fake.webhooks(thread.id)).toHaveLength(0);
