@@ -41,11 +41,11 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
       .filter((message) => message.author.id === discord.botUser.id && message.content !== '' && !message.content.includes('Manage Webhooks'))
       .map((message) => message.content);
 
-  async function openThread(user: APIUser, guild: FakeGuild): Promise<APIChannel> {
-    const choices = await discord.sendAutocomplete({ user, channelId: guild.textChannelId, name: 'chat', options: { character: '' }, focused: 'character' });
+  async function openThread(user: APIUser, guild: FakeGuild, channelId = guild.textChannelId): Promise<APIChannel> {
+    const choices = await discord.sendAutocomplete({ user, channelId, name: 'chat', options: { character: '' }, focused: 'character' });
     const own = choices.find((choice) => choice.name.endsWith('(yours)'))!;
     const before = discord.threads.length;
-    const sent = discord.sendSlashCommand({ user, channelId: guild.textChannelId, name: 'chat', options: { character: String(own.value) } });
+    const sent = discord.sendSlashCommand({ user, channelId, name: 'chat', options: { character: String(own.value) } });
     expect((await sent.response)?.type).toBe(5);
     const thread = await discord.waitFor((fake) => fake.threads.length > before && fake.threads.at(-1), 10_000);
     // The thread is the conversation's once the reply links to it.
@@ -158,6 +158,26 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     expect(new Set(joins.map((request) => request.gatewaySessionId)).size).toBe(1);
     expect(voice.voiceStateRequests.some((request) => request.guildId === discord.guilds[0]!.id)).toBe(false);
   }, 60_000);
+
+  it('posts characters as themselves in each shard’s guild, through that channel’s webhook, once each', async () => {
+    const erin = discord.createUser({ username: 'erin' });
+    const channels = discord.guilds.map((guild) => discord.createTextChannel(guild.id, `personas-${guild.name}`));
+    for (const channel of channels) discord.setManageWebhooks(channel.id, true);
+    const threads: APIChannel[] = [];
+    for (const [index, guild] of discord.guilds.entries()) threads.push(await openThread(erin, guild, channels[index]!.id));
+    for (const thread of threads) discord.sendMessage({ channelId: thread.id, author: erin, content: `as yourself ${thread.id}` });
+    const personaTexts = (channelId: string) => discord.messages(channelId).filter((message) => message.webhook_id !== undefined).map((message) => [message.author.username, message.content]);
+    await discord.waitFor(() => threads.every((thread) => personaTexts(thread.id).length > 0 && personaTexts(thread.id)[0]![1] === `Echo: as yourself ${thread.id}`), 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    for (const thread of threads) {
+      // The character's own name (erin's default character is named after her), once, and nothing from the bot itself.
+      expect(personaTexts(thread.id)).toEqual([[expect.stringContaining('erin'), `Echo: as yourself ${thread.id}`]]);
+      expect(botTexts(thread.id)).toEqual([]);
+    }
+    // Each channel's webhook was made by the shard holding its guild, and only once.
+    for (const channel of channels) expect(discord.webhooks(channel.id).map((webhook) => webhook.applicationId !== null)).toEqual([true]);
+    expect(discord.rateLimitHits.total).toBe(0);
+  }, 40_000);
 
   it('starts a shard again when its process dies, and it answers again', async () => {
     // The manager's children running the service are its shard processes (tsx runs esbuild beside them).

@@ -232,6 +232,52 @@ describe('speech that stops coming', () => {
     await speechServer.close();
   });
 
+  it('speaks each character of a followed scene in its own voice', { timeout: 45_000 }, async () => {
+    const command = async (user: APIUser, channelId: string, name: string, subcommand: string, options: Record<string, string | boolean>) => {
+      const sent = bot.discord.sendSlashCommand({ user, channelId, name, subcommand, options });
+      await sent.response;
+      await bot.discord.waitFor(() => /"content":"[^"]/.test(JSON.stringify(bot.discord.interactionResponses(sent.interactionId))), 10_000);
+      return JSON.stringify(bot.discord.interactionResponses(sent.interactionId));
+    };
+    const textChannel = bot.discord.guild.textChannelId;
+    const ada = bot.discord.createUser({ username: 'ada-owner' });
+    const bo = bot.discord.createUser({ username: 'bo-owner' });
+    for (const [user, name, voice] of [[ada, 'Ada', 'nova'], [bo, 'Bo', 'onyx']] as const) {
+      expect(await command(user, textChannel, 'character', 'edit', { name, public: true })).toContain(name);
+      expect(await command(user, textChannel, 'character', 'voice', { preset: voice })).toContain('now speaks');
+    }
+    // Each character says who it is, so every sentence sent for speech names its speaker.
+    bot.llm.setScript((body) => {
+      const name = /^You are ([^.]+)\./.exec(String(body.messages?.[0]?.content ?? ''))?.[1] ?? 'nobody';
+      return { reply: `${name} is speaking now.`, tokensPerSecond: 40 };
+    });
+    const opened = bot.discord.sendSlashCommand({ user: ada, channelId: textChannel, name: 'chat', options: { character: 'Ada' } });
+    await opened.response;
+    const thread = await bot.discord.waitFor(() => bot.discord.threads.find((candidate) => candidate.name?.startsWith('Ada')));
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(opened.interactionId)).includes(`<#${thread.id}>`));
+    expect(await command(ada, thread.id, 'scene', 'add', { character: 'Bo' })).toContain('**Bo** joins');
+    bot.voice!.joinVoice(ada, bot.discord.guild.voiceChannelId!);
+    expect(await command(ada, thread.id, 'voice', 'follow', {})).toContain('will also be spoken');
+
+    const spoken = () =>
+      speechServer.requests
+        .filter((request) => request.path === '/v1/audio/speech')
+        .map((request) => request.json as { input: string; voice: string })
+        .filter((body) => body.input.includes('is speaking now'))
+        .map((body) => [body.input, body.voice]);
+    const since = performance.now();
+    bot.discord.sendMessage({ channelId: thread.id, author: ada, content: 'Hello there' });
+    await bot.discord.waitFor(() => spoken().length === 1, 15_000);
+    bot.discord.sendMessage({ channelId: thread.id, author: ada, content: 'Bo, your turn' });
+    await bot.discord.waitFor(() => spoken().length === 2, 15_000);
+    expect(spoken()).toEqual([
+      ['Ada is speaking now.', 'nova'],
+      ['Bo is speaking now.', 'onyx'],
+    ]);
+    // And both were heard in the voice channel.
+    await bot.voice!.waitForAudio(bot.discord.guild.id, (audio) => audio.durationMs > 1_000 && audio.silenceFrames >= 4, { since, timeoutMs: 20_000 });
+  });
+
   it('ends a /speak whose engine stalls with a message, and plays the next one', { timeout: 45_000 }, async () => {
     const user = bot.discord.createUser({ username: 'stalled' });
     const voiced = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'character', subcommand: 'voice', options: { preset: 'alloy' } });
