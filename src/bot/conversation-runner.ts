@@ -87,24 +87,21 @@ export class ConversationRunner {
 
   async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
     try {
-      return await this.#writeInto(reply, conversationId, messageId, channel, onSentence);
+      const pieces = withFinishNote(reply);
+      const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
+        pacer: this.pacer,
+        logger: this.logger,
+        explain: (error) => `⚠️ ${explainError(error)}`,
+        // A finished or failed reply can be asked for again (pressing it waits for this turn to end).
+        finalButtons: [regenerateRow({ conversationId, messageId })],
+      });
+      const stored = await reply.done.catch(() => undefined);
+      if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
+      return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: reply.characterId } : undefined;
     } finally {
+      // The reply is over: what it held for its messages (a persona's webhook) is free.
       channel.release?.();
     }
-  }
-
-  async #writeInto(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
-    const pieces = withFinishNote(reply);
-    const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
-      pacer: this.pacer,
-      logger: this.logger,
-      explain: (error) => `⚠️ ${explainError(error)}`,
-      // A finished or failed reply can be asked for again (pressing it waits for this turn to end).
-      finalButtons: [regenerateRow({ conversationId, messageId })],
-    });
-    const stored = await reply.done.catch(() => undefined);
-    if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
-    return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: reply.characterId } : undefined;
   }
 
   /**
