@@ -76,6 +76,8 @@ const webhookRoute = /^\/webhooks\/(\d+)\/([^/?]+)/;
 
 /** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
 export async function startBot(core: Core, repositories: RepositoryStore, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
+  // The process's two global windows; the pacer keeps ordinary edits out of a crowded one.
+  const windows = globalWindows(sentRequestsPerSecond);
   const client = new Client({
     intents: [
       GatewayIntentBits.Guilds,
@@ -92,7 +94,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     // fixed second, so it is set to the two together and the sliding windows hold each.
     rest: {
       globalRequestsPerSecond: 2 * sentRequestsPerSecond,
-      makeRequest: withGlobalWindows(globalWindows(sentRequestsPerSecond)),
+      makeRequest: withGlobalWindows(windows),
       ...(options.apiBase ? { api: options.apiBase } : {}),
     },
   });
@@ -105,7 +107,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   // ordinary edits take their part of what the proxy passes, split by the shards it holds.
   const share = shareOfShards(client);
   const ordinaryEdits = ordinaryEditShare * sentRequestsPerSecond * Math.min(share, 1);
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEdits, unauthenticatedPerSecond: ordinaryEdits });
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEdits, unauthenticatedPerSecond: ordinaryEdits, windows });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import type { GlobalWindows } from './global-window.js';
 
 /** Discord's global limit: requests a second per bot token, whichever process sends them. */
 export const discordRequestsPerSecond = 50;
@@ -21,6 +22,8 @@ export const ordinaryEditShare = 0.8;
  * their edits take a budget of their own.
  */
 export const webhookKeyPrefix = 'webhook:';
+/** Places of the global window ordinary edits leave to final edits, new messages and commands. */
+const defaultKeepFree = Math.round((1 - ordinaryEditShare) * sentRequestsPerSecond);
 
 export interface PacerOptions {
   /** Spacing of ordinary edits in one channel when Discord says nothing more. */
@@ -37,6 +40,17 @@ export interface PacerOptions {
   globalPerSecond?: number;
   /** The same for edits through webhooks (keys starting `webhook:`), which Discord limits apart (default `globalPerSecond`). */
   unauthenticatedPerSecond?: number;
+  /**
+   * The process's global windows (see `global-window.ts`). With them an ordinary edit goes out
+   * only while its window has `keepFree` places to spare and no request waits there: when every
+   * reply ends at once, the final edits then meet an empty queue instead of a queue of edits
+   * that they replace anyway. A reply's first message leaves half as many places free, so
+   * replies appear before others' edits; one that cannot appear before its end is sent once,
+   * with its final text.
+   */
+  windows?: GlobalWindows;
+  /** Places of a window ordinary edits leave free (default 9, a fifth of the bot's 45). */
+  keepFree?: number;
   now?: () => number;
 }
 
@@ -85,16 +99,24 @@ export class ChannelPacer {
   }
 
   /**
-   * Asks to send an ordinary edit to `channelId` now: returns 0 and books the request when
-   * both the channel's pace and the bot's overall budget allow it, else how long to wait.
+   * Asks to send an ordinary edit to `channelId` now (`opening`: a reply's first message):
+   * returns 0 and books the request when the channel's pace, the bot's overall budget and the
+   * global window all allow it, else how long to wait.
    */
-  claim(channelId: string): number {
+  claim(channelId: string, opening = false): number {
     const wait = this.waitFor(channelId);
     if (wait > 0) return wait;
     const now = this.#now();
-    const { allowed, windowMs, recent } = channelId.startsWith(webhookKeyPrefix) ? this.#budgets.webhooks : this.#budgets.token;
+    const tokenless = channelId.startsWith(webhookKeyPrefix);
+    const { allowed, windowMs, recent } = tokenless ? this.#budgets.webhooks : this.#budgets.token;
     while (recent.length > 0 && recent[0]! <= now - windowMs) recent.shift();
     if (recent.length >= allowed) return Math.max(1, recent[0]! + windowMs - now);
+    const window = this.options.windows?.[tokenless ? 'unauthenticated' : 'token'];
+    if (window) {
+      const keepFree = this.options.keepFree ?? defaultKeepFree;
+      const held = window.book(opening ? Math.ceil(keepFree / 2) : keepFree);
+      if (held > 0) return held;
+    }
     recent.push(now);
     return 0;
   }

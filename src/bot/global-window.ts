@@ -12,6 +12,10 @@ import { DefaultRestOptions, type RESTOptions } from '@discordjs/rest';
 export class SlidingWindow {
   /** When the requests of the last window went out, oldest first. */
   readonly #sent: number[] = [];
+  /** Requests that asked and have not gone out yet. */
+  #waiting = 0;
+  /** When requests were promised a place by `book` (they ask moments later), oldest first. */
+  readonly #promised: number[] = [];
   #queue: Promise<void> = Promise.resolve();
 
   constructor(
@@ -22,17 +26,47 @@ export class SlidingWindow {
 
   /** Resolves when one more request may go out; in turn with earlier callers. */
   acquire(): Promise<void> {
+    this.#waiting += 1;
     const turn = this.#queue.then(() => this.#take());
     this.#queue = turn;
     return turn;
   }
 
+  /**
+   * For a request that can wait for a quieter moment (an ordinary edit, which the next one
+   * replaces): 0 when it may ask now and still leave `keepFree` places of the window to whatever
+   * comes next (final edits, commands), counting the places of requests already sent, waiting
+   * to go, or promised; else how long until that may be so.
+   * A 0 promises the request a place until it asks (at most `promiseMs`), so requests booked in
+   * one instant do not all count on the same room.
+   */
+  book(keepFree: number, promiseMs = 500): number {
+    const now = this.now();
+    this.#forget(now);
+    while (this.#promised.length > 0 && this.#promised[0]! <= now - promiseMs) this.#promised.shift();
+    const over = this.#sent.length + this.#waiting + this.#promised.length + keepFree + 1 - this.limit;
+    if (over <= 0) {
+      this.#promised.push(now);
+      return 0;
+    }
+    // The place frees when enough of the window's requests age out, if nobody waits for it first.
+    const freedAt = over <= this.#sent.length ? this.#sent[over - 1]! + this.windowMs : now + this.windowMs;
+    return Math.max(5, Math.ceil(freedAt - now));
+  }
+
+  #forget(now: number): void {
+    while (this.#sent.length > 0 && this.#sent[0]! <= now - this.windowMs) this.#sent.shift();
+  }
+
   async #take(): Promise<void> {
     for (;;) {
       const now = this.now();
-      while (this.#sent.length > 0 && this.#sent[0]! <= now - this.windowMs) this.#sent.shift();
+      this.#forget(now);
       if (this.#sent.length < this.limit) {
         this.#sent.push(now);
+        this.#waiting -= 1;
+        // A promised request has asked (or another took its place): the promise is kept.
+        this.#promised.shift();
         return;
       }
       await sleep(this.#sent[0]! + this.windowMs - now);

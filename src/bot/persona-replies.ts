@@ -4,6 +4,7 @@ import { adminActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { CharacterRecord } from '../core/records.js';
+import { webhookKeyPrefix } from './channel-pacer.js';
 import { replyChannelOf } from './reply-channel.js';
 import { discordMessageLimit } from './split-message.js';
 import type { ReplyChannel } from './streaming-reply.js';
@@ -85,7 +86,8 @@ export function personaReplyChannel(personas: WebhookPersonas, channel: Channel,
     ...(label === '' ? {} : { maxLength: discordMessageLimit - label.length }),
     sendTyping: () => asBot.sendTyping(),
     // Persona edits count against the webhook's bucket, not the channel's; the bot's against the channel's.
-    pacingKey: () => (fellBack ? undefined : lease?.pacingKey),
+    // Before the first message, its webhook is not chosen yet, but its post goes without the token all the same.
+    pacingKey: () => (fellBack ? undefined : (lease?.pacingKey ?? `${webhookKeyPrefix}opening:${channel.id}`)),
     async send(content, rows) {
       if (!fellBack) {
         const result = await personas.send(channel.id, persona, content, lease, rows);

@@ -102,7 +102,7 @@ export async function writeStreamingReply(
   // Runs one delivery when none is in flight and the pacing allows; otherwise arranges one.
   const schedule = (): void => {
     if (ended || inFlight || timer) return;
-    const wait = options.pacer.claim(pacingKey());
+    const wait = options.pacer.claim(pacingKey(), sent.length === 0);
     if (wait > 0) {
       timer = setTimeout(() => {
         timer = undefined;

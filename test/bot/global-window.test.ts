@@ -14,6 +14,46 @@ describe('SlidingWindow', () => {
   });
 });
 
+describe('SlidingWindow.book', () => {
+  it('lets a request that can wait ask only while places remain free and nobody waits, each booking holding its place', async () => {
+    let now = 0;
+    const window = new SlidingWindow(10, 1000, () => now);
+    // 10 places, 3 kept free: 7 bookings in one instant, not more.
+    const booked = Array.from({ length: 8 }, () => window.book(3));
+    expect(booked.slice(0, 7)).toEqual([0, 0, 0, 0, 0, 0, 0]);
+    expect(booked[7]).toBeGreaterThan(0);
+    // The booked requests ask; their promises become places in the window.
+    for (let index = 0; index < 7; index++) await window.acquire();
+    expect(window.book(3)).toBeGreaterThan(0);
+    // A request that must go (a final edit) still takes a kept place at once.
+    await window.acquire();
+    // Once the first requests age out there is room again: the wait said when.
+    const wait = window.book(3);
+    expect(wait).toBe(1000);
+    now = 1000;
+    expect(window.book(3)).toBe(0);
+  });
+
+  it('counts requests waiting for the window as taking their places, and forgets promises never used', async () => {
+    let now = 0;
+    const window = new SlidingWindow(2, 1000, () => now);
+    await window.acquire();
+    await window.acquire();
+    // The window is full and a third request waits in it (it sleeps on the real clock).
+    void window.acquire();
+    now = 5000;
+    // The window has emptied, but the waiting request takes one of its 2 places: with 1 kept free, none is left.
+    expect(window.book(1)).toBeGreaterThan(0);
+    expect(window.book(0)).toBe(0);
+    const other = new SlidingWindow(2, 1000, () => now);
+    expect([other.book(0, 500), other.book(0, 500)]).toEqual([0, 0]);
+    expect(other.book(0, 500)).toBeGreaterThan(0);
+    // Neither booked request ever asked: their places come back.
+    now += 500;
+    expect(other.book(0, 500)).toBe(0);
+  });
+});
+
 describe('withGlobalWindows', () => {
   it('holds the token’s requests and the token-less ones in separate windows; interaction callbacks never wait', async () => {
     const made: string[] = [];

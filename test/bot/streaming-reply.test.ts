@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ChannelPacer } from '../../src/bot/channel-pacer.js';
+import { SlidingWindow, type GlobalWindows } from '../../src/bot/global-window.js';
 import { type ButtonRows, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
 import { webhookBucket } from '../../src/bot/job-deliveries.js';
 
@@ -176,6 +177,34 @@ describe('ChannelPacer', () => {
     expect(pacer.claim(webhookBucket('2', 'y'))).toBe(1000);
     now = 1000;
     expect([pacer.claim('c'), pacer.claim(webhookBucket('2', 'y'))]).toEqual([0, 0]);
+  });
+
+  it('lets ordinary edits into the global window of their kind only while it has room, first messages before edits', async () => {
+    let now = 0;
+    const windows: GlobalWindows = { token: new SlidingWindow(10, 1000, () => now), unauthenticated: new SlidingWindow(10, 1000, () => now) };
+    const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, windows, keepFree: 4, now: () => now });
+    // Edits leave 4 of the token window's 10 places free: 6 go.
+    expect(Array.from({ length: 7 }, (_, index) => pacer.claim(`e${index}`))).toEqual([0, 0, 0, 0, 0, 0, 1000]);
+    // A reply's first message leaves only 2: two more may go.
+    expect([pacer.claim('first-1', true), pacer.claim('first-2', true), pacer.claim('first-3', true)]).toEqual([0, 0, 1000]);
+    // Webhook edits count in the other window, untouched so far.
+    expect(pacer.claim(webhookBucket('1', 'x'))).toBe(0);
+    // Requests that must go (final edits, commands) fill the token window and one waits: no edit passes it.
+    for (let index = 0; index < 10; index++) void windows.token.acquire();
+    now = 1000;
+    expect(pacer.claim('e-late')).toBeGreaterThan(0);
+    expect(pacer.claim('first-late', true)).toBeGreaterThan(0);
+  });
+
+  it('sends a reply that could not appear before its end once, with its final text, while the window is crowded', async () => {
+    const window = new SlidingWindow(1, 60_000);
+    await window.acquire();
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000, windows: { token: window, unauthenticated: window }, keepFree: 0 });
+    const channel = new RecordingChannel(1);
+    const rows: ButtonRows = [{ type: 1, components: [{ type: 2, style: 2, custom_id: 'again', label: '🔄' }] }];
+    await writeStreamingReply(channel, timed(['Hello ', 'there ', 'friend.'], 10), { pacer, logger: silent, explain, finalButtons: rows });
+    expect(channel.requests).toEqual([{ kind: 'send', buttons: true }]);
+    expect(channel.final()).toEqual(['Hello there friend.']);
   });
 
   it('takes a part of the budget below one edit a second as one edit per longer window', () => {
