@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { deployCommands } from '../src/bot/deploy-commands.js';
 import { guildIdForShard, startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
+import type { GlobalUsage } from '../test/fakes/discord/rate-limiter.js';
 import { startProcess, startServiceProcess } from './processes.js';
 import { megabytes, percentile, round } from './stats.js';
 
@@ -29,7 +30,8 @@ export async function benchmarkDiscordStreams(dataDir: string, options: DiscordS
   const { shards = 1, channels: channelCount = 10, personas = false } = options;
   await mkdir(dataDir, { recursive: true });
   const discord = await startFakeDiscord({
-    recordRequests: false,
+    // Recorded to count each round's requests by route (the bench process's memory, not the service's).
+    recordRequests: true,
     ...(shards > 1
       ? { sharding: { recommendedShards: shards }, guilds: Array.from({ length: shards }, (_, shard) => ({ id: guildIdForShard(shard, shards), name: `shard-${shard}` })) }
       : {}),
@@ -78,6 +80,7 @@ export async function benchmarkDiscordStreams(dataDir: string, options: DiscordS
       const earlier = new Set(threadIds.flatMap((threadId) => discord.messages(threadId).map((message) => message.id)));
       const finalMessage = (index: number) => discord.messages(threadIds[index]!).find((message) => !earlier.has(message.id) && isReply(message) && message.content === expected(index));
       const hitsBefore = discord.rateLimitHits;
+      const requestsBefore = discord.requests.length;
       const usageBefore = await service.usage();
       const started = Date.now();
       users.forEach((user, index) => discord.sendMessage({ channelId: threadIds[index]!, author: user, content: `stream ${index}` }));
@@ -92,6 +95,10 @@ export async function benchmarkDiscordStreams(dataDir: string, options: DiscordS
         throw error;
       });
       const seconds = (Date.now() - started) / 1000;
+      const requestsByRoute: Record<string, number> = {};
+      for (const { route, path } of discord.requests.slice(requestsBefore)) requestsByRoute[route ?? path] = (requestsByRoute[route ?? path] ?? 0) + 1;
+      // How full each of the fake's global windows (1 s from its first request) was during the round.
+      const windowsOf = (usage: GlobalUsage) => usage.windows.filter((window) => window.startedAt >= started).map((window) => window.requests);
       const usageAfter = await service.usage();
       const { writtenAt } = await engine.ask<{ writtenAt: Array<[string, number]> }>('written');
       const lastTokenAt = new Map(writtenAt.filter(([token, at]) => at >= started && token.endsWith(`:${tokensPerReply - 1} `)).map(([token, at]) => [token.split(':')[0], at]));
@@ -117,6 +124,8 @@ export async function benchmarkDiscordStreams(dataDir: string, options: DiscordS
             .map(([route, count]) => [route, count - (hitsBefore.byRoute[route] ?? 0)] as const)
             .filter(([, count]) => count > 0),
         ),
+        requestsByRoute,
+        globalWindowRequests: { token: windowsOf(discord.globalUsage), ip: windowsOf(discord.unauthenticatedGlobalUsage) },
         editsPerMessagePerSecondMean: round(editRates.reduce((sum, rate) => sum + rate, 0) / editRates.length, 2),
         editsPerMessagePerSecondMax: round(Math.max(...editRates), 2),
         lastTokenToFinalEditP50Ms: round(percentile(delays, 0.5), 0),

@@ -51,6 +51,12 @@ export interface PacerOptions {
   windows?: GlobalWindows;
   /** Places of a window ordinary edits leave free (default 9, a fifth of the bot's 45). */
   keepFree?: number;
+  /**
+   * This process's part of the windows' limit (shards behind the manager's proxy, where the
+   * limit is kept for all of them; default 1): its ordinary edits count on that part only, so
+   * the shards' edits together never fill the proxy's queue ahead of anyone's final edits.
+   */
+  windowShare?: number;
   now?: () => number;
 }
 
@@ -113,8 +119,9 @@ export class ChannelPacer {
     if (recent.length >= allowed) return Math.max(1, recent[0]! + windowMs - now);
     const window = this.options.windows?.[tokenless ? 'unauthenticated' : 'token'];
     if (window) {
-      const keepFree = this.options.keepFree ?? defaultKeepFree;
-      const held = window.book(opening ? Math.ceil(keepFree / 2) : keepFree);
+      const share = this.options.windowShare ?? 1;
+      const keepFree = (this.options.keepFree ?? defaultKeepFree) * share;
+      const held = window.book(opening ? keepFree / 2 : keepFree, { share });
       if (held > 0) return held;
     }
     recent.push(now);

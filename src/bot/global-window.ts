@@ -38,19 +38,21 @@ export class SlidingWindow {
    * comes next (final edits, commands), counting the places of requests already sent, waiting
    * to go, or promised; else how long until that may be so.
    * A 0 promises the request a place until it asks (at most `promiseMs`), so requests booked in
-   * one instant do not all count on the same room.
+   * one instant do not all count on the same room. Where this process shares the limit with
+   * others behind one proxy (shards), `share` is its part: the places it may count on.
    */
-  book(keepFree: number, promiseMs = 500): number {
+  book(keepFree: number, { share = 1, promiseMs = 500 }: { share?: number; promiseMs?: number } = {}): number {
     const now = this.now();
     this.#forget(now);
     while (this.#promised.length > 0 && this.#promised[0]! <= now - promiseMs) this.#promised.shift();
-    const over = this.#sent.length + this.#waiting + this.#promised.length + keepFree + 1 - this.limit;
+    const over = this.#sent.length + this.#waiting + this.#promised.length + keepFree + 1 - this.limit * share;
     if (over <= 0) {
       this.#promised.push(now);
       return 0;
     }
     // The place frees when enough of the window's requests age out, if nobody waits for it first.
-    const freedAt = over <= this.#sent.length ? this.#sent[over - 1]! + this.windowMs : now + this.windowMs;
+    const freed = Math.ceil(over);
+    const freedAt = freed <= this.#sent.length ? this.#sent[freed - 1]! + this.windowMs : now + this.windowMs;
     return Math.max(5, Math.ceil(freedAt - now));
   }
 

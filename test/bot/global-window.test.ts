@@ -34,6 +34,12 @@ describe('SlidingWindow.book', () => {
     expect(window.book(3)).toBe(0);
   });
 
+  it('counts only on its share of the places where processes share the limit behind a proxy', () => {
+    const window = new SlidingWindow(10, 1000, () => 0);
+    // Half of 10 places, 1 of them kept free: 4 bookings.
+    expect(Array.from({ length: 5 }, () => window.book(1, { share: 0.5 }))).toEqual([0, 0, 0, 0, 1000]);
+  });
+
   it('counts requests waiting for the window as taking their places, and forgets promises never used', async () => {
     let now = 0;
     const window = new SlidingWindow(2, 1000, () => now);
@@ -46,11 +52,11 @@ describe('SlidingWindow.book', () => {
     expect(window.book(1)).toBeGreaterThan(0);
     expect(window.book(0)).toBe(0);
     const other = new SlidingWindow(2, 1000, () => now);
-    expect([other.book(0, 500), other.book(0, 500)]).toEqual([0, 0]);
-    expect(other.book(0, 500)).toBeGreaterThan(0);
+    expect([other.book(0, { promiseMs: 500 }), other.book(0, { promiseMs: 500 })]).toEqual([0, 0]);
+    expect(other.book(0, { promiseMs: 500 })).toBeGreaterThan(0);
     // Neither booked request ever asked: their places come back.
     now += 500;
-    expect(other.book(0, 500)).toBe(0);
+    expect(other.book(0, { promiseMs: 500 })).toBe(0);
   });
 });
 
