@@ -58,7 +58,8 @@ export class Answers {
   /** Answers the last message again (see `Chat.regenerate`), in the form `allow` asks for. */
   async regenerate(actor: Actor, conversationId: string, allow: readonly string[] | undefined): Promise<SyncAnswer> {
     const format = this.format(allow, false);
-    if (format === 'audio') await this.#speakingCharacter(actor, conversationId, undefined);
+    // The new reply is written by whoever wrote the one it replaces (in a scene, not always the conversation's own character).
+    if (format === 'audio') this.speech!.requireVoice(await this.chat.regenerationWriter(actor, conversationId));
     return this.#deliver(await this.chat.regenerate(actor, conversationId, { stream: false }), format);
   }
 

@@ -130,9 +130,12 @@ export class Chat {
 
   async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
-    const message = await this.#toMessage(input, authorId);
+    const { message, fileBytes } = await this.#toMessage(input, authorId);
     await this.#window.refuseIfTooLong(character, message);
-    return this.conversations.appendMessage(conversation.id, message);
+    // The file is stored once the message is accepted: a refused image or recording leaves no file behind.
+    if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message);
+    const file = await this.files.put(fileBytes, message.file.mimeType);
+    return this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } });
   }
 
   /** The largest image and recording taken, so front ends refuse bigger ones before decoding them. */
@@ -181,19 +184,30 @@ export class Chat {
    */
   async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
+    const { message, replaces, character } = await this.#regeneration(conversation, mode.messageId);
+    return this.#start(conversation, character, message, mode.stream, replaces);
+  }
+
+  /** Who would write the reply `regenerate` asks for now (to check, say, that they have a voice first). */
+  async regenerationWriter(actor: Actor, conversationId: string): Promise<CharacterRecord> {
+    return (await this.#regeneration(await this.conversations.get(actor, conversationId))).character;
+  }
+
+  /** The last message from a person, the reply to it being replaced, and who writes the new one. */
+  async #regeneration(conversation: ConversationRecord, messageId?: string): Promise<{ message: StoredMessage; replaces?: string; character: CharacterRecord }> {
     let reply: StoredMessage | undefined;
     for (let beforePosition: number | undefined; ; ) {
-      const batch = await this.conversations.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
+      const batch = await this.conversations.messages(conversation.id, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
       if (batch.length === 0) break;
       beforePosition = batch[0]!.position;
       for (const message of batch.reverse()) {
         if (message.participantType === 'account') {
-          if (mode.messageId !== undefined && mode.messageId !== message.id) {
+          if (messageId !== undefined && messageId !== message.id) {
             throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
           }
           const writer = reply !== undefined && conversation.characterIds.includes(reply.participantId) ? reply.participantId : undefined;
           const character = await this.conversations.answerer(conversation, writer);
-          return this.#start(conversation, character, message, mode.stream, reply?.id);
+          return { message, character, ...(reply === undefined ? {} : { replaces: reply.id }) };
         }
         reply ??= message;
       }
@@ -377,9 +391,10 @@ export class Chat {
     }
   }
 
-  async #toMessage(input: ChatInput, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
+  /** The message to store, its file's key left empty, and the file's bytes, stored by the caller once the message is accepted. */
+  async #toMessage(input: ChatInput, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes?: Uint8Array }> {
     if ('text' in input) {
-      return { content: this.#checkText(input.text), mimeType: 'text/plain', participantId: authorId, participantType: 'account', file: null };
+      return { message: { content: this.#checkText(input.text), mimeType: 'text/plain', participantId: authorId, participantType: 'account', file: null } };
     }
     if ('audio' in input) return this.#voiceMessage(input.audio, authorId);
     if (isImageMimeType(input.mimeType)) {
@@ -388,13 +403,15 @@ export class Chat {
       // Downscaled once here, so no prompt carries megapixels the model would scale anyway,
       // and its size is known for counting its tokens.
       const fitted = await this.imageCodec.fit('data', input.image, maxImageSide);
-      const file = await this.files.put(fitted.data, fitted.mimeType);
       return {
-        content: '',
-        mimeType: fitted.mimeType,
-        participantId: authorId,
-        participantType: 'account',
-        file: { key: file.key, mimeType: file.mimeType, width: fitted.width, height: fitted.height },
+        message: {
+          content: '',
+          mimeType: fitted.mimeType,
+          participantId: authorId,
+          participantType: 'account',
+          file: { key: '', mimeType: fitted.mimeType, width: fitted.width, height: fitted.height },
+        },
+        fileBytes: fitted.data,
       };
     }
     throw ValidationError.field('mimeType', 'must be text/plain, image/png, image/jpeg, image/webp or an audio type');
@@ -414,7 +431,7 @@ export class Chat {
    * as the message's file with the words as its content. The engine's own words about a
    * failure go to the log only (`EngineError`); the person gets ours.
    */
-  async #voiceMessage(audio: Uint8Array, authorId: string): Promise<Omit<MessageRecord, 'id' | 'createdMicros'>> {
+  async #voiceMessage(audio: Uint8Array, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes: Uint8Array }> {
     if (!this.speechToText) {
       throw new AppError(
         'TRANSCRIPTION_UNAVAILABLE',
@@ -428,8 +445,7 @@ export class Chat {
       throw new AppError('NO_SPEECH_HEARD', 'No speech was heard in the recording, so there is nothing to answer. Record it again closer to the microphone, or send text.');
     }
     const content = this.#checkText(transcription.text);
-    const file = await this.files.put(audio, inspected.mimeType);
-    return { content, mimeType: inspected.mimeType, participantId: authorId, participantType: 'account', file: { key: file.key, mimeType: inspected.mimeType } };
+    return { message: { content, mimeType: inspected.mimeType, participantId: authorId, participantType: 'account', file: { key: '', mimeType: inspected.mimeType } }, fileBytes: audio };
   }
 }
 

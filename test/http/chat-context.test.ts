@@ -1,3 +1,5 @@
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { estimateTokens } from '../../src/core/tokens.js';
@@ -6,6 +8,12 @@ import { type Harness, startHarness } from './harness.js';
 
 const isChat = (request: { path: string; body: FakeRequestBody }) =>
   request.path.endsWith('/chat/completions') && !String(request.body.messages?.[0]?.content).includes('running summary');
+
+/** The files the service has stored (avatars, images, recordings), by name. */
+async function storedFiles(dataDir: string): Promise<string[]> {
+  const entries = await readdir(path.join(dataDir, 'files'), { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((entry) => entry.isFile()).map((entry) => entry.name).sort();
+}
 
 function png(width: number, height: number): string {
   const image = new PNG({ width, height });
@@ -145,10 +153,13 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(sent).toContain('left out to fit the context');
     await api?.close();
     const tiny = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' });
+    const filesBefore = await storedFiles(tiny.harness.dataDir);
     const tooBig = await tiny.chat(png(1024, 1024), 'image/png');
     expect(tooBig.status).toBe(400);
     expect(tooBig.body.error.message).toContain('smaller image');
     expect((await tiny.read()).messages).toEqual([]);
+    // Refused before its file was stored: nothing is left behind.
+    expect(await storedFiles(tiny.harness.dataDir)).toEqual(filesBefore);
   });
 
   it('keeps a rolling summary of what fell out of the window, in the prompt and the conversation read', async () => {

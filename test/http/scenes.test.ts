@@ -110,6 +110,24 @@ describe('a scene: several characters in one conversation, over HTTP', () => {
     expect(last.participant_id).toBe(bob.characterId);
   });
 
+  it('speaks a regenerated reply in the voice of the character who writes it, and asks that one for a voice first', async () => {
+    // The last reply is Bob's, and Bob has no voice yet: refused before anything is written.
+    const chats = api.llm.requests.filter(isChat).length;
+    const refused = await api.call('POST', `${route}/regenerate`, { key: alice.key, body: { allow: ['audio/mp3'] } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'VOICE_NOT_TRAINED', message: expect.stringContaining('Bob has no voice') });
+    expect(api.llm.requests.filter(isChat)).toHaveLength(chats);
+    const voices = await api.call('GET', '/api/v0/voices', { key: bob.key });
+    expect((await api.call('POST', `/api/v0/characters/${bob.characterId}/voice`, { key: bob.key, body: { voiceId: voices.body.voices[0].id } })).status).toBe(200);
+    // Alice, the conversation's own character, still has none: Bob's voice is the one that counts.
+    const spoken = await api.call('POST', `${route}/regenerate`, { key: alice.key, body: { allow: ['audio/mp3'] } });
+    expect(spoken.status).toBe(200);
+    expect(spoken.body.mimeType).toBe('audio/mp3');
+    expect(Buffer.from(spoken.body.data, 'base64').byteLength).toBeGreaterThan(1000);
+    const last = (await api.call('GET', route, { key: alice.key })).body.messages.at(-1);
+    expect(last).toMatchObject({ participant_id: bob.characterId, content: 'Bob speaking.' });
+  });
+
   it('refuses a character not in the scene with a stable code, storing nothing', async () => {
     const before = (await api.call('GET', route, { key: alice.key })).body.messages.length;
     const chats = api.llm.requests.filter(isChat).length;
