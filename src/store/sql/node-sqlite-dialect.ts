@@ -140,10 +140,30 @@ class NodeSqliteDriver implements Driver {
     return shared.connection;
   }
 
-  async changeToken(): Promise<string> {
+  /** The next reading of the token, shared by everyone who asks before it is taken. */
+  #nextToken: Promise<string> | undefined;
+
+  /**
+   * Asked on every request (twice for most), and a reading costs a read transaction, whose file
+   * locks are system calls. Everyone who asks before the next reading shares it: taken after
+   * each of them asked (at the end of this turn of the event loop), it is at least as new as
+   * any of their asks, which is all a token promises. Under load one reading serves every
+   * request of a turn.
+   */
+  changeToken(): Promise<string> {
+    this.#nextToken ??= new Promise<string>((resolve, reject) => {
+      setImmediate(() => {
+        this.#nextToken = undefined;
+        this.#readChangeToken().then(resolve, reject);
+      });
+    });
+    return this.#nextToken;
+  }
+
+  async #readChangeToken(): Promise<string> {
     const shared = this.#shared;
-    // Taken on every request: when nobody holds or awaits the connection (no transaction is
-    // open), read it at once instead of queueing.
+    // When nobody holds or awaits the connection (no transaction is open), read it at once
+    // instead of queueing.
     const now = shared && shared.claims === 0 ? shared.connection.changeTokenNow() : undefined;
     if (now !== undefined) return now;
     const connection = (await this.acquireConnection()) as NodeSqliteConnection;
