@@ -111,7 +111,10 @@ export class ChannelPacer {
    */
   claim(channelId: string, opening = false): number {
     const wait = this.waitFor(channelId);
-    if (wait > 0) return wait;
+    return wait > 0 ? wait : this.#claimGlobal(channelId, opening);
+  }
+
+  #claimGlobal(channelId: string, opening: boolean): number {
     const now = this.#now();
     const tokenless = channelId.startsWith(webhookKeyPrefix);
     const { allowed, windowMs, recent } = tokenless ? this.#budgets.webhooks : this.#budgets.token;
@@ -126,6 +129,15 @@ export class ChannelPacer {
     }
     recent.push(now);
     return 0;
+  }
+
+  /**
+   * Asks to send a request nobody waits for (a typing indicator) to `channelId`, which has a
+   * bucket of its own: 0 and booked when the bot's budget and the global window have room as
+   * for an ordinary edit, else how long to wait.
+   */
+  claimSpare(channelId: string): number {
+    return this.#claimGlobal(channelId, false);
   }
 
   /** A message was sent or edited in the channel just now. */

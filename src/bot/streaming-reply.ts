@@ -122,7 +122,7 @@ export async function writeStreamingReply(
       });
   };
 
-  const typing = startTyping(channel, options.typingDelayMs ?? 300, options.typingIntervalMs ?? 8_000, options.logger);
+  const typing = startTyping(channel, options.typingDelayMs ?? 300, options.typingIntervalMs ?? 8_000, options.pacer, options.logger);
   let failure: unknown;
   try {
     for await (const piece of pieces) {
@@ -146,22 +146,25 @@ export async function writeStreamingReply(
   return { messageIds: sent.map((message) => message.id), text, ...(failure === undefined ? {} : { failure }) };
 }
 
-function startTyping(channel: ReplyChannel, delayMs: number, intervalMs: number, logger: Logger): { stop(): void } {
+function startTyping(channel: ReplyChannel, delayMs: number, intervalMs: number, pacer: ChannelPacer, logger: Logger): { stop(): void } {
   let stopped = false;
-  let repeat: NodeJS.Timeout | undefined;
+  let timer: NodeJS.Timeout | undefined;
   const send = () => {
     if (stopped) return;
+    // A nicety: it waits while the global window is crowded with requests that carry words.
+    const wait = pacer.claimSpare(channel.id);
+    if (wait > 0) {
+      timer = setTimeout(send, wait);
+      return;
+    }
     channel.sendTyping().catch((error: unknown) => logger.debug({ err: error, channelId: channel.id }, 'typing indicator failed'));
+    timer = setTimeout(send, intervalMs);
   };
-  const first = setTimeout(() => {
-    send();
-    repeat = setInterval(send, intervalMs);
-  }, delayMs);
+  timer = setTimeout(send, delayMs);
   return {
     stop() {
       stopped = true;
-      clearTimeout(first);
-      clearInterval(repeat);
+      clearTimeout(timer);
     },
   };
 }

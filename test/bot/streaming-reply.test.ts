@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ChannelPacer } from '../../src/bot/channel-pacer.js';
 import { SlidingWindow, type GlobalWindows } from '../../src/bot/global-window.js';
 import { type ButtonRows, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
@@ -205,6 +205,29 @@ describe('ChannelPacer', () => {
     await writeStreamingReply(channel, timed(['Hello ', 'there ', 'friend.'], 10), { pacer, logger: silent, explain, finalButtons: rows });
     expect(channel.requests).toEqual([{ kind: 'send', buttons: true }]);
     expect(channel.final()).toEqual(['Hello there friend.']);
+  });
+
+  it('holds the typing indicator back while the global window is crowded, and shows it once there is room', async () => {
+    vi.useFakeTimers();
+    try {
+      const window = new SlidingWindow(2, 1000);
+      await window.acquire();
+      await window.acquire();
+      const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000, windows: { token: window, unauthenticated: window }, keepFree: 0 });
+      const channel = new RecordingChannel(1);
+      // The first words take 1.5 s; the indicator would be due after 300 ms, but the window is full for 1 s.
+      const crowded = writeStreamingReply(channel, timed(['Slow ', 'words.'], 1500), { pacer, logger: silent, explain, typingDelayMs: 300 });
+      await vi.advanceTimersByTimeAsync(900);
+      expect(channel.typing).toBe(0);
+      // The window empties: the indicator goes out before the first words.
+      await vi.advanceTimersByTimeAsync(200);
+      expect(channel.typing).toBe(1);
+      await vi.advanceTimersByTimeAsync(5000);
+      await crowded;
+      expect(channel.final()).toEqual(['Slow words.']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('takes a part of the budget below one edit a second as one edit per longer window', () => {
