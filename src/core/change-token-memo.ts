@@ -12,9 +12,9 @@ export interface ChangeTokenMemoOptions<V> {
  * Results read from the database, each kept with the store's change token it was read under
  * (`RepositoryStore.changeToken`) and handed out again only while the token stays the same:
  * then nothing in the database changed, in any process, so the result is still what a fresh
- * read would give. Every call still asks the store for a token read after it asked (the SQLite
- * store shares one reading among the asks of a turn of the event loop); where the store has
- * none (PostgreSQL) every call reads afresh. Failed reads are not kept.
+ * read would give. Every call still asks the store for a token read after it asked (the SQL
+ * stores share one reading among the asks of a turn of the event loop); where the store has
+ * none every call reads afresh. Failed reads are not kept.
  */
 export class ChangeTokenMemo<V> {
   readonly #kept: LRUCache<string, { token: string; value: V }>;

@@ -438,7 +438,7 @@ export interface RepositoryStore extends Repositories {
    * by any process, this one included; cheap enough to take on every request. What is read
    * after taking it is at least as new as it, so a result kept with its token is still right
    * whenever the token comes back the same: the one kind of cache that holds across processes.
-   * Undefined where the database offers no such check (PostgreSQL): read afresh there.
+   * Undefined where the store offers no such check: read afresh there.
    */
   changeToken(): Promise<string | undefined>;
   close(): Promise<void>;

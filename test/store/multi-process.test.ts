@@ -190,19 +190,19 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(fresh).toEqual(workers.map(() => records.account.id));
     }, 30_000);
 
-    it('moves every process\'s change token with any process\'s commit, and only then (SQLite; PostgreSQL has none)', async () => {
+    it("moves every process's change token with any process's commit, and on SQLite only then", async () => {
       const { owner, conversationId } = await ownerWithConversation('tokens', 0);
       const [writer, reader] = workers as [Worker, Worker];
       const tokens = () => Promise.all([store.changeToken(), reader.ask<string | null>({ type: 'change-token' })]);
       const before = await tokens();
-      if (name === 'PostgreSQL') {
-        expect(before).toEqual([undefined, null]);
-        return;
+      expect(before.every((token) => typeof token === 'string')).toBe(true);
+      // Reads change nothing. (PostgreSQL's token is the server's snapshot: any transaction on
+      // the server moves it, and other tests run beside this one, so only SQLite is asked this.)
+      if (name !== 'PostgreSQL') {
+        await reader.ask({ type: 'read-messages', conversationId });
+        await store.conversations.messages(conversationId);
+        expect(await tokens()).toEqual(before);
       }
-      // Reads change nothing.
-      await reader.ask({ type: 'read-messages', conversationId });
-      await store.conversations.messages(conversationId);
-      expect(await tokens()).toEqual(before);
       // Another process's commit moves both; so does one's own.
       await writer.ask({ type: 'append', accountId: owner.account.id, conversationId, content: 'from the writer' });
       const afterOther = await tokens();
@@ -212,7 +212,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       const afterOwn = await tokens();
       expect(afterOwn[0]).not.toBe(afterOther[0]);
       expect(afterOwn[1]).not.toBe(afterOther[1]);
-      expect(await tokens()).toEqual(afterOwn);
+      if (name !== 'PostgreSQL') expect(await tokens()).toEqual(afterOwn);
     }, 30_000);
 
     it('finishes and refunds the jobs of a process killed with SIGKILL once their lease expires', async () => {

@@ -15,6 +15,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
+import { sharedReadings } from './shared-readings.js';
 
 export interface NodeSqliteDialectOptions {
   /** A file path, or `:memory:`. */
@@ -140,25 +141,11 @@ class NodeSqliteDriver implements Driver {
     return shared.connection;
   }
 
-  /** The next reading of the token, shared by everyone who asks before it is taken. */
-  #nextToken: Promise<string> | undefined;
-
   /**
    * Asked on every request (twice for most), and a reading costs a read transaction, whose file
-   * locks are system calls. Everyone who asks before the next reading shares it: taken after
-   * each of them asked (at the end of this turn of the event loop), it is at least as new as
-   * any of their asks, which is all a token promises. Under load one reading serves every
-   * request of a turn.
+   * locks are system calls: every ask made before a reading shares it (see `sharedReadings`).
    */
-  changeToken(): Promise<string> {
-    this.#nextToken ??= new Promise<string>((resolve, reject) => {
-      setImmediate(() => {
-        this.#nextToken = undefined;
-        this.#readChangeToken().then(resolve, reject);
-      });
-    });
-    return this.#nextToken;
-  }
+  readonly changeToken: () => Promise<string> = sharedReadings(() => this.#readChangeToken());
 
   async #readChangeToken(): Promise<string> {
     const shared = this.#shared;

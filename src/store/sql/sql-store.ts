@@ -15,6 +15,7 @@ import type { Database } from './schema.js';
 import type { SqlContext } from './sql-context.js';
 import { SqlDiscordChannelRepository } from './discord-channel-repository.js';
 import { SqlDiscordLinkRepository, SqlFaceModelRepository, SqlFactRepository, SqlJobDeliveryRepository } from './small-repositories.js';
+import { sharedReadings } from './shared-readings.js';
 
 export interface SqlStoreOptions {
   /** PostgreSQL connections per process. */
@@ -71,9 +72,22 @@ function connect(url: string, options: SqlStoreOptions): Connected {
     } as pg.PoolConfig);
     // Without a listener an idle connection's failure (a server restart) would crash the process.
     pool.on('error', (error) => options.onConnectionError?.(error));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres', changeToken: async () => undefined };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres', changeToken: postgresChangeToken(pool) };
   }
   throw new Error(`The store URL must start with sqlite:// or postgres://; got "${url.split(':')[0]}:…".`);
+}
+
+/**
+ * PostgreSQL's change token: the server's current snapshot (`xmin:xmax:in-progress xids`). Two
+ * equal snapshots see exactly the same finished transactions, so nothing was committed in
+ * between by any process; a transaction that began or ended anywhere on the server changes it.
+ * A reading is one round trip, shared by every ask of a turn of the event loop.
+ */
+function postgresChangeToken(pool: pg.Pool): () => Promise<string> {
+  return sharedReadings(async () => {
+    const { rows } = await pool.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
+    return rows[0]!.snapshot;
+  });
 }
 
 class KyselyRepositoryStore implements SqlStore {

@@ -3,27 +3,41 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
+import { createTestDatabase } from '../store/postgres-database.js';
 import { type ServiceProcess, call, startService, stopService, waitUntilServing } from './service-processes.js';
 
-const adminKey = 'admin-key-of-the-two-process-sqlite-test';
+const adminKey = 'admin-key-of-the-two-process-test';
+
+/** Where the two processes keep their data: one SQLite file, or one PostgreSQL database. */
+const stores: Array<[string, () => Promise<{ url: string; drop(): Promise<void> }>]> = [
+  [
+    'one SQLite file',
+    async () => {
+      const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-two-sqlite-'));
+      return { url: `sqlite://${path.join(directory, 'shared.sqlite')}`, drop: () => rm(directory, { recursive: true, force: true }) };
+    },
+  ],
+  ['one PostgreSQL database', createTestDatabase],
+];
 
 /**
- * Two `npm start` processes on one SQLite file. Each keeps whole conversation reads and key
- * lookups while the database's change token stays the same; these tests prove that a write
- * through one process is seen by the other on its very next request.
+ * Two `npm start` processes on one store. Each keeps whole conversation reads and key lookups
+ * while the store's change token stays the same (SQLite's data version, PostgreSQL's snapshot);
+ * these tests prove that a write through one process is seen by the other on its very next
+ * request.
  */
-describe('two service processes on one SQLite file, over HTTP', () => {
-  let directory: string;
+describe.each(stores)('two service processes on %s, over HTTP', (_name, createStore) => {
+  let store: { url: string; drop(): Promise<void> };
   let llm: FakeOpenAI;
   let services: ServiceProcess[] = [];
   let a: ServiceProcess;
   let b: ServiceProcess;
 
   beforeAll(async () => {
-    directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-two-sqlite-'));
+    store = await createStore();
     llm = await startFakeOpenAI({ script: { reply: 'Noted.' } });
     const environment = {
-      STORE_URL: `sqlite://${path.join(directory, 'shared.sqlite')}`,
+      STORE_URL: store.url,
       LLM_BASE_URL: llm.baseURL,
       ADMIN_API_KEY: adminKey,
       // One secret and base URL for both, so both sign the same URLs and their answers compare byte for byte.
@@ -39,7 +53,7 @@ describe('two service processes on one SQLite file, over HTTP', () => {
   afterAll(async () => {
     await Promise.all(services.map(stopService));
     await llm?.close();
-    await rm(directory, { recursive: true, force: true });
+    await store?.drop();
   }, 60_000);
 
   async function account(username: string): Promise<{ id: string; key: string; characterId: string }> {
