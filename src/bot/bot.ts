@@ -106,8 +106,8 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   // A shard process reaches Discord through the manager's proxy, with the other shards: its
   // ordinary edits take their part of what the proxy passes, split by the shards it holds.
   const share = shareOfShards(client);
-  const ordinaryEdits = ordinaryEditShare * sentRequestsPerSecond * Math.min(share, 1);
-  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEdits, unauthenticatedPerSecond: ordinaryEdits, windows, windowShare: Math.min(share, 1) });
+  const ordinaryEdits = ordinaryEditShare * sentRequestsPerSecond * share;
+  const pacer = new ChannelPacer({ baseIntervalMs: options.editIntervalMs, maxIntervalMs: 15_000, globalPerSecond: ordinaryEdits, unauthenticatedPerSecond: ordinaryEdits, windows, windowShare: share });
   // Edit pacing follows what Discord says of each channel's bucket, answer by answer.
   client.rest.on(RESTEvents.Response, (request, response) => {
     const webhook = webhookRoute.exec(request.path);

@@ -44,9 +44,9 @@ export interface PacerOptions {
    * The process's global windows (see `global-window.ts`). With them an ordinary edit goes out
    * only while its window would still have `keepFree` places to spare, counting the requests
    * sent, waiting there and promised: when every reply ends at once, the final edits then meet
-   * an empty queue instead of a queue of edits that they replace anyway. A reply's first message leaves half as many places free, so
-   * replies appear before others' edits; one that cannot appear before its end is sent once,
-   * with its final text.
+   * an empty queue instead of a queue of edits that they replace anyway. A reply's first
+   * message leaves half as many places free, so replies appear before others' edits; one that
+   * cannot appear before its end is sent once, with its final text.
    */
   windows?: GlobalWindows;
   /** Places of a window ordinary edits leave free (default 9, a fifth of the bot's 45). */
