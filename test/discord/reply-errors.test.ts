@@ -4,7 +4,10 @@ import type { FakeMessage } from '../fakes/discord/driver.js';
 import { type BotHarness, startBotHarness } from './harness.js';
 
 const adminKey = 'reply-errors-admin-key-0123456789';
-const secret = 'Private note: the bank PIN is 4321';
+// A word no id, hash or timestamp can contain (a number such as a PIN could turn up inside a random
+// attachment signature and fail the test by chance).
+const secretWord = 'marmalade-quokka';
+const secret = `Private note: the vault word is ${secretWord}`;
 
 /** The 🔄 button's custom id under a message, if it has one. */
 function againButton(message: FakeMessage): string | undefined {
@@ -59,14 +62,14 @@ describe('Discord replies: errors in our words, 🔄 to try again, cut-off repli
     bot.llm.setScript((body) => ({ failure: { kind: 'http', status: 500, message: `Failed: ${JSON.stringify(body.messages)}`, code: 500 } }));
     bot.discord.sendMessage({ channelId: thread.id, author: bob, content: 'What is the PIN?' });
     await bot.discord.waitFor(() => bot.botTexts(thread.id).some((text) => text.startsWith('⚠️')), 10_000);
-    expect(JSON.stringify(bot.llm.requests.at(-1)!.body.messages)).toContain('4321');
+    expect(JSON.stringify(bot.llm.requests.at(-1)!.body.messages)).toContain(secretWord);
 
     bot.llm.setScript({ tokens: ['Well', ' then'], failure: { kind: 'error-event', afterTokens: 1, message: `${secret} at ${bot.llm.baseURL}`, code: 500 } });
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Tell me anyway' });
     await bot.discord.waitFor(() => bot.botTexts(thread.id).filter((text) => text.includes('⚠️')).length === 2, 10_000);
 
     const shown = everythingShown();
-    expect(shown).not.toContain('4321');
+    expect(shown).not.toContain(secretWord);
     expect(shown).not.toContain(bot.llm.baseURL.replace(/\/v1$/, ''));
     expect(bot.botTexts(thread.id)).toContain('⚠️ The chat engine failed to answer. Try again; if it keeps failing, tell the operator. Your message is saved.');
   });

@@ -4,7 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
 import { type Harness, readEvents, startHarness } from './harness.js';
 
-const secret = 'Private note: the bank PIN is 4321';
+// A word no id, hash or timestamp can contain (a number such as a PIN could turn up inside a
+// random UUID in an answer and fail the test by chance).
+const secretWord = 'marmalade-quokka';
+const secret = `Private note: the vault word is ${secretWord}`;
 
 function tinyPng(): string {
   const image = new PNG({ width: 4, height: 4 });
@@ -26,7 +29,7 @@ describe('engine failures reach clients only in our words', () => {
   /** Checks a text a client was shown for what must never be there. */
   function shown(...texts: string[]): void {
     for (const text of texts) {
-      expect(text).not.toContain('4321');
+      expect(text).not.toContain(secretWord);
       expect(text).not.toContain('sk-live-0123456789abcdef');
       expect(text).not.toContain(api.llm.baseURL.replace(/\/v1$/, ''));
     }
@@ -69,7 +72,7 @@ describe('engine failures reach clients only in our words', () => {
     expect(sync.status).toBe(502);
     expect(sync.body.error).toEqual({ code: 'ENGINE_FAILED', message: 'The chat engine failed to answer. Try again; if it keeps failing, tell the operator.' });
     // The secret did reach the engine, and so was in the engine's answer.
-    expect(JSON.stringify(api.llm.requests.at(-1)!.body.messages)).toContain('4321');
+    expect(JSON.stringify(api.llm.requests.at(-1)!.body.messages)).toContain(secretWord);
 
     const streamed = await stream('chat/stream', { data: 'What is the PIN?' });
     const text = await streamed.text();
