@@ -76,8 +76,9 @@ const webhookRoute = /^\/webhooks\/(\d+)\/([^/?]+)/;
 
 /** Logs in to Discord and answers commands, thread messages and DMs until stopped. */
 export async function startBot(core: Core, repositories: RepositoryStore, commands: readonly Command[], options: BotOptions, logger: Logger): Promise<RunningBot> {
-  // The process's two global windows; the pacer keeps ordinary edits out of a crowded one.
-  const windows = globalWindows(sentRequestsPerSecond);
+  // The process's two global windows; the pacer keeps ordinary edits out of a crowded one, and
+  // webhook requests go with the token when the address's window is the busier.
+  const windows = globalWindows(sentRequestsPerSecond, { token: () => options.token });
   const client = new Client({
     intents: [
       GatewayIntentBits.Guilds,

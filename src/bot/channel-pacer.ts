@@ -120,12 +120,14 @@ export class ChannelPacer {
     const { allowed, windowMs, recent } = tokenless ? this.#budgets.webhooks : this.#budgets.token;
     while (recent.length > 0 && recent[0]! <= now - windowMs) recent.shift();
     if (recent.length >= allowed) return Math.max(1, recent[0]! + windowMs - now);
-    const window = this.options.windows?.[tokenless ? 'unauthenticated' : 'token'];
-    if (window) {
+    const windows = this.options.windows;
+    if (windows) {
       const share = this.options.windowShare ?? 1;
-      const keepFree = (this.options.keepFree ?? defaultKeepFree) * share;
-      const held = window.book(opening ? keepFree / 2 : keepFree, { share });
-      if (held > 0) return held;
+      const keepFree = ((this.options.keepFree ?? defaultKeepFree) * share) / (opening ? 2 : 1);
+      const held = windows[tokenless ? 'unauthenticated' : 'token'].book(keepFree, { share });
+      // A webhook request may go with the bot token when the address's window is crowded (see `GlobalWindows.spill`).
+      const spilled = held > 0 && tokenless && windows.spill !== undefined ? windows.token.book(keepFree + windows.spill.reserve * share, { share }) : held;
+      if (held > 0 && spilled > 0) return Math.min(held, spilled);
     }
     recent.push(now);
     return 0;

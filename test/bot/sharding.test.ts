@@ -43,7 +43,7 @@ describe('the shard manager’s REST proxy', () => {
 
   beforeAll(async () => {
     discord = await startFakeDiscord({ rateLimits: { retryAfterHeader: 'fractional' } });
-    proxy = await startRestProxy({ upstream: discord.apiBase, logger: silent });
+    proxy = await startRestProxy({ upstream: discord.apiBase, token: discord.token, logger: silent });
   });
   afterAll(async () => {
     await proxy.close();

@@ -196,9 +196,29 @@ describe('ChannelPacer', () => {
     expect(pacer.claim('first-late', true)).toBeGreaterThan(0);
   });
 
+  it('lets a webhook edit count on the token’s window when the address’s is crowded and webhook requests may carry the token', () => {
+    let now = 0;
+    const make = (spill: boolean): GlobalWindows => ({
+      token: new SlidingWindow(10, 1000, () => now),
+      unauthenticated: new SlidingWindow(10, 1000, () => now),
+      ...(spill ? { spill: { authorization: () => 'Bot t', reserve: 2 } } : {}),
+    });
+    for (const spill of [false, true]) {
+      const windows = make(spill);
+      const pacer = new ChannelPacer({ baseIntervalMs: 1000, maxIntervalMs: 8000, windows, keepFree: 4, now: () => now });
+      const claims = Array.from({ length: 13 }, (_, index) => pacer.claim(webhookBucket(String(index), 'x')));
+      // 6 places of the address's window; with the token, 4 more of the token's (2 more kept for the bot), then none.
+      const granted = claims.filter((wait) => wait === 0).length;
+      expect(granted).toBe(spill ? 10 : 6);
+      expect(claims.at(-1)).toBeGreaterThan(0);
+      // The bot's own edits still find what the token's window has left after those.
+      expect(Array.from({ length: 7 }, (_, index) => pacer.claim(`own-${index}`)).filter((wait) => wait === 0).length).toBe(spill ? 2 : 6);
+    }
+  });
+
   it('sends a reply that could not appear before its end once, with its final text, while the window is crowded', async () => {
     const window = new SlidingWindow(1, 60_000);
-    await window.acquire();
+    (await window.acquire())();
     const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000, windows: { token: window, unauthenticated: window }, keepFree: 0 });
     const channel = new RecordingChannel(1);
     const rows: ButtonRows = [{ type: 1, components: [{ type: 2, style: 2, custom_id: 'again', label: '🔄' }] }];
@@ -211,8 +231,8 @@ describe('ChannelPacer', () => {
     vi.useFakeTimers();
     try {
       const window = new SlidingWindow(2, 1000);
-      await window.acquire();
-      await window.acquire();
+      (await window.acquire())();
+      (await window.acquire())();
       const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000, windows: { token: window, unauthenticated: window }, keepFree: 0 });
       const channel = new RecordingChannel(1);
       // The first words take 1.5 s; the indicator would be due after 300 ms, but the window is full for 1 s.

@@ -155,6 +155,27 @@ describe('fake Discord rate limits', () => {
     expect((await sent.response)?.type).toBe(4);
   });
 
+  it('counts a webhook request that carries the bot token against the token, and refuses a wrong token', async () => {
+    const { fake } = await start({ rateLimits: { global: { limit: 3, windowMs: 60_000 } } });
+    const hooks = [0, 1, 2, 3].map((index) => fake.createUserWebhook(fake.guild.textChannelId, `hook ${index}`));
+    const execute = (hook: (typeof hooks)[number], authorization?: string) =>
+      fetch(`${fake.apiBase}/v10/webhooks/${hook.id}/${hook.token}?wait=true`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ content: 'hi' }),
+      });
+    const tokenBefore = fake.globalUsage.windows.at(-1)?.requests ?? 0;
+    // The address's window takes three; with the token a fourth goes, counted on the token's.
+    for (const hook of hooks.slice(0, 3)) expect((await execute(hook)).status).toBe(200);
+    expect((await execute(hooks[3]!)).status).toBe(429);
+    expect((await execute(hooks[3]!, `Bot ${fake.token}`)).status).toBe(200);
+    expect(fake.unauthenticatedGlobalUsage.windows.at(-1)).toMatchObject({ requests: 4, refused: 1 });
+    expect(fake.globalUsage.windows.at(-1)!.requests).toBe(tokenBefore + 1);
+    const wrong = await execute(hooks[3]!, 'Bot not-the-token');
+    expect(wrong.status).toBe(401);
+    expect(fake.messages(fake.guild.textChannelId).filter((message) => message.content === 'hi')).toHaveLength(4);
+  });
+
   it('limits interaction webhooks to 5 per 2 s per token', async () => {
     const { fake, client, user } = await start({});
     client.on('interactionCreate', (interaction) => {

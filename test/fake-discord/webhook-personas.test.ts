@@ -8,6 +8,7 @@ import { ChannelType, Events, type Message, type TextChannel } from 'discord.js'
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AvatarUrls } from '../../src/avatar-urls.js';
+import { globalWindows, withGlobalWindows } from '../../src/bot/global-window.js';
 import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
 import type { CharacterRecord } from '../../src/core/records.js';
 import type { Core } from '../../src/core/core.js';
@@ -266,6 +267,47 @@ describe('webhook personas', () => {
   it('tells a DM that personas do not exist there', async () => {
     const dm = setup.fake.openDm(setup.user);
     expect(await personas.send(dm, ada, 'hi')).toEqual({ kind: 'fallback', reason: 'unsupported-channel' });
+  });
+});
+
+describe('webhook personas when the address’s global window is full', () => {
+  let setup: Awaited<ReturnType<typeof startWithClient>>;
+  // Four requests per 1.1 s in each window, one place of the token's kept for the bot; the fake
+  // refuses a sixth in any of its seconds, per token and per address.
+  const windows = globalWindows(4, { windowMs: 1100, spillReserve: 1, token: () => setup?.fake.token });
+
+  beforeAll(async () => {
+    setup = await startWithClient(
+      // Each webhook's own bucket is not under test here.
+      { rateLimits: { retryAfterHeader: 'fractional', global: { limit: 5, windowMs: 1000 }, buckets: { 'webhook-execute': { limit: 100, windowMs: 1000 } } } },
+      { rest: { makeRequest: withGlobalWindows(windows), globalRequestsPerSecond: 100 } },
+    );
+  });
+  afterAll(() => setup.stop());
+
+  it('sends webhook posts with the bot token while the token’s window has room: all arrive as the persona, none refused', async () => {
+    // One webhook a channel: no pool growth takes places of the token's window meanwhile.
+    const personas = new WebhookPersonas({ client: setup.client, logger: silentLogger, webhooksPerChannel: 1 });
+    const channelIds = ['a', 'b'].map((name) => {
+      const created = setup.fake.createTextChannel(setup.fake.guild.id, `spill-${name}`);
+      setup.fake.setManageWebhooks(created.id, true);
+      return created.id;
+    });
+    // Each channel's webhook found and made (token requests), then both windows left to empty.
+    for (const channelId of channelIds) expect((await personas.send(channelId, ada, 'first')).kind).toBe('sent');
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const before = setup.fake.requests.length;
+    const results = await Promise.all(channelIds.flatMap((channelId) => [1, 2, 3, 4].map((line) => personas.send(channelId, ada, `line ${line}`))));
+    expect(results.every((result) => result.kind === 'sent')).toBe(true);
+    const posts = setup.fake.requests.slice(before).filter((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
+    expect(posts.map((request) => request.status)).toEqual(Array(8).fill(200));
+    // Four went on the address's window, then some with the token, which the fake counted there.
+    expect(posts.filter((request) => request.authenticated).length).toBeGreaterThanOrEqual(1);
+    expect(posts.filter((request) => !request.authenticated).length).toBeGreaterThanOrEqual(4);
+    expect(setup.fake.rateLimitHits.total).toBe(0);
+    for (const channelId of channelIds) {
+      expect(setup.fake.messages(channelId).map((message) => [message.author.username, message.webhook_id !== undefined])).toEqual(Array(5).fill(['Ada Lovelace', true]));
+    }
   });
 });
 

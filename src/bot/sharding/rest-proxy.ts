@@ -21,13 +21,14 @@ export interface RestProxy {
  * REST requests through one `REST`, so the per-route buckets and the global limit of the bot
  * token are kept once, as Discord counts them, instead of once per process.
  */
-export async function startRestProxy(options: { upstream: string | undefined; logger: Logger }): Promise<RestProxy> {
+export async function startRestProxy(options: { upstream: string | undefined; token: string; logger: Logger }): Promise<RestProxy> {
   // Requests carry the shard's own Authorization header; this REST adds none. The token's
-  // requests and the token-less ones (webhooks) each have their own window, as in one process.
+  // requests and the token-less ones (webhooks) each have their own window, as in one process,
+  // and a webhook request goes with the token when the address's window is the busier.
   const rest = new REST({
     version: '10',
     globalRequestsPerSecond: 2 * proxyRequestsPerSecond,
-    makeRequest: withGlobalWindows(globalWindows(proxyRequestsPerSecond)),
+    makeRequest: withGlobalWindows(globalWindows(proxyRequestsPerSecond, { token: () => options.token })),
     ...(options.upstream ? { api: options.upstream } : {}),
   });
   const server: Server = createServer((request, response) => {

@@ -100,7 +100,7 @@ export class ShardManager {
     const gateway = await this.#askGateway();
     if (!gateway || this.#stopped) return;
     const count = options.shards === 'auto' ? gateway.shards : options.shards;
-    this.#proxy = await startRestProxy({ upstream: options.apiBase, logger: options.logger });
+    this.#proxy = await startRestProxy({ upstream: options.apiBase, token: options.token, logger: options.logger });
     // Respawns are ours (below), so a shard that dies waits for its identify bucket like at start.
     const manager = new ShardingManager(options.entry, { totalShards: count, token: options.token, mode: 'process', respawn: false, execArgv: [...options.execArgv] });
     this.#buckets = new IdentifyBuckets(gateway.maxConcurrency, options.identifyIntervalMs ?? 5_000);

@@ -29,6 +29,8 @@ export interface RecordedRequest {
   timestamp: number;
   /** Time spent answering, including injected latency. */
   durationMs: number;
+  /** The request carried the bot token (and counted against its global limit). */
+  authenticated: boolean;
 }
 
 /** A server error to answer instead of the route, e.g. a 503 from `/gateway/bot` during an outage. */
@@ -134,7 +136,7 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
   // ['api', 'v10', ...rest]
   const path = `/${segments.slice(2).join('/')}`;
   const match = segments[1] === 'v10' ? dependencies.router.match(method, segments.slice(2), context) : null;
-  const record: RecordedRequest = { method, route: null, path, query: url.searchParams, body: undefined, files: [], status: 0, timestamp, durationMs: 0 };
+  const record: RecordedRequest = { method, route: null, path, query: url.searchParams, body: undefined, files: [], status: 0, timestamp, durationMs: 0, authenticated: false };
   const raw = await readBody(request);
   let headers: Record<string, string> = {};
   let answer: RouteAnswer;
@@ -149,6 +151,7 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
       throw new DiscordHttpError(forced.status, { message: 'Service Unavailable', code: 0 });
     }
     const token = authenticate(match, request, context.token);
+    record.authenticated = token !== null;
     const parsed = await parseBody(request.headers['content-type'] ?? '', raw);
     record.body = parsed.body;
     record.files = parsed.files.map((file) => ({ field: file.field, filename: file.filename, size: file.bytes.length, contentType: file.contentType }));
@@ -170,10 +173,15 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
   dependencies.record(record);
 }
 
-/** The bot token for authenticated routes; throws 401 when it is missing or wrong. */
+/**
+ * The bot token the request counts against: required on authenticated routes (401 when missing or
+ * wrong). Routes that need none (webhooks, interaction callbacks) still take one: Discord then
+ * checks it and counts the request against the token's global limit instead of the address's
+ * (discord-api-docs#4142, twilight#752); a wrong one is refused like anywhere else.
+ */
 function authenticate(match: RouteMatch, request: IncomingMessage, token: string): string | null {
-  if (!match.route.auth) return null;
-  const header = request.headers.authorization ?? '';
+  const header = request.headers.authorization;
+  if (!match.route.auth && (header === undefined || header === '')) return null;
   if (header !== `Bot ${token}`) throw unauthorized();
   return token;
 }
