@@ -14,6 +14,21 @@ describeRepositories('SQLite (node:sqlite, one file, two connections)', async ()
   };
 });
 
+// Node 22.12 to 22.15 have no `StatementSync#columns`: the dialect then tells statements that
+// yield rows by their SQL. The whole contract runs that way too, migrations included.
+describeRepositories('SQLite as on Node 22.12 to 22.15 (no StatementSync#columns)', async () => {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-sqlite-old-node-'));
+  const columns = Object.getOwnPropertyDescriptor(StatementSync.prototype, 'columns')!;
+  Reflect.deleteProperty(StatementSync.prototype, 'columns');
+  return {
+    open: () => openSqlStore(`sqlite://${path.join(directory, 'store.db')}`),
+    destroy: async () => {
+      Object.defineProperty(StatementSync.prototype, 'columns', columns);
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+});
+
 describe('the SQLite change token', () => {
   it('shares one reading among the asks made before it, taken after every one of them', async () => {
     const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-sqlite-token-'));

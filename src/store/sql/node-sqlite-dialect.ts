@@ -263,7 +263,7 @@ class NodeSqliteConnection implements DatabaseConnection {
       const statement = this.database.prepare(sqlText);
       // Only plain SELECTs (and the data_version check itself) are known not to write.
       const reads = /^\s*select\b/i.test(sqlText) || sqlText === dataVersion;
-      prepared = { statement, returnsRows: statement.columns().length > 0, reads };
+      prepared = { statement, returnsRows: returnsRows(statement, sqlText), reads };
       if (this.#statements.size < 500) this.#statements.set(sqlText, prepared);
     }
     return prepared;
@@ -275,6 +275,16 @@ interface Prepared {
   returnsRows: boolean;
   /** A plain read: running it changes nothing. */
   reads: boolean;
+}
+
+/**
+ * Whether a statement yields rows: asked of SQLite where Node can (`columns()`, Node >= 22.16);
+ * on Node 22.12 to 22.15 read from the SQL, which here is Kysely's or our own: queries, pragmas
+ * and statements with a RETURNING clause yield rows, the rest are run for their changes.
+ */
+function returnsRows(statement: StatementSync, sqlText: string): boolean {
+  if (typeof statement.columns === 'function') return statement.columns().length > 0;
+  return /^\s*(?:select|with|pragma|values|explain)\b/i.test(sqlText) || /\breturning\b/i.test(sqlText);
 }
 
 /** SQLITE_BUSY and its extended codes (the low byte is the primary code). */
