@@ -50,8 +50,9 @@ function connectedClients(connection: VoiceConnection): string[] {
 describe('fake Discord voice: states and connections', () => {
   let world: VoiceWorld;
 
-  // A short voice heartbeat, so acknowledgements are seen without waiting Discord's 13.75 s.
-  beforeEach(async () => void (world = await startVoiceWorld({ heartbeatIntervalMs: 250 })));
+  // Discord's own voice heartbeat (13.75 s): a short one makes the client give up its socket
+  // after three unanswered beats, which a loaded machine can cause by itself mid-test.
+  beforeEach(async () => void (world = await startVoiceWorld()));
   afterEach(() => world.stop());
 
   it('puts test users in voice channels: GUILD_CREATE and VOICE_STATE_UPDATE reach discord.js, and leaving empties the channel', async () => {
@@ -82,6 +83,9 @@ describe('fake Discord voice: states and connections', () => {
   });
 
   it('tells the bot who shares its channel (ops 11 and 13) and acknowledges its heartbeats', async () => {
+    // A short voice heartbeat, so acknowledgements are seen without waiting Discord's 13.75 s.
+    await world.stop();
+    world = await startVoiceWorld({ heartbeatIntervalMs: 250 });
     const { discord, voice, guild, voiceChannelId } = world;
     const bob = discord.createUser({ username: 'bob' });
     voice.joinVoice(bob, voiceChannelId);
