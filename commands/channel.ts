@@ -75,8 +75,16 @@ async function add(interaction: GuildInteraction, context: BotContext): Promise<
   const known = await context.channels.get(interaction.channelId);
   const conversationId = known?.conversationId ?? (await context.core.conversations.create(actor, account.id, character.id)).id;
   const channel = await context.channels.addCharacter({ channelId: interaction.channelId, guildId: interaction.guildId, conversationId }, character.id, Date.now());
-  // The stored conversation wins over one made by a concurrent first add.
-  await context.core.conversations.addCharacter(adminActor, channel.conversationId, character.id);
+  // The stored conversation wins over one made by a concurrent first add. The manager joins it
+  // (as everyone who writes here does) and brings the character in as themselves, so their own
+  // private character may speak in a channel another manager opened.
+  try {
+    await context.core.conversations.addSpeaker(adminActor, channel.conversationId, account.id);
+    await context.core.conversations.addCharacter(actor, channel.conversationId, character.id);
+  } catch (error) {
+    if (!known?.characterIds.includes(character.id)) await context.channels.removeCharacter(interaction.channelId, character.id);
+    throw error;
+  }
   const personas = interaction.appPermissions.has(PermissionFlagsBits.ManageWebhooks)
     ? ''
     : ` They answer as me until I have the **Manage Webhooks** permission here; then they post under their own name and picture.`;
@@ -93,6 +101,13 @@ async function remove(interaction: GuildInteraction, context: BotContext): Promi
   const cast = await castOf(context, channel?.characterIds ?? []);
   const character = cast.find((member) => member.id === value.toLowerCase() || member.name.toLowerCase() === value.trim().toLowerCase()) ?? (await resolveCharacter(context.core, actor, value));
   const removed = await context.channels.removeCharacter(interaction.channelId, character.id);
+  // It leaves the channel's conversation too (no 🔄 brings it back, the others stop seeing it
+  // present); its lines stay. The character the conversation was opened with cannot leave it.
+  if (channel) {
+    await context.core.conversations.removeCharacter(adminActor, channel.conversationId, character.id).catch((error: unknown) => {
+      if (!(error instanceof AppError && error.code === 'MAIN_CHARACTER_REQUIRED')) throw error;
+    });
+  }
   await answer(interaction, removed ? `**${character.name}** no longer speaks in <#${interaction.channelId}>.` : `**${character.name}** does not speak in <#${interaction.channelId}>.`);
 }
 

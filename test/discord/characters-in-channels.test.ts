@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PermissionFlagsBits } from 'discord-api-types/v10';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import { type BotHarness, startBotHarness } from './harness.js';
 
@@ -106,6 +107,29 @@ describe('characters in server channels and scenes, through discord.js and the f
     bot.discord.sendMessage({ channelId: channel, author: bob, content: 'really?', replyTo: adaLine.id });
     await bot.discord.waitFor(() => texts(channel).filter((text) => text.startsWith('[Ada]')).length === 2, 10_000);
     expect(texts(elsewhere)).toEqual([]);
+  });
+
+  it('lets a second manager bring their own private character into a channel another opened, and takes it out of the scene when removed', async () => {
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'two-managers').id;
+    await command(owner, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Ada' } });
+    const carol = bot.discord.createUser({ username: 'carol' });
+    bot.discord.grantMemberPermissions(carol.id, PermissionFlagsBits.ManageGuild);
+    // Carol's character stays private.
+    expect(await command(carol, bot.discord.guild.textChannelId, 'character', { subcommand: 'edit', options: { name: 'Cy' } })).toContain('Cy');
+    expect(await command(carol, channel, 'channel', { group: 'characters', subcommand: 'add', options: { character: 'Cy' } })).toContain('**Cy** may now speak');
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Cy, hello there' });
+    await bot.discord.waitFor(() => texts(channel).some((text) => text.startsWith('[Cy]')), 10_000);
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Ada, who else is here?' });
+    await bot.discord.waitFor(() => texts(channel).some((text) => text.startsWith('[Ada]')), 10_000);
+    const adaSystem = () => String(bot.llm.requests.at(-1)!.body.messages?.[0]?.content);
+    expect(adaSystem()).toContain('Also in this scene: Cy');
+
+    expect(await command(carol, channel, 'channel', { group: 'characters', subcommand: 'remove', options: { character: 'Cy' } })).toContain('no longer speaks');
+    bot.discord.sendMessage({ channelId: channel, author: alice, content: 'Ada, and now?' });
+    await bot.discord.waitFor(() => texts(channel).filter((text) => text.startsWith('[Ada]')).length === 2, 10_000);
+    expect(adaSystem()).toMatch(/^You are Ada\./);
+    expect(adaSystem()).not.toContain('Also in this scene');
+    expect(texts(channel).filter((text) => text.startsWith('[Cy]'))).toHaveLength(1);
   });
 
   it('keeps unaddressed messages as context, unanswered, while the channel listens', async () => {

@@ -113,6 +113,11 @@ export interface FakeDiscord {
   /** Sets the bot's permissions in a channel (threads follow their parent). */
   setBotPermissions(channelId: string, permissions: bigint): void;
   /**
+   * Gives a member (joining them to the guild if needed) a new role granting `permissions`, e.g.
+   * Manage Server; their interactions carry them from then on (no gateway event is sent).
+   */
+  grantMemberPermissions(userId: string, permissions: bigint, guildId?: string): void;
+  /**
    * Grants or takes away the bot's MANAGE_WEBHOOKS in a channel (off by default, as for a bot
    * invited with text permissions), dispatching CHANNEL_UPDATE as an overwrite edit would.
    */
@@ -350,6 +355,16 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
     const channel = this.context.state.channels.get(channelId);
     if (channel === undefined) throw new Error(`fake Discord: unknown channel ${channelId}`);
     channel.botPermissions = permissions;
+  }
+
+  grantMemberPermissions(userId: string, permissions: bigint, guildId = this.guild.id): void {
+    const guild = this.context.state.guilds.get(guildId);
+    if (guild === undefined) throw new Error(`fake Discord: unknown guild ${guildId}`);
+    const role = { id: this.context.state.ids.next(), name: `granted-${guild.roles.length}`, permissions: permissions.toString(), position: guild.roles.length, managed: false };
+    guild.roles.push(role);
+    const member = guild.members.get(userId) ?? { joinedAt: this.context.state.clock(), roleIds: [] };
+    member.roleIds.push(role.id);
+    guild.members.set(userId, member);
   }
 
   setManageWebhooks(channelId: string, allowed: boolean): void {

@@ -65,8 +65,12 @@ function inferType(value: SlashOptionValue): ApplicationCommandOptionType {
   return ApplicationCommandOptionType.String;
 }
 
+/** The owner has every permission; anyone else the defaults and what their roles grant. */
 function memberPermissions(context: FakeContext, guildId: string, userId: string): bigint {
-  return context.state.guilds.get(guildId)?.ownerId === userId ? ALL_PERMISSIONS : DEFAULT_MEMBER_PERMISSIONS;
+  const guild = context.state.guilds.get(guildId);
+  if (guild?.ownerId === userId) return ALL_PERMISSIONS;
+  const roleIds = new Set(guild?.members.get(userId)?.roleIds ?? []);
+  return (guild?.roles ?? []).filter((role) => roleIds.has(role.id)).reduce((granted, role) => granted | BigInt(role.permissions), DEFAULT_MEMBER_PERMISSIONS);
 }
 
 /** The interaction-shaped member: member fields, `user`, and the member's `permissions`. */
