@@ -55,12 +55,15 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       const turn = place ? await turnIn(context, message, place) : undefined;
       // A channel message that addresses nobody, where nothing is kept: not ours at all.
       if (place?.kind === 'channel' && !turn?.answer && !place.listen) return;
+      if (turn && !turn.answer) {
+        await keepAsContext(context, limiter, messagesPerMinute, message, turn);
+        return;
+      }
       try {
         await consume(limiter, message.author.id, messagesPerMinute);
         warned.delete(message.author.id);
       } catch (error) {
-        // A message only kept as context is dropped quietly: nobody asked the bot anything.
-        if (warned.has(message.author.id) || (turn && !turn.answer)) return;
+        if (warned.has(message.author.id)) return;
         warned.add(message.author.id);
         throw error;
       }
@@ -70,10 +73,6 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
       const inputs = await inputsOf(message, turn?.text ?? message.content);
       if (inputs.length === 0) return;
-      if (turn && !turn.answer) {
-        for (const input of inputs) await context.core.chat.post(actor, conversationId, input);
-        return;
-      }
       const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
       const speakSentence = turn ? await followSpeaker(context, message, turn.character) : undefined;
       // In a DM the conversation's own character answers, as the bot: nothing to look up first.
@@ -95,6 +94,26 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       await message.reply({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } }).catch(() => undefined);
     }
   };
+}
+
+/**
+ * Keeps a message that addresses nobody in a listening channel as context. Nobody asked the bot
+ * anything, so nothing is said back whatever happens: past the writer's limit it is dropped, and
+ * a failure is only logged. It has a budget of its own (the same size as the writer's), so
+ * talking with people never uses up what they may ask the characters. Its words and pictures are
+ * kept; audio is not transcribed, a cost nobody asked for.
+ */
+async function keepAsContext(context: BotContext, limiter: RateLimiterAbstract, messagesPerMinute: number, message: Message, turn: Turn): Promise<void> {
+  try {
+    await consume(limiter, `context:${message.author.id}`, messagesPerMinute);
+    const { actor, account } = await context.accountOf(message.author);
+    const inputs = await inputsOf(message, turn.text, { audio: false });
+    if (inputs.length === 0) return;
+    await context.core.conversations.addSpeaker(adminActor, turn.conversationId, account.id);
+    for (const input of inputs) await context.core.chat.post(actor, turn.conversationId, input);
+  } catch (error) {
+    context.logger.info({ err: error, userId: message.author.id, channelId: message.channelId, messageId: message.id }, 'message not kept as context');
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermissionFlagsBits } from 'discord-api-types/v10';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
+import { encodeVoiceMessage } from '../../src/audio/voice-message.js';
 import { type BotHarness, startBotHarness } from './harness.js';
 
 type Body = { messages?: Array<{ role: string; content: unknown }> };
@@ -198,7 +199,7 @@ describe('a listening channel and the message rate limit', () => {
     await bot.close();
   });
 
-  it('drops context past the limit quietly, and still tells someone who addresses a character', async () => {
+  it('keeps context on a budget of its own: talk past it is dropped quietly, and the characters are still answered', async () => {
     const owner = { id: bot.discord.guild.ownerId } as APIUser;
     const chatty = bot.discord.createUser({ username: 'chatty' });
     const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'busy').id;
@@ -213,15 +214,51 @@ describe('a listening channel and the message rate limit', () => {
     await run('channel', { group: 'characters', subcommand: 'add', options: { character: String(own.value) } });
     await run('channel', { subcommand: 'listen', options: { on: true } });
     for (const line of ['one', 'two', 'three', 'four']) bot.discord.sendMessage({ channelId: channel, author: chatty, content: `just ${line}` });
-    // Let those be handled first (two kept, two past the limit), then address the character.
+    // Let those be handled first (two kept, two past the limit), then address the character twice.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const addressed = bot.discord.sendMessage({ channelId: channel, author: chatty, content: `${name}, are you there?` });
-    // The addressed message past the limit is told so, once; the context lines past it are not.
+    const chats = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
+    bot.discord.sendMessage({ channelId: channel, author: chatty, content: `${name}, are you there?` });
+    await bot.discord.waitFor(() => chats().length === 1, 10_000);
+    const seen = JSON.stringify(chats()[0]!.body.messages);
+    expect(seen).toContain('just two');
+    expect(seen).not.toContain('just three');
+    bot.discord.sendMessage({ channelId: channel, author: chatty, content: `${name}, still there?` });
+    await bot.discord.waitFor(() => chats().length === 2, 10_000);
+    // The third addressed message in the minute is past the writer's own limit: told once.
+    const addressed = bot.discord.sendMessage({ channelId: channel, author: chatty, content: `${name}, hello?` });
     const warnings = () => bot.discord.messages(channel).filter((message) => message.author.bot && message.content.startsWith('⚠️'));
     await bot.discord.waitFor(() => warnings().length === 1, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(warnings()).toHaveLength(1);
     expect(warnings()[0]!.message_reference?.message_id).toBe(addressed.id);
-    expect(bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'))).toHaveLength(0);
+    expect(chats()).toHaveLength(2);
+  });
+
+  it('keeps a voice message that addresses nobody without transcribing it, and says nothing', async () => {
+    const owner = { id: bot.discord.guild.ownerId } as APIUser;
+    const talker = bot.discord.createUser({ username: 'talker' });
+    const channel = bot.discord.createTextChannel(bot.discord.guild.id, 'voices').id;
+    const choices = await bot.discord.sendAutocomplete({ user: owner, channelId: channel, name: 'channel', subcommandGroup: 'characters', subcommand: 'add', options: { character: '' }, focused: 'character' });
+    const own = choices.find((choice) => choice.name.endsWith('(yours)'))!;
+    const added = bot.discord.sendSlashCommand({ user: owner, channelId: channel, name: 'channel', subcommandGroup: 'characters', subcommand: 'add', options: { character: String(own.value) } });
+    await added.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(added.interactionId)).includes('may now speak'));
+    const listened = bot.discord.sendSlashCommand({ user: owner, channelId: channel, name: 'channel', subcommand: 'listen', options: { on: true } });
+    await listened.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(listened.interactionId)).includes('kept as context'));
+    // This bot has no speech-to-text engine: a voice message it tried to transcribe would get a ⚠️ saying so.
+    const samples = new Int16Array(16_000).map((_, index) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * index) / 16_000)));
+    const voice = await encodeVoiceMessage({ samples, sampleRate: 16_000 });
+    bot.discord.sendMessage({ channelId: channel, author: talker, voiceMessage: { file: voice.file, durationSeconds: voice.durationSeconds, waveform: voice.waveform } });
+    bot.discord.sendMessage({ channelId: channel, author: talker, content: 'and some words' });
+    // Kept messages and answers are handled side by side: let the two be kept first.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const name = own.name.replace(/ \(yours\)$/, '');
+    bot.discord.sendMessage({ channelId: channel, author: talker, content: `${name}, what did I say?` });
+    const asked = () => bot.llm.requests.find((request) => String(JSON.stringify(request.body.messages)).includes('what did I say'));
+    await bot.discord.waitFor(asked, 10_000);
+    const prompt = JSON.stringify(asked()!.body.messages);
+    expect(prompt).toContain('and some words');
+    expect(bot.discord.messages(channel).filter((message) => message.author.bot && message.content.startsWith('⚠️'))).toEqual([]);
   });
 });
