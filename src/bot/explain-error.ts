@@ -26,7 +26,9 @@ export interface ExplainOptions {
  */
 export function explainError(error: unknown, options: ExplainOptions = {}): string {
   if (error instanceof EngineError) {
-    return options.messageSaved ?? true ? `${error.message} Your message is saved.` : error.message;
+    // A recording is transcribed before anything is stored: when that fails, nothing was kept.
+    const saved = options.messageSaved ?? error.purpose !== 'transcription';
+    return saved ? `${error.message} Your message is saved.` : error.purpose === 'transcription' ? `${error.message} Your recording was not kept: send it again.` : error.message;
   }
   if (error instanceof AppError) return error.message;
   if (error instanceof DiscordAPIError && typeof error.code === 'number' && discordCodes[error.code]) {

@@ -47,6 +47,26 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     expect(Buffer.compare(heard.file!.bytes, Buffer.from(voice.file))).toBe(0);
   });
 
+  it('says the recording was not kept when the speech-to-text engine fails, and keeps nothing', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    const dm = bot.discord.openDm(carol);
+    stt.script = { failWith: { status: 503, message: 'model loading' } };
+    try {
+      bot.discord.sendMessage({ channelId: dm, author: carol, voiceMessage: await recording() });
+      const told = await bot.discord.waitFor(() => bot.botTexts(dm).find((text) => text.startsWith('⚠️')), 10_000);
+      expect(told).toContain('not kept');
+      expect(told).not.toContain('saved');
+      expect(told).not.toContain('model loading');
+    } finally {
+      stt.script = { text: 'What is the weather like?' };
+    }
+    // Nothing reached the chat engine, and the next recording goes through.
+    bot.discord.sendMessage({ channelId: dm, author: carol, voiceMessage: await recording() });
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: What is the weather like?'), 10_000);
+    const prompt = JSON.stringify(bot.llm.requests.at(-1)!.body.messages);
+    expect(prompt.match(/What is the weather like\?/g)).toHaveLength(1);
+  });
+
   it('answers a voice message with a voice message of its own when asked to', async () => {
     const dm = bot.discord.openDm(alice);
     const voiced = bot.discord.sendSlashCommand({ user: alice, channelId: dm, name: 'character', subcommand: 'voice', options: { preset: 'en-us+f3' } });
