@@ -24,6 +24,17 @@ export interface ReplyChannel {
   release?(): void;
 }
 
+/**
+ * Thrown by a channel's `edit` when the message still shows but can never be edited again (a
+ * persona's webhook was deleted under it): the writer goes on in a new message.
+ */
+export class MessageUneditableError extends Error {
+  constructor(message = 'This message can no longer be edited.', options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'MessageUneditableError';
+  }
+}
+
 /** Button rows under a message. */
 export type ButtonRows = APIActionRowComponent<APIButtonComponent>[];
 
@@ -92,9 +103,19 @@ export async function writeStreamingReply(
       const rows = final && index === parts.length - 1 ? options.finalButtons : undefined;
       const previous = sent[index];
       if (previous?.content === content && rows === undefined) continue;
-      if (previous) await channel.edit(previous.id, content, rows);
-      else sent.push({ id: await channel.send(content, rows), content });
-      if (previous) previous.content = content;
+      if (previous) {
+        try {
+          await channel.edit(previous.id, content, rows);
+        } catch (error) {
+          if (!(error instanceof MessageUneditableError)) throw error;
+          // The message stays as last shown; the reply goes on whole in a new one.
+          options.logger.info({ channelId: channel.id, messageId: previous.id }, 'a reply message can no longer be edited; continuing in a new one');
+          previous.id = await channel.send(content, rows);
+        }
+        previous.content = content;
+      } else {
+        sent.push({ id: await channel.send(content, rows), content });
+      }
       options.pacer.sent(pacingKey());
     }
   };

@@ -29,7 +29,7 @@ import {
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import { webhookBucket } from './job-deliveries.js';
-import type { ButtonRows } from './streaming-reply.js';
+import { type ButtonRows, MessageUneditableError } from './streaming-reply.js';
 
 /** Who a message appears to come from. */
 export interface Persona {
@@ -227,8 +227,8 @@ export class WebhookPersonas {
 
   /**
    * Replaces the text of a persona message (streaming), through the webhook that sent it: once
-   * that webhook is deleted the message can never be edited again (NOT_FOUND), and the caller
-   * sends the rest as a new message.
+   * that webhook is deleted the message can never be edited again (`MessageUneditableError`), and
+   * the streaming writer sends the rest as a new message; a deleted message is NOT_FOUND.
    */
   async edit(channelId: string, lease: WebhookLease, messageId: string, content: string, rows?: ButtonRows): Promise<void> {
     await this.#editMessage(channelId, lease, messageId, { content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) });
@@ -246,8 +246,12 @@ export class WebhookPersonas {
     try {
       await lease.pooled.webhook.editMessage(messageId, { ...change, ...(target.threadId === undefined ? {} : { threadId: target.threadId }) });
     } catch (error) {
-      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) await this.#forget(lease.parentId, lease.pooled);
-      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook) || isDiscordError(error, RESTJSONErrorCodes.UnknownMessage)) {
+      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) {
+        // The message still shows, but only its webhook could edit it: a writer goes on in a new one.
+        await this.#forget(lease.parentId, lease.pooled);
+        throw new MessageUneditableError('That character message can no longer be edited: its webhook was deleted.', { cause: error });
+      }
+      if (isDiscordError(error, RESTJSONErrorCodes.UnknownMessage)) {
         throw new AppError('NOT_FOUND', 'That character message can no longer be edited.', { cause: error });
       }
       throw error;

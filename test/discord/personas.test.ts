@@ -175,6 +175,23 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     await bot.discord.waitFor(() => againButton(bot.discord.messages(thread.id).find((message) => message.id === first.id)!) === undefined);
   });
 
+  it('goes on in a new message when its webhook is deleted while a reply streams, and ends with the whole text', async () => {
+    const thread = await openThread(bot.discord.guild.textChannelId);
+    const words = Array.from({ length: 60 }, (_, index) => `part${index}`);
+    bot.llm.setScript({ tokens: words.map((word) => `${word} `), tokensPerSecond: 30 });
+    bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Talk for a while' });
+    const streaming = await bot.discord.waitFor(() => personaMessages(thread.id).find((message) => message.content.endsWith('▌')), 10_000);
+    const webhook = bot.discord.webhooks(bot.discord.guild.textChannelId).find((candidate) => candidate.id === streaming.webhook_id)!;
+    expect((await fetch(`${bot.discord.apiBase}/v10/webhooks/${webhook.id}/${webhook.token}`, { method: 'DELETE' })).status).toBe(204);
+    const final = words.join(' ');
+    await bot.discord.waitFor(() => personaTexts(thread.id).includes(final), 10_000);
+    const ending = personaMessages(thread.id).find((message) => message.content === final)!;
+    expect(ending.id).not.toBe(streaming.id);
+    expect(ending.webhook_id).not.toBe(webhook.id);
+    expect(ending.author.username).toBe(streaming.author.username);
+    expect(bot.botTexts(thread.id).filter((text) => text.startsWith('⚠️'))).toEqual([]);
+  });
+
   it('makes the webhook again when someone deleted it between replies', async () => {
     const thread = await openThread(bot.discord.guild.textChannelId);
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Before' });
