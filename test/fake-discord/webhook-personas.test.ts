@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AvatarUrls } from '../../src/avatar-urls.js';
 import { globalWindows, withGlobalWindows } from '../../src/bot/global-window.js';
 import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
+import { MessageUneditableError } from '../../src/bot/streaming-reply.js';
 import type { CharacterRecord } from '../../src/core/records.js';
 import type { Core } from '../../src/core/core.js';
 import { sanitizePersonaName, type WebhookLease, WebhookPersonas } from '../../src/bot/webhook-personas.js';
@@ -167,7 +168,8 @@ describe('webhook personas', () => {
     const unknown = setup.fake.requests.filter((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}' && request.status === 404);
     expect(unknown.map((request) => request.path)).toEqual([`/webhooks/${first.lease.webhookId}/${setup.fake.webhooks(channel.id)[0]!.token}`]);
     // The old message belonged to the deleted webhook: it cannot be edited any more.
-    await expect(personas.edit(channel.id, first.lease, first.messageId, 'changed')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // Its old message still shows but can never be edited again: the writer goes on in a new one.
+    await expect(personas.edit(channel.id, first.lease, first.messageId, 'changed')).rejects.toBeInstanceOf(MessageUneditableError);
   });
 
   it('signals the fallback without Manage Webhooks, explains once per channel, and works once granted', async () => {
