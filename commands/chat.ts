@@ -10,6 +10,7 @@ import {
 import { type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { explainError } from '../src/bot/explain-error.js';
+import { followSpeaker } from '../src/bot/follow-speaker.js';
 import { parseRegenerateButton } from '../src/bot/reply-buttons.js';
 import { replyChannelOf } from '../src/bot/reply-channel.js';
 import { AppError } from '../src/core/errors.js';
@@ -88,14 +89,17 @@ export default {
       throw error;
     }
     if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
-    // The new reply comes from the character as the old one did (its persona in a server).
-    const writer = await context.channels.characterOfMessage(interaction.message.id);
-    const channel = await context.replies.channelForConversation(interaction.channel, button.conversationId, writer);
+    // The new reply comes from the character who wrote the one under the button (its persona in a
+    // server), as the core decides: the writer of the reply it replaces.
+    const target = { messageId: button.messageId, characterId: await context.channels.characterOfMessage(interaction.message.id) };
+    const writer = await context.core.chat.regenerationWriter(actor, button.conversationId, target);
+    const channel = await context.replies.channelForConversation(interaction.channel, button.conversationId, writer.id);
+    const onSentence = interaction.inGuild() && interaction.guild ? await followSpeaker(context, interaction.guild, interaction.channelId, writer) : undefined;
     await interaction.deferUpdate();
     // The reply under the button is being replaced: its button goes.
     await interaction.editReply({ components: [] });
     try {
-      await context.runner.regenerate(actor, button.conversationId, button.messageId, channel);
+      await context.runner.regenerate(actor, button.conversationId, target, channel, { onSentence });
     } catch (error) {
       // Acknowledged as an update already: a failure is told privately, not written over the reply.
       await interaction.followUp({ content: explainError(error), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });

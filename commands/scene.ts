@@ -1,6 +1,7 @@
 import { ApplicationCommandOptionType, type AutocompleteInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
+import { followSpeaker } from '../src/bot/follow-speaker.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import type { CharacterRecord } from '../src/core/records.js';
@@ -27,11 +28,13 @@ export default {
     return suggestScene(interaction, context);
   },
   async execute(interaction, context) {
-    const { actor } = await context.accountOf(interaction.user);
+    const { actor, account } = await context.accountOf(interaction.user);
     const place = interaction.inGuild() ? await context.places.of(interaction.channelId) : undefined;
     if (!place) {
       throw new AppError('VALIDATION_FAILED', 'Use /scene in a conversation thread (start one with /chat) or in a channel where characters speak.');
     }
+    // Whoever directs the scene takes part in it, as everyone who writes there does.
+    await context.core.conversations.addSpeaker(adminActor, place.conversationId, account.id);
     const subcommand = interaction.options.getSubcommand();
     if (subcommand === 'add' || subcommand === 'remove') {
       if (place.kind === 'channel') throw new AppError('VALIDATION_FAILED', 'In this channel, server managers choose who speaks with /channel characters.');
@@ -47,9 +50,10 @@ export default {
       return;
     }
     const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true), place.kind === 'channel' ? place.characterIds : undefined);
-    if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    if (!interaction.channel || !interaction.guild) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    const onSentence = await followSpeaker(context, interaction.guild, interaction.channelId, character);
     await answer(interaction, `**${character.name}** answers.`, false);
-    await context.runner.next(actor, place.conversationId, character.id, context.replies.channelFor(interaction.channel, character, { several: true }));
+    await context.runner.next(actor, place.conversationId, character.id, context.replies.channelFor(interaction.channel, character, { several: true }), { onSentence });
   },
 } satisfies Command;
 

@@ -1,5 +1,5 @@
 import type { Actor } from '../core/actor.js';
-import type { ChatInput, Reply } from '../core/chat.js';
+import type { ChatInput, RegenerationTarget, Reply } from '../core/chat.js';
 import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import { AppError } from '../core/errors.js';
@@ -66,22 +66,28 @@ export class ConversationRunner {
    * Has `characterId` answer the conversation's latest message now, whoever wrote it (another
    * character, in a scene), in turn with other replies.
    */
-  async next(actor: Actor, conversationId: string, characterId: string, channel: ReplyChannel): Promise<WrittenReply | undefined> {
+  async next(actor: Actor, conversationId: string, characterId: string, channel: ReplyChannel, options: Pick<AnswerOptions, 'onSentence'> = {}): Promise<WrittenReply | undefined> {
     await this.core.conversations.get(actor, conversationId);
     return this.#turns.run(conversationId, async () => {
       const latest = (await this.core.conversations.messages(conversationId, { newest: true, limit: 1 })).at(-1);
       if (!latest) throw new AppError('VALIDATION_FAILED', 'Nothing has been said in this conversation yet: write something first.');
-      return this.#write(await this.core.chat.respond(actor, conversationId, latest.id, { stream: true, characterId }), conversationId, latest.id, channel);
+      return this.#write(await this.core.chat.respond(actor, conversationId, latest.id, { stream: true, characterId }), conversationId, latest.id, channel, options.onSentence);
     });
   }
 
   /**
-   * Writes a new reply to `messageId`, the conversation's latest message (the 🔄 button), in
-   * turn with other replies; the core replaces the previous reply.
+   * Writes a new reply to `target.messageId` (the 🔄 button under the reply to it), in turn with
+   * other replies; the core replaces that reply if it is still the newest.
    */
-  async regenerate(actor: Actor, conversationId: string, messageId: string, channel: ReplyChannel): Promise<WrittenReply | undefined> {
+  async regenerate(
+    actor: Actor,
+    conversationId: string,
+    target: RegenerationTarget & { messageId: string },
+    channel: ReplyChannel,
+    options: Pick<AnswerOptions, 'onSentence'> = {},
+  ): Promise<WrittenReply | undefined> {
     return this.#turns.run(conversationId, async () => {
-      return this.#write(await this.core.chat.regenerate(actor, conversationId, { stream: true, messageId }), conversationId, messageId, channel);
+      return this.#write(await this.core.chat.regenerate(actor, conversationId, { stream: true, ...target }), conversationId, target.messageId, channel, options.onSentence);
     });
   }
 

@@ -8,6 +8,7 @@ import { existingCharacters } from './characters.js';
 import type { BotContext } from './command.js';
 import { currentDmConversation } from './dm-conversation.js';
 import { explainError } from './explain-error.js';
+import { followSpeaker } from './follow-speaker.js';
 import { consume } from './interactions.js';
 import { inputsOf, isVoiceMessage } from './message-inputs.js';
 import type { Place } from './places.js';
@@ -74,7 +75,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       const inputs = await inputsOf(message, turn?.text ?? message.content);
       if (inputs.length === 0) return;
       const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
-      const speakSentence = turn ? await followSpeaker(context, message, turn.character) : undefined;
+      const speakSentence = turn && message.inGuild() ? await followSpeaker(context, message.guild, message.channelId, turn.character) : undefined;
       // In a DM the conversation's own character answers, as the bot: nothing to look up first.
       const channel = turn ? context.replies.channelFor(message.channel, turn.character, { several: turn.several }) : replyChannelOf(message.channel);
       const written = await context.runner.answer(actor, conversationId, inputs, channel, { characterId: turn?.character.id, onSentence: speakSentence });
@@ -139,21 +140,4 @@ async function turnIn(context: BotContext, message: Message, place: Place): Prom
   // A channel's characters join its conversation the first time they speak there (a no-op after).
   await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
   return turn;
-}
-
-/**
- * When someone follows this thread (/voice follow) and is in a voice channel, the reply is
- * also spoken there in the answering character's voice, sentence by sentence as it streams.
- */
-async function followSpeaker(context: BotContext, message: Message, character: CharacterRecord): Promise<((sentence: string) => void) | undefined> {
-  const speech = context.core.speech;
-  if (!speech || !message.inGuild() || !character.ttsVoiceId) return undefined;
-  const followers = await context.links.followers(message.channelId);
-  const voiceChannelId = followers.map((userId) => message.guild.voiceStates.cache.get(userId)?.channelId).find((id) => id);
-  if (!voiceChannelId) return undefined;
-  return (sentence) => {
-    context.voice.play(message.guild, voiceChannelId, () => speech.streamAs(character, sentence)).catch((error: unknown) => {
-      context.logger.warn({ err: error, channelId: message.channelId }, 'could not speak a reply sentence');
-    });
-  };
 }

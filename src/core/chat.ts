@@ -52,6 +52,14 @@ export interface Reply {
   done: Promise<StoredMessage>;
 }
 
+/** Which reply `regenerate` writes again (see there). */
+export interface RegenerationTarget {
+  /** The message the reply answered; only the newest reply, answering it, is replaced. */
+  messageId?: string;
+  /** Who was answering `messageId` when no reply to it was stored (it failed). */
+  characterId?: string;
+}
+
 export interface ChatOptions {
   contextTokens: number;
   maxReplyTokens: number;
@@ -177,24 +185,40 @@ export class Chat {
   /**
    * Answers the conversation's last message from a person again (after a failed or unwanted
    * reply). Their message is not stored a second time; the newest reply after it, if any, is
-   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. With
-   * `messageId` (a button under one reply), only that message may be the one answered again.
-   * The character who wrote the replaced reply writes the new one (the conversation's own
-   * character when there was none, or when that one has left the scene).
+   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. The
+   * character who wrote the replaced reply writes the new one (the conversation's own character
+   * when there was none, or when that one has left the scene).
+   *
+   * With `target.messageId` (a button under one reply, naming the message that reply answered,
+   * a person's or, in a scene, another character's) only the newest reply may be written again,
+   * and only if it answers that message; when that message is the newest (its reply failed and
+   * was never stored), `target.characterId` says who was answering it.
    */
-  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean; messageId?: string }): Promise<Reply> {
+  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean } & RegenerationTarget): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
-    const { message, replaces, character } = await this.#regeneration(conversation, mode.messageId);
+    const { message, replaces, character } = await this.#regeneration(conversation, mode);
     return this.#start(conversation, character, message, mode.stream, replaces);
   }
 
-  /** Who would write the reply `regenerate` asks for now (to check, say, that they have a voice first). */
-  async regenerationWriter(actor: Actor, conversationId: string): Promise<CharacterRecord> {
-    return (await this.#regeneration(await this.conversations.get(actor, conversationId))).character;
+  /** Who would write the reply `regenerate` asks for now (to check, say, that they have a voice first, or to post as them). */
+  async regenerationWriter(actor: Actor, conversationId: string, target: RegenerationTarget = {}): Promise<CharacterRecord> {
+    return (await this.#regeneration(await this.conversations.get(actor, conversationId), target)).character;
   }
 
-  /** The last message from a person, the reply to it being replaced, and who writes the new one. */
-  async #regeneration(conversation: ConversationRecord, messageId?: string): Promise<{ message: StoredMessage; replaces?: string; character: CharacterRecord }> {
+  /** The message answered again, the reply to it being replaced, and who writes the new one. */
+  async #regeneration(conversation: ConversationRecord, target: RegenerationTarget = {}): Promise<{ message: StoredMessage; replaces?: string; character: CharacterRecord }> {
+    const present = (characterId: string | undefined) => (characterId !== undefined && conversation.characterIds.includes(characterId) ? characterId : undefined);
+    if (target.messageId !== undefined) {
+      // Oldest first: the newest message, and the one it answers if it is a reply.
+      const recent = await this.conversations.messages(conversation.id, { newest: true, limit: 2 });
+      const last = recent.at(-1);
+      const beforeLast = recent.at(-2);
+      if (last?.id === target.messageId) return { message: last, character: await this.conversations.answerer(conversation, present(target.characterId)) };
+      if (last?.participantType === 'character' && beforeLast?.id === target.messageId) {
+        return { message: beforeLast, replaces: last.id, character: await this.conversations.answerer(conversation, present(last.participantId)) };
+      }
+      throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
+    }
     let reply: StoredMessage | undefined;
     for (let beforePosition: number | undefined; ; ) {
       const batch = await this.conversations.messages(conversation.id, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
@@ -202,11 +226,7 @@ export class Chat {
       beforePosition = batch[0]!.position;
       for (const message of batch.reverse()) {
         if (message.participantType === 'account') {
-          if (messageId !== undefined && messageId !== message.id) {
-            throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
-          }
-          const writer = reply !== undefined && conversation.characterIds.includes(reply.participantId) ? reply.participantId : undefined;
-          const character = await this.conversations.answerer(conversation, writer);
+          const character = await this.conversations.answerer(conversation, present(reply?.participantId));
           return { message, character, ...(reply === undefined ? {} : { replaces: reply.id }) };
         }
         reply ??= message;

@@ -187,6 +187,35 @@ describe('characters in server channels and scenes, through discord.js and the f
     expect(String(adaPrompt[0]!.content)).not.toContain('fears the sea');
     expect(JSON.stringify(adaPrompt)).toContain('Bo: [Bo] alice: Bo, what scares you?');
   });
+
+  it('writes a scene’s latest reply again with its own writer when 🔄 is pressed under it, and refuses under an earlier one; /scene next works for someone who has not written yet', async () => {
+    const thread = await openThread(alice);
+    expect(await command(alice, thread.id, 'scene', { subcommand: 'add', options: { character: 'Bo' } })).toContain('**Bo** joins');
+    bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'tell us a story' });
+    await bot.discord.waitFor(() => texts(thread.id).includes('[Ada] alice: tell us a story'), 10_000);
+    // Bob has never written here: he asks Bo to answer Ada.
+    const next = bot.discord.sendSlashCommand({ user: bob, channelId: thread.id, name: 'scene', subcommand: 'next', options: { character: 'Bo' } });
+    await next.response;
+    await bot.discord.waitFor(() => texts(thread.id).some((text) => text.startsWith('[Bo] Ada: [Ada]')), 10_000);
+    const button = (message: { components?: unknown }) => JSON.stringify(message.components ?? []).match(/chat:again:[0-9a-f-]+:[0-9a-f-]+/)?.[0];
+    const replyOf = (name: string) => bot.discord.waitFor(() => bot.discord.messages(thread.id).find((message) => message.content.startsWith(`**${name}:** [${name}]`) && button(message)), 10_000);
+    const ada = await replyOf('Ada');
+    const bo = await replyOf('Bo');
+
+    // Ada's reply is no longer the latest: pressing under it changes nothing.
+    const stale = bot.discord.sendButton({ user: alice, message: ada, customId: button(ada)! });
+    await stale.response;
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(stale.interactionId)).includes('moved on'), 10_000);
+    // Bo's is: written again by Bo, answering Ada's line again.
+    const chats = bot.llm.requests.length;
+    bot.llm.setScript((body) => ({ ...asCharacter(body), reply: `${asCharacter(body).reply} (again)` }));
+    const press = bot.discord.sendButton({ user: alice, message: bo, customId: button(bo)! });
+    await press.response;
+    await bot.discord.waitFor(() => texts(thread.id).some((text) => text.startsWith('[Bo] Ada: [Ada]') && text.endsWith('(again)')), 10_000);
+    expect(String(bot.llm.requests.at(-1)!.body.messages![0]!.content)).toMatch(/^You are Bo\./);
+    expect(bot.llm.requests.length).toBe(chats + 1);
+    expect(texts(thread.id).filter((text) => text.startsWith('[Ada]') && text.endsWith('(again)'))).toEqual([]);
+  });
 });
 
 describe('a listening channel and the message rate limit', () => {

@@ -276,6 +276,11 @@ describe('speech that stops coming', () => {
     ]);
     // And both were heard in the voice channel.
     await bot.voice!.waitForAudio(bot.discord.guild.id, (audio) => audio.durationMs > 1_000 && audio.silenceFrames >= 4, { since, timeoutMs: 20_000 });
+    // A reply asked for with /scene next is spoken too, in its writer's voice.
+    const next = bot.discord.sendSlashCommand({ user: ada, channelId: thread.id, name: 'scene', subcommand: 'next', options: { character: 'Ada' } });
+    await next.response;
+    await bot.discord.waitFor(() => spoken().length === 3, 15_000);
+    expect(spoken()[2]).toEqual(['Ada is speaking now.', 'nova']);
   });
 
   it('ends a /speak whose engine stalls with a message, and plays the next one', { timeout: 45_000 }, async () => {
