@@ -1,29 +1,33 @@
 import type { Message } from 'discord.js';
 import { checkDeclaredAudio, isDeclaredAudio } from '../audio/audio-input.js';
-import type { ChatInput } from '../core/chat.js';
+import type { Chat, ChatInput } from '../core/chat.js';
 import { isImageMimeType } from '../core/media.js';
 import { downloadAttachment } from './attachments.js';
 
-/** Largest image the bot downloads to send to the character. */
-const maxImageBytes = 10 * 1024 * 1024;
-/** Voice messages are a few hundred kilobytes; this is a ten-minute recording at a high bitrate. */
-const maxAudioBytes = 25 * 1024 * 1024;
+/** What the core takes (its sizes, its duration, whether it can hear recordings), as it says itself. */
+export type InputRules = Pick<Chat, 'inputLimits' | 'requireTranscription'>;
 
 /**
  * What a Discord message says, as chat inputs in the order they are stored: its images, its
- * audio (a voice message, or any audio file: transcribed by the core), then its text. An audio
- * file too large or too long by what Discord declares is refused before it is downloaded; other
+ * audio (a voice message, or any audio file: transcribed by the core), then its text. What the
+ * core would refuse by what Discord declares (a recording with no speech-to-text engine, a file
+ * too large or too long by the core's own limits) is refused before it is downloaded; other
  * files are not ours and are left alone.
  */
-export async function inputsOf(message: Message, text: string = message.content): Promise<ChatInput[]> {
+export async function inputsOf(message: Message, rules: InputRules, text: string = message.content): Promise<ChatInput[]> {
+  const limits = rules.inputLimits;
   const inputs: ChatInput[] = [];
   for (const attachment of message.attachments.values()) {
     const type = attachment.contentType?.split(';')[0]?.trim().toLowerCase() ?? '';
     if (isImageMimeType(type)) {
-      inputs.push({ image: await downloadAttachment(attachment, maxImageBytes), mimeType: type });
+      inputs.push({ image: await downloadAttachment(attachment, limits.maxImageBytes), mimeType: type });
     } else if (isDeclaredAudio({ name: attachment.name, contentType: type })) {
-      checkDeclaredAudio({ name: attachment.name, size: attachment.size, contentType: type, durationSeconds: attachment.duration });
-      inputs.push({ audio: await downloadAttachment(attachment, maxAudioBytes), mimeType: type || 'application/octet-stream' });
+      rules.requireTranscription();
+      checkDeclaredAudio(
+        { name: attachment.name, size: attachment.size, contentType: type, durationSeconds: attachment.duration },
+        { maxBytes: limits.maxAudioBytes, maxDurationSeconds: limits.maxAudioSeconds },
+      );
+      inputs.push({ audio: await downloadAttachment(attachment, limits.maxAudioBytes), mimeType: type || 'application/octet-stream' });
     }
   }
   if (text.trim()) inputs.push({ text });

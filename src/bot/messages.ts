@@ -68,7 +68,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       const conversationId = turn?.conversationId ?? (await currentDmConversation(context, message.author.id, account));
       // Anyone writing in a thread or a character channel joins its conversation as a speaker.
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
-      const inputs = await inputsOf(message, turn?.text ?? message.content);
+      const inputs = await inputsOf(message, context.core.chat, turn?.text ?? message.content);
       if (inputs.length === 0) return;
       if (turn && !turn.answer) {
         for (const input of inputs) await context.core.chat.post(actor, conversationId, input);

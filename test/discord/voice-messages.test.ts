@@ -14,6 +14,17 @@ async function recording() {
   return { file: encoded.file, durationSeconds: encoded.durationSeconds, waveform: encoded.waveform };
 }
 
+/** How often the bot fetched these attachments from the fake's CDN. */
+function downloadsOf(bot: BotHarness, attachments: ReadonlyArray<{ id: string }>): number {
+  const ids = new Set(attachments.map((attachment) => attachment.id));
+  return bot.discord.cdnRequests.filter((request) => request.attachmentId !== null && ids.has(request.attachmentId)).length;
+}
+
+/** The bot's first warning in a channel. */
+function warning(bot: BotHarness, channelId: string): Promise<string> {
+  return bot.discord.waitFor(() => bot.botTexts(channelId).find((text) => text.startsWith('⚠️')), 10_000);
+}
+
 /** The newest user line the engine was sent. */
 const echo = (body: { messages?: Array<{ role: string; content: unknown }> }) => {
   const last = body.messages?.at(-1)?.content;
@@ -72,6 +83,22 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     // The text reply came first, as always.
     expect(bot.botTexts(dm).filter((text) => text === 'You said: What is the weather like?').length).toBe(2);
   });
+
+  it('refuses a recording larger than the core takes by the size Discord declares, without downloading it', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    const dm = bot.discord.openDm(carol);
+    const heardBefore = stt.transcriptions.length;
+    // 12 MiB: under the engine's 25 MB, over the core's 10 MB. Nitro lets a person send it.
+    const sent = bot.discord.sendMessage({
+      channelId: dm,
+      author: carol,
+      nitro: true,
+      attachments: [{ filename: 'lecture.ogg', contentType: 'audio/ogg', bytes: new Uint8Array(12 * 1024 * 1024) }],
+    });
+    expect(await warning(bot, dm)).toContain('The audio is larger than 10 MB');
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+    expect(stt.transcriptions.length).toBe(heardBefore);
+  });
 });
 
 describe('voice messages without a speech-to-text engine', () => {
@@ -87,9 +114,11 @@ describe('voice messages without a speech-to-text engine', () => {
   it('tells the user what is needed, and answers typed messages as before', async () => {
     const bob = bot.discord.createUser({ username: 'bob' });
     const dm = bot.discord.openDm(bob);
-    bot.discord.sendMessage({ channelId: dm, author: bob, voiceMessage: await recording() });
-    const told = await bot.discord.waitFor(() => bot.botTexts(dm).find((text) => text.startsWith('⚠️')), 10_000);
+    const sent = bot.discord.sendMessage({ channelId: dm, author: bob, voiceMessage: await recording() });
+    const told = await warning(bot, dm);
     expect(told).toContain('speech-to-text');
+    // Refused before the recording was fetched from Discord.
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
     bot.discord.sendMessage({ channelId: dm, author: bob, content: 'hello' });
     await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: hello'), 10_000);
   });
