@@ -99,6 +99,20 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     expect(downloadsOf(bot, sent.attachments)).toBe(0);
     expect(stt.transcriptions.length).toBe(heardBefore);
   });
+
+  it('answers the text of a message that carries a video, and leaves the video alone', async () => {
+    const dave = bot.discord.createUser({ username: 'dave' });
+    const dm = bot.discord.openDm(dave);
+    const heardBefore = stt.transcriptions.length;
+    // An MP4's first box: by its bytes it could pass for M4A audio.
+    const video = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2'), Buffer.alloc(64)]);
+    const sent = bot.discord.sendMessage({ channelId: dm, author: dave, content: 'look at my cat', attachments: [{ filename: 'clip.mp4', contentType: 'video/mp4', bytes: video }] });
+    expect(sent.attachments[0]!.content_type).toBe('video/mp4');
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: look at my cat'), 10_000);
+    expect(bot.botTexts(dm).filter((text) => text.startsWith('⚠️'))).toHaveLength(0);
+    expect(stt.transcriptions.length).toBe(heardBefore);
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+  });
 });
 
 describe('voice messages without a speech-to-text engine', () => {
