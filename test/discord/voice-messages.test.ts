@@ -113,6 +113,29 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     expect(stt.transcriptions.length).toBe(heardBefore);
     expect(downloadsOf(bot, sent.attachments)).toBe(0);
   });
+
+  it('refuses a message with several recordings, saying why, before downloading any', async () => {
+    const erin = bot.discord.createUser({ username: 'erin' });
+    const dm = bot.discord.openDm(erin);
+    const heardBefore = stt.transcriptions.length;
+    const { file } = await recording();
+    const attachments = ['first.ogg', 'second.ogg', 'third.ogg'].map((filename) => ({ filename, contentType: 'audio/ogg', bytes: file }));
+    const sent = bot.discord.sendMessage({ channelId: dm, author: erin, attachments });
+    expect(await warning(bot, dm)).toContain('Send one recording per message: this one has 3');
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+    expect(stt.transcriptions.length).toBe(heardBefore);
+  });
+
+  it('refuses a message whose files together weigh more than it takes from one message, before downloading any', async () => {
+    const frank = bot.discord.createUser({ username: 'frank' });
+    const dm = bot.discord.openDm(frank);
+    // Four photos of 9 MiB: each under the core's 10 MB, 36 MiB together.
+    const photo = new Uint8Array(9 * 1024 * 1024);
+    const attachments = [1, 2, 3, 4].map((index) => ({ filename: `photo-${index}.png`, contentType: 'image/png', bytes: photo }));
+    const sent = bot.discord.sendMessage({ channelId: dm, author: frank, nitro: true, content: 'my holiday', attachments });
+    expect(await warning(bot, dm)).toContain('The files of this message come to 36 MB, more than the 30 MB I take from one message');
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+  });
 });
 
 describe('voice messages without a speech-to-text engine', () => {
