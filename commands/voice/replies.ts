@@ -4,6 +4,7 @@ import { currentDmConversation } from '../../src/bot/dm-conversation.js';
 import { voiceReplyObstacle } from '../../src/bot/voice-reply.js';
 import { adminActor } from '../../src/core/actor.js';
 import { AppError } from '../../src/core/errors.js';
+import type { ConversationRecord } from '../../src/core/records.js';
 
 /** `/voice replies [on]`: in a DM or a conversation thread, whether voice messages are answered by voice message. */
 export const repliesSubcommand = {
@@ -14,10 +15,9 @@ export const repliesSubcommand = {
 } as const satisfies APIApplicationCommandSubcommandOption;
 
 export async function executeReplies(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void> {
-  const conversationId = await conversationHere(interaction, context);
-  const current = await context.links.voiceReplies(conversationId);
-  const on = await context.links.setVoiceReplies(conversationId, interaction.options.getBoolean('on') ?? !current);
-  const conversation = await context.core.conversations.get(adminActor, conversationId);
+  const conversation = await conversationHere(interaction, context);
+  const current = await context.links.voiceReplies(conversation.id);
+  const on = await context.links.setVoiceReplies(conversation.id, interaction.options.getBoolean('on') ?? !current);
   const character = await context.core.characters.get(adminActor, conversation.characterId);
   const where = interaction.inGuild() ? 'in this thread' : 'in our DMs';
   if (!on) {
@@ -33,13 +33,19 @@ export async function executeReplies(interaction: ChatInputCommandInteraction, c
   await answer(interaction, [`🎙️ ${character.name} will answer your voice messages ${where} with voice messages.`, ...notes].join(' '));
 }
 
-/** The conversation of this thread, or the user's current DM conversation. */
-async function conversationHere(interaction: ChatInputCommandInteraction, context: BotContext): Promise<string> {
-  if (!interaction.inGuild()) {
-    const { account } = await context.accountOf(interaction.user);
-    return currentDmConversation(context, interaction.user.id, account);
-  }
+/**
+ * The conversation of this thread, or the user's current DM conversation, as the caller sees it:
+ * only its speakers may switch how it answers, not anyone who can post in the thread.
+ */
+async function conversationHere(interaction: ChatInputCommandInteraction, context: BotContext): Promise<ConversationRecord> {
+  const { actor, account } = await context.accountOf(interaction.user);
+  if (!interaction.inGuild()) return context.core.conversations.get(actor, await currentDmConversation(context, interaction.user.id, account));
   const link = await context.links.forChannel(interaction.channelId);
   if (!link) throw new AppError('VALIDATION_FAILED', 'Use /voice replies inside a conversation thread (start one with /chat) or in a DM with me.');
-  return link.conversationId;
+  try {
+    return await context.core.conversations.get(actor, link.conversationId);
+  } catch (error) {
+    if (!(error instanceof AppError && error.code === 'NOT_FOUND')) throw error;
+    throw new AppError('FORBIDDEN', "Only the people taking part in this thread's conversation can switch its voice replies.", { cause: error });
+  }
 }

@@ -49,9 +49,16 @@ const NAMING: Record<AudioFormat, { mimeType: string; extension: string }> = {
 const AUDIO_EXTENSIONS = /\.(ogg|oga|opus|mp3|wav|m4a|mp4|webm|flac)$/i;
 const TAKEN_FORMATS = 'Ogg, MP3, WAV, M4A, WebM or FLAC';
 
-/** Whether an attachment is audio at all, by its declared type or name; others are not ours to refuse. */
+/**
+ * Whether an attachment is audio at all; others are not ours to refuse. The declared type
+ * decides; the name only when no type was given (or the generic `application/octet-stream`),
+ * since `.mp4` and `.webm` name videos as often as recordings, and a `video/…` file is a video.
+ */
 export function isDeclaredAudio(declared: Pick<DeclaredAudio, 'name' | 'contentType'>): boolean {
-  return (declared.contentType ?? '').toLowerCase().startsWith('audio/') || AUDIO_EXTENSIONS.test(declared.name);
+  const type = (declared.contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === '' || type === 'application/octet-stream') return AUDIO_EXTENSIONS.test(declared.name);
+  // Some clients label Ogg by its container; Ogg video is rare, and the bytes are read before any engine hears them.
+  return type.startsWith('audio/') || type === 'application/ogg';
 }
 
 /** Refuses by what is declared, so a file too large or too long is never downloaded. */

@@ -9,8 +9,7 @@ const downloadTimeoutMs = 30_000;
  * from what Discord says before anything is downloaded, and again while reading.
  */
 export async function downloadAttachment(attachment: Attachment, maxBytes: number): Promise<Uint8Array> {
-  const tooLarge = () => new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than ${Math.round(maxBytes / 1024 / 1024)} MB; send a smaller file.`);
-  if (attachment.size > maxBytes) throw tooLarge();
+  checkAttachmentSize(attachment, maxBytes);
   const { statusCode, body } = await request(attachment.url, { headersTimeout: downloadTimeoutMs, bodyTimeout: downloadTimeoutMs });
   if (statusCode !== 200) {
     await body.dump();
@@ -22,9 +21,18 @@ export async function downloadAttachment(attachment: Attachment, maxBytes: numbe
     size += chunk.length;
     if (size > maxBytes) {
       body.destroy();
-      throw tooLarge();
+      throw tooLarge(attachment, maxBytes);
     }
     chunks.push(chunk);
   }
   return new Uint8Array(Buffer.concat(chunks));
+}
+
+/** Refuses a file by the size Discord declares, before any byte of it is fetched. */
+export function checkAttachmentSize(attachment: Attachment, maxBytes: number): void {
+  if (attachment.size > maxBytes) throw tooLarge(attachment, maxBytes);
+}
+
+function tooLarge(attachment: Attachment, maxBytes: number): AppError {
+  return new AppError('PAYLOAD_TOO_LARGE', `${attachment.name} is larger than ${Math.round(maxBytes / 1024 / 1024)} MB; send a smaller file.`);
 }

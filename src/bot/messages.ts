@@ -72,7 +72,7 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       const conversationId = turn?.conversationId ?? (await currentDmConversation(context, message.author.id, account));
       // Anyone writing in a thread or a character channel joins its conversation as a speaker.
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
-      const inputs = await inputsOf(message, turn?.text ?? message.content);
+      const inputs = await inputsOf(message, context.core.chat, turn?.text ?? message.content);
       if (inputs.length === 0) return;
       const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
       const speakSentence = turn && message.inGuild() ? await followSpeaker(context, message.guild, message.channelId, turn.character) : undefined;
@@ -108,7 +108,7 @@ async function keepAsContext(context: BotContext, limiter: RateLimiterAbstract, 
   try {
     await consume(limiter, `context:${message.author.id}`, messagesPerMinute);
     const { actor, account } = await context.accountOf(message.author);
-    const inputs = await inputsOf(message, turn.text, { audio: false });
+    const inputs = await inputsOf(message, context.core.chat, turn.text, { audio: false });
     if (inputs.length === 0) return;
     await context.core.conversations.addSpeaker(adminActor, turn.conversationId, account.id);
     for (const input of inputs) await context.core.chat.post(actor, turn.conversationId, input);

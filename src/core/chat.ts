@@ -146,10 +146,29 @@ export class Chat {
     return this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } });
   }
 
-  /** The largest image and recording taken, so front ends refuse bigger ones before decoding them. */
-  get inputLimits(): { maxImageBytes: number; maxAudioBytes: number } {
+  /**
+   * The largest image and recording taken, and the longest recording, so front ends refuse
+   * bigger ones before downloading or decoding them.
+   */
+  get inputLimits(): { maxImageBytes: number; maxAudioBytes: number; maxAudioSeconds: number } {
     const engineLimit = this.speechToText?.transcriber.maxAudioBytes ?? Number.POSITIVE_INFINITY;
-    return { maxImageBytes: this.options.maxImageBytes, maxAudioBytes: Math.min(this.options.maxAudioBytes, engineLimit) };
+    return { maxImageBytes: this.options.maxImageBytes, maxAudioBytes: Math.min(this.options.maxAudioBytes, engineLimit), maxAudioSeconds: this.options.maxAudioSeconds };
+  }
+
+  /**
+   * Throws `TRANSCRIPTION_UNAVAILABLE` when no speech-to-text engine is configured, so a front
+   * end refuses a recording before it fetches it, with the words `send` would use.
+   */
+  requireTranscription(): void {
+    this.#speechToText();
+  }
+
+  #speechToText(): SpeechToText {
+    if (this.speechToText) return this.speechToText;
+    throw new AppError(
+      'TRANSCRIPTION_UNAVAILABLE',
+      'Voice messages need a speech-to-text engine: set STT_ENGINE=openai and STT_BASE_URL (OpenAI, speaches, LocalAI or whisper.cpp) and restart, or send text.',
+    );
   }
 
   /** The rolling summary of what fell out of the conversation's context window, if any. */
@@ -452,13 +471,7 @@ export class Chat {
    * failure go to the log only (`EngineError`); the person gets ours.
    */
   async #voiceMessage(audio: Uint8Array, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes: Uint8Array }> {
-    if (!this.speechToText) {
-      throw new AppError(
-        'TRANSCRIPTION_UNAVAILABLE',
-        'Voice messages need a speech-to-text engine: set STT_ENGINE=openai and STT_BASE_URL (OpenAI, speaches, LocalAI or whisper.cpp) and restart, or send text.',
-      );
-    }
-    const { inspector, transcriber } = this.speechToText;
+    const { inspector, transcriber } = this.#speechToText();
     const inspected = inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
     const transcription = await transcriber.transcribe({ audio, mimeType: inspected.mimeType, filename: inspected.filename });
     if (transcription.text.trim().length === 0) {

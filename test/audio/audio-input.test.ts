@@ -160,4 +160,13 @@ describe('audio input: refusals', () => {
     expect(isDeclaredAudio({ name: 'memo.M4A', contentType: null })).toBe(true);
     expect(isDeclaredAudio({ name: 'photo.png', contentType: 'image/png' })).toBe(false);
   });
+
+  it('goes by the name only when no type was declared: a video named .mp4 or .webm is not audio', () => {
+    expect(isDeclaredAudio({ name: 'clip.mp4', contentType: 'video/mp4' })).toBe(false);
+    expect(isDeclaredAudio({ name: 'clip.webm', contentType: 'video/webm; codecs=vp9' })).toBe(false);
+    expect(isDeclaredAudio({ name: 'notes.ogg', contentType: 'text/plain' })).toBe(false);
+    expect(isDeclaredAudio({ name: 'memo.mp4', contentType: 'application/octet-stream' })).toBe(true);
+    expect(isDeclaredAudio({ name: 'memo.mp4', contentType: 'audio/mp4' })).toBe(true);
+    expect(isDeclaredAudio({ name: 'song.ogg', contentType: 'application/ogg' })).toBe(true);
+  });
 });

@@ -14,6 +14,17 @@ async function recording() {
   return { file: encoded.file, durationSeconds: encoded.durationSeconds, waveform: encoded.waveform };
 }
 
+/** How often the bot fetched these attachments from the fake's CDN. */
+function downloadsOf(bot: BotHarness, attachments: ReadonlyArray<{ id: string }>): number {
+  const ids = new Set(attachments.map((attachment) => attachment.id));
+  return bot.discord.cdnRequests.filter((request) => request.attachmentId !== null && ids.has(request.attachmentId)).length;
+}
+
+/** The bot's first warning in a channel. */
+function warning(bot: BotHarness, channelId: string): Promise<string> {
+  return bot.discord.waitFor(() => bot.botTexts(channelId).find((text) => text.startsWith('⚠️')), 10_000);
+}
+
 /** The newest user line the engine was sent. */
 const echo = (body: { messages?: Array<{ role: string; content: unknown }> }) => {
   const last = body.messages?.at(-1)?.content;
@@ -92,6 +103,59 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     // The text reply came first, as always.
     expect(bot.botTexts(dm).filter((text) => text === 'You said: What is the weather like?').length).toBe(2);
   });
+
+  it('refuses a recording larger than the core takes by the size Discord declares, without downloading it', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    const dm = bot.discord.openDm(carol);
+    const heardBefore = stt.transcriptions.length;
+    // 12 MiB: under the engine's 25 MB, over the core's 10 MB. Nitro lets a person send it.
+    const sent = bot.discord.sendMessage({
+      channelId: dm,
+      author: carol,
+      nitro: true,
+      attachments: [{ filename: 'lecture.ogg', contentType: 'audio/ogg', bytes: new Uint8Array(12 * 1024 * 1024) }],
+    });
+    expect(await warning(bot, dm)).toContain('The audio is larger than 10 MB');
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+    expect(stt.transcriptions.length).toBe(heardBefore);
+  });
+
+  it('answers the text of a message that carries a video, and leaves the video alone', async () => {
+    const dave = bot.discord.createUser({ username: 'dave' });
+    const dm = bot.discord.openDm(dave);
+    const heardBefore = stt.transcriptions.length;
+    // An MP4's first box: by its bytes it could pass for M4A audio.
+    const video = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2'), Buffer.alloc(64)]);
+    const sent = bot.discord.sendMessage({ channelId: dm, author: dave, content: 'look at my cat', attachments: [{ filename: 'clip.mp4', contentType: 'video/mp4', bytes: video }] });
+    expect(sent.attachments[0]!.content_type).toBe('video/mp4');
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: look at my cat'), 10_000);
+    expect(bot.botTexts(dm).filter((text) => text.startsWith('⚠️'))).toHaveLength(0);
+    expect(stt.transcriptions.length).toBe(heardBefore);
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+  });
+
+  it('refuses a message with several recordings, saying why, before downloading any', async () => {
+    const erin = bot.discord.createUser({ username: 'erin' });
+    const dm = bot.discord.openDm(erin);
+    const heardBefore = stt.transcriptions.length;
+    const { file } = await recording();
+    const attachments = ['first.ogg', 'second.ogg', 'third.ogg'].map((filename) => ({ filename, contentType: 'audio/ogg', bytes: file }));
+    const sent = bot.discord.sendMessage({ channelId: dm, author: erin, attachments });
+    expect(await warning(bot, dm)).toContain('Send one recording per message: this one has 3');
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+    expect(stt.transcriptions.length).toBe(heardBefore);
+  });
+
+  it('refuses a message whose files together weigh more than it takes from one message, before downloading any', async () => {
+    const frank = bot.discord.createUser({ username: 'frank' });
+    const dm = bot.discord.openDm(frank);
+    // Four photos of 9 MiB: each under the core's 10 MB, 36 MiB together.
+    const photo = new Uint8Array(9 * 1024 * 1024);
+    const attachments = [1, 2, 3, 4].map((index) => ({ filename: `photo-${index}.png`, contentType: 'image/png', bytes: photo }));
+    const sent = bot.discord.sendMessage({ channelId: dm, author: frank, nitro: true, content: 'my holiday', attachments });
+    expect(await warning(bot, dm)).toContain('The files of this message come to 36 MB, more than the 30 MB I take from one message');
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
+  });
 });
 
 describe('voice messages without a speech-to-text engine', () => {
@@ -107,9 +171,11 @@ describe('voice messages without a speech-to-text engine', () => {
   it('tells the user what is needed, and answers typed messages as before', async () => {
     const bob = bot.discord.createUser({ username: 'bob' });
     const dm = bot.discord.openDm(bob);
-    bot.discord.sendMessage({ channelId: dm, author: bob, voiceMessage: await recording() });
-    const told = await bot.discord.waitFor(() => bot.botTexts(dm).find((text) => text.startsWith('⚠️')), 10_000);
+    const sent = bot.discord.sendMessage({ channelId: dm, author: bob, voiceMessage: await recording() });
+    const told = await warning(bot, dm);
     expect(told).toContain('speech-to-text');
+    // Refused before the recording was fetched from Discord.
+    expect(downloadsOf(bot, sent.attachments)).toBe(0);
     bot.discord.sendMessage({ channelId: dm, author: bob, content: 'hello' });
     await bot.discord.waitFor(() => bot.botTexts(dm).includes('You said: hello'), 10_000);
   });

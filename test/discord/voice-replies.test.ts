@@ -18,7 +18,7 @@ describe('/voice replies, through discord.js and the fake Discord', () => {
         .interactionResponses(sent.interactionId)
         .map((record) => JSON.stringify(record.body ?? ''))
         .join(' ');
-      return /voice messages|text again|Use \/voice replies/.test(text) && text;
+      return /voice messages|text again|Use \/voice replies|Only the people/.test(text) && text;
     });
   }
 
@@ -55,6 +55,14 @@ describe('/voice replies, through discord.js and the fake Discord', () => {
     // The switch is in the database: after a restart, switching turns it off.
     await bot.restart();
     expect(await replies(alice, thread.id)).toContain('in text again');
+  });
+
+  it("refuses someone who does not take part in the thread's conversation, and leaves the switch as it was", async () => {
+    const mallory = bot.discord.createUser({ username: 'mallory' });
+    expect(await replies(alice, thread.id, false)).toContain('in text again');
+    expect(await replies(mallory, thread.id, true)).toContain("Only the people taking part in this thread's conversation can switch its voice replies.");
+    // Still off: switching turns it on.
+    expect(await replies(alice, thread.id)).toContain('alice will answer your voice messages in this thread with voice messages.');
   });
 
   it('works in DMs, on the conversation the DM messages go to', async () => {

@@ -21,8 +21,17 @@ function notFound(response: ServerResponse): void {
   response.writeHead(404, { 'content-type': 'text/plain' }).end('404: Not Found');
 }
 
-/** Answers a non-API GET; 404 for anything it does not hold. */
+/** Answers a non-API GET; 404 for anything it does not hold. Each is kept in `state.cdnRequests`. */
 export function serveCdn(context: FakeContext, url: URL, response: ServerResponse): void {
+  const { state } = context;
+  const [root, kind, , attachmentId] = url.pathname.split('/').slice(1);
+  const isAttachment = (root === 'cdn' || root === 'media') && (kind === 'attachments' || kind === 'ephemeral-attachments');
+  answerCdn(context, url, response);
+  state.cdnRequests.push({ path: url.pathname, attachmentId: isAttachment ? (attachmentId ?? null) : null, status: response.statusCode });
+  state.changed();
+}
+
+function answerCdn(context: FakeContext, url: URL, response: ServerResponse): void {
   let parts: string[];
   try {
     parts = url.pathname.split('/').slice(1).map((part) => decodeURIComponent(part));

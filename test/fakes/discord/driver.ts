@@ -9,7 +9,7 @@ import type { UploadedFile } from './attachments.js';
 import { requireChannel, type FakeContext } from './context.js';
 import { commandInteraction, componentInteraction, modalSubmitInteraction, type CommandInvocation, type FakeFile, type ModalFields } from './interaction-payloads.js';
 import type { InteractionCallbackRecord, InteractionRecord } from './interactions.js';
-import { readMessageInput } from './message-input.js';
+import { MESSAGE_LIMITS, readMessageInput } from './message-input.js';
 import { openDirectMessage } from './routes/users.js';
 import { messageObject } from './serialize.js';
 import type { MessageRecord } from './state.js';
@@ -52,6 +52,8 @@ export interface UserMessage {
   attachments?: FakeFile[];
   /** Makes the message a reply to this message id. */
   replyTo?: string;
+  /** The author has Nitro, so the message may carry files up to 500 MiB instead of 10 MiB. */
+  nitro?: boolean;
   /**
    * Makes it a voice message as Discord's apps record them: flag IS_VOICE_MESSAGE, no content,
    * one Ogg Opus attachment `voice-message.ogg` carrying `duration_secs` and `waveform`.
@@ -142,7 +144,7 @@ export class DiscordDriver {
         : {}),
       ...(spec.replyTo === undefined ? {} : { message_reference: { message_id: spec.replyTo } }),
     };
-    const input = readMessageInput(body, files, 'create');
+    const input = readMessageInput(body, files, 'create', spec.nitro ? MESSAGE_LIMITS.nitroFileBytes : MESSAGE_LIMITS.fileBytes);
     // Talking in a thread makes you a member of it, as on Discord.
     if (channel.thread !== null) addThreadMember(this.context, channel, authorId);
     // Discord's apps make voice messages by its rules, so the flag stays.

@@ -33,7 +33,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { channelObject, guildCreateObject } from './serialize.js';
 import { ShardingRules, type ShardingOptions, type ShardingStats } from './sharding.js';
 import { addTextChannel, joinGuild, makeGuild, makeToken, makeUser, type FakeGuild, type GuildSpec, type UserSpec } from './setup.js';
-import { DiscordState, type MessageVersion, type WebhookRecord } from './state.js';
+import { type CdnRequest, DiscordState, type MessageVersion, type WebhookRecord } from './state.js';
 import { channelUpdated, createThread } from './threads.js';
 import { waitForState } from './wait-for.js';
 
@@ -150,6 +150,8 @@ export interface FakeDiscord {
   interactionResponses(interactionId: string): InteractionResponseRecord[];
   /** Fake-clock times of the bot's typing requests in a channel. */
   typingEvents(channelId: string): number[];
+  /** Every GET of the CDN, oldest first: which attachments (and avatars) the bot downloaded. */
+  readonly cdnRequests: readonly CdnRequest[];
   /** Resolves with the predicate's first truthy value, re-checked after every change; rejects after `timeoutMs`. */
   waitFor<T>(predicate: (fake: FakeDiscord) => T | undefined | null | false, timeoutMs?: number): Promise<T>;
 
@@ -171,7 +173,7 @@ export type { ForcedServerError, RecordedRequest } from './http-server.js';
 export type { BucketLimit, BucketName, ForcedRateLimit, GlobalUsage, RateLimitHits } from './rate-limiter.js';
 export { guildIdForShard, shardOf, type ShardingOptions, type ShardingStats } from './sharding.js';
 export type { GatewayStats } from './gateway.js';
-export type { MessageVersion } from './state.js';
+export type { CdnRequest, MessageVersion } from './state.js';
 
 /** Starts the fake on an ephemeral loopback port. */
 export async function startFakeDiscord(options: StartFakeDiscordOptions = {}): Promise<FakeDiscord> {
@@ -306,6 +308,10 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
   get commands(): { global: APIApplicationCommand[]; guilds: Record<string, APIApplicationCommand[]> } {
     const { state } = this.context;
     return { global: [...state.globalCommands], guilds: Object.fromEntries(state.guildCommands) };
+  }
+
+  get cdnRequests(): readonly CdnRequest[] {
+    return this.context.state.cdnRequests;
   }
 
   get rateLimitHits(): RateLimitHits {

@@ -14,6 +14,8 @@ export const MESSAGE_LIMITS = {
   contentLength: 2000,
   attachments: 10,
   fileBytes: 10 * 1024 * 1024,
+  /** What a person with Nitro may upload; their messages can carry files no bot could send. */
+  nitroFileBytes: 500 * 1024 * 1024,
   embeds: 10,
   embedTotalCharacters: 6000,
   embedTitle: 256,
@@ -119,11 +121,12 @@ function attachmentInputs(json: JsonObject, files: UploadedFile[]): AttachmentIn
 /**
  * Validates a message body. `mode` is `create` for new messages (which must not be empty) and
  * `edit` for edits (where the emptiness check needs the message and happens later).
+ * `maxFileBytes` is the sender's upload limit (a bot's by default).
  */
-export function readMessageInput(body: unknown, files: UploadedFile[], mode: 'create' | 'edit'): MessageInput {
+export function readMessageInput(body: unknown, files: UploadedFile[], mode: 'create' | 'edit', maxFileBytes: number = MESSAGE_LIMITS.fileBytes): MessageInput {
   const json = isObject(body) ? body : {};
   for (const file of files) {
-    if (file.bytes.length > MESSAGE_LIMITS.fileBytes) throw entityTooLarge();
+    if (file.bytes.length > maxFileBytes) throw entityTooLarge();
   }
   const problems: FieldProblem[] = [];
   const input: MessageInput = { hasStickersOrPoll: Array.isArray(json['sticker_ids']) || isObject(json['poll']) };

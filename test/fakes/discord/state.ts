@@ -120,6 +120,15 @@ export interface StoredFile {
   filename: string;
 }
 
+/** A GET of the fake's CDN. */
+export interface CdnRequest {
+  /** The decoded path, e.g. `/cdn/attachments/{channel}/{attachment}/{name}`. */
+  path: string;
+  /** The attachment asked for, when the path names one. */
+  attachmentId: string | null;
+  status: number;
+}
+
 /** All the fake's data. Mutated by the REST routes, the gateway and the test driver. */
 export class DiscordState {
   readonly ids: SnowflakeFactory;
@@ -133,6 +142,8 @@ export class DiscordState {
   /** Recipient user id → DM channel id. */
   readonly directMessageChannels = new Map<string, string>();
   readonly files = new Map<string, StoredFile>();
+  /** Every GET the CDN answered (attachments, avatars), oldest first: what the bot downloaded. */
+  readonly cdnRequests: CdnRequest[] = [];
   readonly webhooks = new Map<string, WebhookRecord>();
   readonly typing = new Map<string, number[]>();
   readonly globalCommands: APIApplicationCommand[] = [];
