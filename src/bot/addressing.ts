@@ -45,15 +45,15 @@ function wordIndex(text: string, name: string, from = 0): number {
 }
 
 /**
- * The character a message addresses, or undefined when it addresses none: a reply to a
- * character present wins; then the bot mentioned with a name anywhere in the message (the
- * earliest named); then a message that starts with a name (an `@` before it allowed). Longer
- * names are tried first, so "Ada Lovelace" is not taken for "Ada" when both are present.
+ * The character a message addresses, or undefined when it addresses none. A name said outright
+ * wins: the bot mentioned with a name, or a message that starts with a name (an `@` before it
+ * allowed). A reply to a character present comes next, and beats a name at the start that is
+ * not said to someone ("Bo said so", replying to Ada, is for Ada; "Bo, what do you think?" is
+ * for Bo). Longer names are tried first, so "Ada Lovelace" is not taken for "Ada" when both are
+ * present.
  */
 export function addressedCharacter(words: IncomingWords, cast: readonly CastMember[]): Addressing {
-  if (words.repliedToCharacterId !== undefined && cast.some((member) => member.id === words.repliedToCharacterId)) {
-    return { characterId: words.repliedToCharacterId, by: 'reply' };
-  }
+  const repliedTo = words.repliedToCharacterId !== undefined && cast.some((member) => member.id === words.repliedToCharacterId) ? words.repliedToCharacterId : undefined;
   const mention = mentionPattern(words.botUserId);
   const mentioned = mention.test(words.content);
   const text = fold(words.content.replace(mention, ' ')).trim();
@@ -63,16 +63,23 @@ export function addressedCharacter(words: IncomingWords, cast: readonly CastMemb
     .sort((a, b) => b.name.length - a.name.length);
   const opening = text.replace(/^@\s*/, '');
   const first = named.find(({ name }) => opening.startsWith(name) && !wordCharacter.test(opening.slice(name.length, name.length + 1)));
-  if (first) return { characterId: first.member.id, by: mentioned ? 'mention' : 'name' };
-  if (!mentioned) return undefined;
+  const calledOut = first !== undefined && (repliedTo === undefined || mentioned || vocative.test(opening.slice(first.name.length)));
+  if (first && calledOut) return { characterId: first.member.id, by: mentioned ? 'mention' : 'name' };
   let earliest: { id: string; at: number } | undefined;
-  for (const { member, name } of named) {
-    const at = wordIndex(text, name);
-    // Same start: the longer name (tried first) stays.
-    if (at !== -1 && (earliest === undefined || at < earliest.at)) earliest = { id: member.id, at };
+  if (mentioned) {
+    for (const { member, name } of named) {
+      const at = wordIndex(text, name);
+      // Same start: the longer name (tried first) stays.
+      if (at !== -1 && (earliest === undefined || at < earliest.at)) earliest = { id: member.id, at };
+    }
   }
-  return earliest ? { characterId: earliest.id, by: 'mention' } : { characterId: undefined, by: 'mention' };
+  if (earliest) return { characterId: earliest.id, by: 'mention' };
+  if (repliedTo !== undefined) return { characterId: repliedTo, by: 'reply' };
+  return mentioned ? { characterId: undefined, by: 'mention' } : undefined;
 }
+
+/** After a name at the start: said to someone ("Bo, …", "Bo: …", "Bo!", "Bo?", or the name alone). */
+const vocative = /^\s*(?:$|[,:;!?…—–])/u;
 
 /** The words as the character should read them: the bot's mention taken out, nothing else changed. */
 export function withoutBotMention(content: string, botUserId: string): string {

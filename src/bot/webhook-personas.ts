@@ -70,20 +70,21 @@ export interface WebhookPersonasOptions {
 }
 
 /** Discord's rule for webhook usernames: 1–80 characters, never containing these. */
-const FORBIDDEN_IN_NAMES = /discord|clyde/gi;
+const FORBIDDEN_IN_NAMES = /(d)(iscord)|(c)(lyde)/gi;
 const NAME_MAX_LENGTH = 80;
+/** A hair space: too thin to see, enough for Discord not to read "clyde" or "discord" (as PluralKit does). */
+const HAIR_SPACE = '\u200a';
 
 /**
- * A character name Discord accepts as a webhook `username`: "discord" and "clyde" removed in any
- * case (repeatedly, as removing one can join another), whitespace collapsed, at most 80 characters.
+ * A character name Discord accepts as a webhook `username`, looking as the character is called
+ * (people address it by that name): a hair space after the first letter of "discord" and "clyde"
+ * in any case, whitespace collapsed, at most 80 characters.
  */
 export function sanitizePersonaName(name: string, fallback = 'Character'): string {
-  let cleaned = name;
-  for (let previous = ''; previous !== cleaned; ) {
-    previous = cleaned;
-    cleaned = cleaned.replace(FORBIDDEN_IN_NAMES, '');
-  }
-  cleaned = cleaned.replace(/\s+/g, ' ').trim();
+  let cleaned = name.replace(/\s+/g, ' ').trim();
+  cleaned = cleaned.replace(FORBIDDEN_IN_NAMES, (_match, d: string | undefined, iscord: string | undefined, c: string | undefined, lyde: string | undefined) =>
+    d !== undefined ? `${d}${HAIR_SPACE}${iscord}` : `${c}${HAIR_SPACE}${lyde}`,
+  );
   const characters = [...cleaned];
   while (characters.join('').length > NAME_MAX_LENGTH) characters.pop();
   cleaned = characters.join('').trim();

@@ -43,8 +43,15 @@ describe('addressedCharacter', () => {
     expect(address('<@222222222222222222> hello')).toBeUndefined();
   });
 
-  it('takes a reply to a character present before anything else', () => {
-    expect(address('Bo, no', { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-ada', by: 'reply' });
+  it('takes a reply to a character present unless another is called by name', () => {
+    expect(address('really?', { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-ada', by: 'reply' });
+    // A name said to someone wins over the reply; a name that is only talked about does not.
+    expect(address('Bo, what do you think of this?', { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-bo', by: 'name' });
+    expect(address('Bo!', { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-bo', by: 'name' });
+    expect(address('Bo said the same yesterday', { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-ada', by: 'reply' });
+    expect(address(`<@${bot}> what would Bo say?`, { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-bo', by: 'mention' });
+    // A bare mention of the bot in a reply goes to the character replied to.
+    expect(address(`<@${bot}> hm?`, { repliedToCharacterId: 'c-ada' })).toEqual({ characterId: 'c-ada', by: 'reply' });
     // A reply to a character no longer present falls back to the words.
     expect(address('Bo, no', { repliedToCharacterId: 'c-gone' })).toEqual({ characterId: 'c-bo', by: 'name' });
   });

@@ -143,12 +143,14 @@ describe('webhook personas', () => {
     const result = await personas.send(channel.id, { name: 'Clyde, the Discord bard', avatarUrl: ada.avatarUrl }, 'A song!');
     if (result.kind !== 'sent') throw new Error('not sent');
     const stored = setup.fake.message(result.messageId);
-    expect(stored).toMatchObject({ content: 'A song!', webhook_id: result.lease.webhookId, author: { id: result.lease.webhookId, username: ', the bard', bot: true } });
+    // Discord refuses "clyde" and "discord" in names; a hair space keeps the name as it is called.
+    const shown = 'C\u200alyde, the D\u200aiscord bard';
+    expect(stored).toMatchObject({ content: 'A song!', webhook_id: result.lease.webhookId, author: { id: result.lease.webhookId, username: shown, bot: true } });
     expect(stored?.author.avatar).toMatch(/^[0-9a-f]{32}$/);
     const execute = setup.fake.requests.findLast((request) => request.route === 'POST /webhooks/{webhook.id}/{webhook.token}');
-    expect(execute?.body).toMatchObject({ username: ', the bard', avatar_url: ada.avatarUrl, allowed_mentions: { parse: [] } });
+    expect(execute?.body).toMatchObject({ username: shown, avatar_url: ada.avatarUrl, allowed_mentions: { parse: [] } });
     const message = await seen;
-    expect(message.author.username).toBe(', the bard');
+    expect(message.author.username).toBe(shown);
     expect(personas.isOwnPersonaMessage(message)).toBe(true);
     const fromUser = setup.fake.sendMessage({ author: setup.user, channelId: channel.id, content: 'hello Ada' });
     expect(personas.isOwnPersonaMessage({ webhookId: fromUser.webhook_id ?? null, applicationId: null })).toBe(false);
@@ -315,10 +317,13 @@ describe('webhook personas when the address’s global window is full', () => {
 
 describe('sanitizePersonaName', () => {
   it('keeps names Discord accepts and repairs the rest', () => {
+    const hair = '\u200a';
     expect(sanitizePersonaName('Ada Lovelace')).toBe('Ada Lovelace');
-    expect(sanitizePersonaName('DiScOrD Queen')).toBe('Queen');
-    expect(sanitizePersonaName('discdiscordord clyde')).toBe('Character');
-    expect(sanitizePersonaName('  Mr.\n  Clydesdale ')).toBe('Mr. sdale');
+    // The words Discord refuses keep their letters, split by a hair space, so the name reads as it is called.
+    expect(sanitizePersonaName('DiScOrD Queen')).toBe(`D${hair}iScOrD Queen`);
+    expect(sanitizePersonaName('discdiscordord clyde')).toBe(`discd${hair}iscordord c${hair}lyde`);
+    expect(sanitizePersonaName('  Mr.\n  Clydesdale ')).toBe(`Mr. C${hair}lydesdale`);
+    for (const name of ['DiScOrD Queen', 'discdiscordord clyde', 'Clydesdale']) expect(sanitizePersonaName(name)).not.toMatch(/discord|clyde/i);
     expect(sanitizePersonaName('x'.repeat(100))).toHaveLength(80);
     expect(sanitizePersonaName('🙂'.repeat(50)).length).toBeLessThanOrEqual(80);
     expect(sanitizePersonaName('', 'Narrator')).toBe('Narrator');
