@@ -58,6 +58,27 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     expect(Buffer.compare(heard.file!.bytes, Buffer.from(voice.file))).toBe(0);
   });
 
+  it('transcribes a voice message in a conversation thread and answers there', async () => {
+    const dave = bot.discord.createUser({ username: 'dave' });
+    const channelId = bot.discord.guild.textChannelId;
+    const choices = await bot.discord.sendAutocomplete({ user: dave, channelId, name: 'chat', options: { character: '' }, focused: 'character' });
+    const own = choices.find((choice) => choice.name.endsWith('(yours)'))!;
+    const before = bot.discord.threads.length;
+    const opened = bot.discord.sendSlashCommand({ user: dave, channelId, name: 'chat', options: { character: String(own.value) } });
+    await opened.response;
+    const thread = await bot.discord.waitFor((fake) => fake.threads.length > before && fake.threads.at(-1));
+    await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(opened.interactionId)).includes(`<#${thread.id}>`));
+    stt.script = { text: 'Is it raining in the thread?' };
+    try {
+      const voice = await recording();
+      bot.discord.sendMessage({ channelId: thread.id, author: dave, voiceMessage: voice });
+      await bot.discord.waitFor(() => bot.botTexts(thread.id).includes('You said: Is it raining in the thread?'), 10_000);
+      expect(Buffer.compare(stt.transcriptions.at(-1)!.file!.bytes, Buffer.from(voice.file))).toBe(0);
+    } finally {
+      stt.script = { text: 'What is the weather like?' };
+    }
+  });
+
   it('says the recording was not kept when the speech-to-text engine fails, and keeps nothing', async () => {
     const carol = bot.discord.createUser({ username: 'carol' });
     const dm = bot.discord.openDm(carol);
