@@ -8,6 +8,7 @@ import { concatPcm } from '../audio/pcm.js';
 import { encodeVoiceMessage } from '../audio/voice-message.js';
 import type { Logger, PcmAudio } from '../core/ports.js';
 import type { CharacterRecord } from '../core/records.js';
+import { speakableText } from '../core/speakable-text.js';
 import type { Speech } from '../core/speech.js';
 import { splitSentences } from '../engines/speech/speech-text.js';
 import { explainError } from './explain-error.js';
@@ -75,8 +76,9 @@ export class VoiceReplies {
     if (!this.speech) return missingEngine;
     const noVoice = voiceReplyObstacle(this.speech, character);
     if (noVoice) return noVoice;
-    const { text: spokenText, shortened } = cutAtSentence(request.text, this.speech.maxTextLength);
-    if (spokenText === '') return { kind: 'nothing-to-say', reason: 'The reply has nothing to speak.' };
+    // What is said aloud of the reply (no actions between asterisks, links or code), then cut to fit.
+    const { text: spokenText, shortened } = cutAtSentence(speakableText(request.text), this.speech.maxTextLength);
+    if (spokenText === '') return { kind: 'nothing-to-say', reason: 'The reply has nothing to say aloud (only actions, links or code).' };
     const log = { channelId: channel.id, characterId: character.id };
 
     let pcm: PcmAudio;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { speakableText } from './speakable-text.js';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError } from './errors.js';
@@ -75,27 +76,37 @@ export class Speech {
     );
   }
 
-  /** The character's speech as PCM pieces, for live playback (speech starts before it is all made). */
+  /**
+   * The character's speech as PCM pieces, for live playback (speech starts before it is all
+   * made). Only what is said aloud is spoken (see `speakableText`); a text of nothing but
+   * actions, links or code gives no audio.
+   */
   streamAs(character: CharacterRecord, text: string): AsyncIterable<PcmAudio> {
     const voiceId = this.requireVoice(character);
-    const spoken = text.trim();
-    if (spoken.length === 0) throw ValidationError.field('text', 'must not be empty');
-    if (spoken.length > this.engine.maxTextLength) throw ValidationError.field('text', `must be at most ${this.engine.maxTextLength} characters`);
+    const spoken = this.#spoken(text);
+    if (spoken === '') return (async function* () {})();
     return this.engine.stream({ text: spoken, voiceId });
   }
 
-  /** Speaks for a character already loaded (e.g. its reply in a conversation). */
+  /** Speaks for a character already loaded (e.g. its reply in a conversation): what is said aloud of it. */
   async speakAs(character: CharacterRecord, text: string): Promise<StoredFile> {
     const voiceId = this.requireVoice(character);
-    const spoken = text.trim();
-    if (spoken.length === 0) throw ValidationError.field('text', 'must not be empty');
-    if (spoken.length > this.engine.maxTextLength) throw ValidationError.field('text', `must be at most ${this.engine.maxTextLength} characters`);
+    const spoken = this.#spoken(text);
+    if (spoken === '') throw ValidationError.field('text', 'has nothing to say aloud (only actions between asterisks, links, code or markup)');
     const hash = createHash('sha256').update(`${this.engine.provider}\n${voiceId}\n${spoken}`).digest('hex');
     const running = this.#speaking.get(hash);
     if (running) return running;
     const speaking = this.#speak(hash, spoken, voiceId).finally(() => this.#speaking.delete(hash));
     this.#speaking.set(hash, speaking);
     return speaking;
+  }
+
+  /** What of `text` is said aloud, checked: empty when nothing is (and `text` was not empty). */
+  #spoken(text: string): string {
+    if (text.trim().length === 0) throw ValidationError.field('text', 'must not be empty');
+    const spoken = speakableText(text);
+    if (spoken.length > this.engine.maxTextLength) throw ValidationError.field('text', `must be at most ${this.engine.maxTextLength} characters`);
+    return spoken;
   }
 
   /**

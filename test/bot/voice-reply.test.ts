@@ -167,6 +167,19 @@ describe('voice-message replies through discord.js to the fake Discord', () => {
     expect(setup.fake.messages(dm)).toHaveLength(before);
   });
 
+  it('says aloud only what a voice would: no actions between asterisks, links or markup', async () => {
+    const dm = setup.fake.openDm(setup.user);
+    const { logger } = recordingLogger();
+    const { spoken, speech } = recordingSpeech(core.speech!);
+    const sent = await new VoiceReplies(speech, logger).send({ channel: await channel(dm), character: singer, text: '*waves* Hello there, **friend**! See <https://example.com/x>' });
+    expect(sent).toMatchObject({ kind: 'sent', spokenText: 'Hello there, friend! See' });
+    expect(spoken.map((each) => each.text)).toEqual(['Hello there, friend! See']);
+    const before = setup.fake.messages(dm).length;
+    const nothing = await new VoiceReplies(speech, logger).send({ channel: await channel(dm), character: singer, text: '*nods slowly*' });
+    expect(nothing.kind).toBe('nothing-to-say');
+    expect(setup.fake.messages(dm)).toHaveLength(before);
+  });
+
   it('logs a speech engine failure and tells the caller without the engine’s words', async () => {
     const { lines, logger } = recordingLogger();
     const failing: VoiceReplySpeech = {
