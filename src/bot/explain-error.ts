@@ -26,9 +26,12 @@ export interface ExplainOptions {
  */
 export function explainError(error: unknown, options: ExplainOptions = {}): string {
   if (error instanceof EngineError) {
-    // A recording is transcribed before anything is stored: when that fails, nothing was kept.
+    // A recording is transcribed before anything is stored: when that fails, nothing was kept
+    // (a recording the engine refused already says what to send instead).
     const saved = options.messageSaved ?? error.purpose !== 'transcription';
-    return saved ? `${error.message} Your message is saved.` : error.purpose === 'transcription' ? `${error.message} Your recording was not kept: send it again.` : error.message;
+    if (saved) return `${error.message} Your message is saved.`;
+    const refusedRecording = error.code === 'PAYLOAD_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE';
+    return error.purpose === 'transcription' && !refusedRecording ? `${error.message} Your recording was not kept: send it again.` : error.message;
   }
   if (error instanceof AppError) return error.message;
   if (error instanceof DiscordAPIError && typeof error.code === 'number' && discordCodes[error.code]) {

@@ -75,9 +75,14 @@ export class ValidationError extends AppError {
   }
 }
 
+/**
+ * An engine's failure by what went wrong; `PAYLOAD_TOO_LARGE` and `UNSUPPORTED_MEDIA_TYPE` when
+ * the engine refused what the person sent (a recording too large, or one it cannot read), which
+ * they can change, as opposed to a failure of the engine.
+ */
 export type EngineErrorCode = Extract<
   ErrorCode,
-  'ENGINE_FAILED' | 'ENGINE_TIMEOUT' | 'ENGINE_UNAVAILABLE' | 'ENGINE_CONTEXT_EXCEEDED' | 'ENGINE_MISCONFIGURED'
+  'ENGINE_FAILED' | 'ENGINE_TIMEOUT' | 'ENGINE_UNAVAILABLE' | 'ENGINE_CONTEXT_EXCEEDED' | 'ENGINE_MISCONFIGURED' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
 >;
 
 /** What an engine does for us, which is how a person knows it: "the chat engine". */
@@ -173,6 +178,10 @@ export function engineMessage(code: EngineErrorCode, purpose: EnginePurpose | un
       return status !== undefined && status >= 400 && status < 500
         ? `${engine} refused this request. Try rephrasing it or leaving out images; if it keeps happening, tell the operator.`
         : `${engine} failed to answer. Try again; if it keeps failing, tell the operator.`;
+    case 'PAYLOAD_TOO_LARGE':
+      return `${engine} refused what was sent as too large. Send something smaller.`;
+    case 'UNSUPPORTED_MEDIA_TYPE':
+      return `${engine} could not read what was sent. Send it in another format.`;
   }
 }
 

@@ -97,6 +97,19 @@ describe('voice messages over HTTP, written down by a transcription server on th
     expect(logLines.some((line) => line.includes('stt-secret-key'))).toBe(false);
   });
 
+  it('answers 415 when the engine cannot read the recording, and 502 when it refuses our request, so a client knows whose to fix', async () => {
+    stt.script = { failWith: { status: 400, message: 'Audio file might be corrupted or unsupported' } };
+    const unreadable = await send(voice.toString('base64'));
+    expect(unreadable.status).toBe(415);
+    expect(unreadable.body.error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', message: expect.stringContaining('could not read this audio') });
+    expect(JSON.stringify(unreadable.body)).not.toContain('corrupted');
+    stt.script = { failWith: { status: 400, message: "Invalid value for 'response_format': must be one of json, text" } };
+    const ours = await send(voice.toString('base64'));
+    expect(ours.status).toBe(502);
+    expect(ours.body.error).toMatchObject({ code: 'ENGINE_FAILED', message: expect.stringContaining('nothing in your recording is at fault') });
+    stt.script = {};
+  });
+
   it('refuses an oversized, a hostile or a non-audio body before it is transcribed', async () => {
     stt.script = {};
     const asked = stt.transcriptions.length;

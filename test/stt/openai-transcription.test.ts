@@ -94,6 +94,7 @@ describe('OpenAI-compatible transcriber against OpenAI', () => {
   it('answers a format the engine refuses in our words, keeping the engine\'s for the log', async () => {
     const error = await failure(transcriber.transcribe({ audio: OGG, mimeType: 'audio/aiff', filename: 'speech.aiff' }));
     expect(error.status).toBe(400);
+    expect(error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
     expect(error.retryable).toBe(false);
     expect(error.message).toBe('The transcription engine could not read this audio. Send it as Ogg, MP3, WAV, M4A or WebM; if it keeps failing, tell the operator.');
     expect(error.upstream).toMatch(/Invalid file format/);
@@ -112,6 +113,10 @@ describe('OpenAI-compatible transcriber against OpenAI', () => {
     const error = await failure(transcriber.transcribe(VOICE_MESSAGE));
     expect(error.retryable).toBe(false);
     expect(error.message).toBe('The transcription engine refused our request; nothing in your recording is at fault. If it keeps happening, tell the operator.');
+    expect(error.code).toBe('ENGINE_FAILED');
+    // A refused response_format is ours too, though it says "format".
+    fake.script = { failWith: { status: 400, message: "Invalid value for 'response_format': must be one of json, text" } };
+    expect((await failure(transcriber.transcribe(VOICE_MESSAGE))).message).toMatch(/nothing in your recording is at fault/);
   });
 
   it('never lets the engine\'s words into the message, whatever it says', async () => {
@@ -183,6 +188,7 @@ describe('OpenAI-compatible transcriber: formats and limits', () => {
     await withTranscriber({ maxBodyBytes: 100 }, {}, async (transcriber) => {
       const error = await failure(transcriber.transcribe(VOICE_MESSAGE));
       expect(error.status).toBe(413);
+      expect(error.code).toBe('PAYLOAD_TOO_LARGE');
       expect(error.retryable).toBe(false);
       expect(error.message).toBe('The audio is too large for the transcription engine. Send a shorter recording.');
       expect(error.upstream).toMatch(/Maximum content size limit \(100\) exceeded/);

@@ -11,7 +11,7 @@
 import { Blob } from 'node:buffer';
 import { FormData, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { EngineError } from '../../core/errors.js';
+import { EngineError, type EngineErrorCode } from '../../core/errors.js';
 import type { CallOptions, Transcriber, Transcription, TranscriptionRequest } from '../../core/ports.js';
 import { OPENAI_COMPATIBLE_PROVIDER, createOpenAICompatibleClient } from '../chat/openai-wire.js';
 import { truncate, type EngineClient, type EngineResponse, type EngineTimeouts } from '../http.js';
@@ -100,6 +100,7 @@ function checkRequest(client: EngineClient, request: TranscriptionRequest, maxAu
   if (request.audio.byteLength > maxAudioBytes) {
     throw client.error(`The audio is ${request.audio.byteLength} bytes, over the engine's ${maxAudioBytes}.`, {
       status: 413,
+      code: 'PAYLOAD_TOO_LARGE',
       retryable: false,
       publicMessage: `The audio is too large to transcribe (at most ${Math.floor(maxAudioBytes / (1024 * 1024))} MB). Send a shorter recording.`,
     });
@@ -113,20 +114,24 @@ function checkRequest(client: EngineClient, request: TranscriptionRequest, maxAu
  */
 function refusalInOurWords(client: EngineClient, thrown: unknown): unknown {
   if (!(thrown instanceof EngineError) || thrown.status === undefined) return thrown;
-  const publicMessage = refusalMessage(thrown.status, thrown.upstream);
-  if (publicMessage === undefined) return thrown;
-  return client.error(thrown.upstream, { status: thrown.status, retryable: false, publicMessage, cause: thrown });
+  const refusal = refusalOf(thrown.status, thrown.upstream);
+  if (refusal === undefined) return thrown;
+  return client.error(thrown.upstream, { status: thrown.status, retryable: false, ...refusal, cause: thrown });
 }
 
-/** What OpenAI, speaches, LocalAI and whisper.cpp say when the file itself is the trouble. */
-const ABOUT_THE_FILE = /\bfile\b|format|audio|decod|corrupt|ffmpeg/i;
+/**
+ * What OpenAI, speaches, LocalAI and whisper.cpp say when the file itself is the trouble. A bare
+ * "format" is not enough: a refused `response_format` is the operator's to fix.
+ */
+const ABOUT_THE_FILE = /\bfile\b|audio|decod|corrupt|ffmpeg|unsupported (?:media )?format|invalid (?:media|data)/i;
 
-function refusalMessage(status: number, upstream: string): string | undefined {
-  if (status === 413) return 'The audio is too large for the transcription engine. Send a shorter recording.';
+/** The refusal in our words, with the code an API client acts on: the recording's fault (413, 415) or ours (502). */
+function refusalOf(status: number, upstream: string): { publicMessage: string; code: EngineErrorCode } | undefined {
+  if (status === 413) return { code: 'PAYLOAD_TOO_LARGE', publicMessage: 'The audio is too large for the transcription engine. Send a shorter recording.' };
   if (status !== 400 && status !== 415 && status !== 422) return undefined;
   return ABOUT_THE_FILE.test(upstream)
-    ? 'The transcription engine could not read this audio. Send it as Ogg, MP3, WAV, M4A or WebM; if it keeps failing, tell the operator.'
-    : 'The transcription engine refused our request; nothing in your recording is at fault. If it keeps happening, tell the operator.';
+    ? { code: 'UNSUPPORTED_MEDIA_TYPE', publicMessage: 'The transcription engine could not read this audio. Send it as Ogg, MP3, WAV, M4A or WebM; if it keeps failing, tell the operator.' }
+    : { code: 'ENGINE_FAILED', publicMessage: 'The transcription engine refused our request; nothing in your recording is at fault. If it keeps happening, tell the operator.' };
 }
 
 function transcriptionOf(client: EngineClient, body: unknown, status: number): Transcription {
