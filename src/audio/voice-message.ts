@@ -6,7 +6,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import OpusScript from 'opusscript';
 import type { PcmAudio } from '../core/ports.js';
-import { OGG_OPUS_GRANULE_RATE, muxOggOpus } from './ogg-opus.js';
+import { OGG_OPUS_GRANULE_RATE, OPUS_PRE_SKIP, muxOggOpus } from './ogg-opus.js';
 import { Resampler } from './resample.js';
 
 export const VOICE_MESSAGE_MIME_TYPE = 'audio/ogg';
@@ -64,7 +64,10 @@ async function encodeOpus(pcm: PcmAudio, bitrate: number): Promise<{ packets: Ui
   let totalSamples = 0;
   const encode = (samples: Int16Array, final: boolean) => {
     totalSamples += samples.length;
-    const joined = new Int16Array(pending.length + samples.length);
+    // The encoder's output lags its input by its lookahead (the pre-skip a decoder drops at the
+    // start): the last samples come out only after that much more input, so silence follows them.
+    const flush = final ? OPUS_PRE_SKIP : 0;
+    const joined = new Int16Array(pending.length + samples.length + flush);
     joined.set(pending);
     joined.set(samples, pending.length);
     let start = 0;

@@ -140,10 +140,17 @@ describe('voice message encoding and the event loop', () => {
     expect(finished).toBe(true);
   });
 
-  it('encodes 48 kHz input as it is, and audio shorter than a frame as one padded frame', async () => {
-    const exact = await encodeVoiceMessage({ sampleRate: 48_000, samples: new Int16Array(48_000 * 2).fill(3000) });
-    expect((await demux(exact.file)).packets).toHaveLength(100);
+  it('encodes 48 kHz input as it is, its last samples included, and audio shorter than a frame as one padded frame', async () => {
+    const samples = Int16Array.from({ length: 48_000 * 2 }, (_, index) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * index) / 48_000)));
+    const exact = await encodeVoiceMessage({ sampleRate: 48_000, samples });
+    const { packets } = await demux(exact.file);
+    // Two seconds are 100 frames; the encoder's 312-sample lookahead needs one more to let the end out.
+    expect(packets).toHaveLength(101);
     expect(readPages(exact.file).at(-1)!.granule).toBe(BigInt(OPUS_PRE_SKIP + 96_000));
+    const decoded = decode(packets);
+    expect(decoded.length).toBeGreaterThanOrEqual(OPUS_PRE_SKIP + 96_000);
+    // The last 5 ms of the tone are heard, not cut.
+    expect(rms(decoded.subarray(OPUS_PRE_SKIP + 96_000 - 240, OPUS_PRE_SKIP + 96_000))).toBeGreaterThan(3_000);
     const blip = await encodeVoiceMessage({ sampleRate: 16_000, samples: new Int16Array(80).fill(3000) });
     expect((await demux(blip.file)).packets).toHaveLength(1);
     expect(blip.durationSeconds).toBe(0.005);
