@@ -98,6 +98,7 @@ const variables = {
   STT_BASE_URL: httpUrl(),
   STT_API_KEY: text(),
   STT_MODEL: textOr('whisper-1'),
+  STT_TIMEOUT_MS: integer(300_000, 1_000, 3_600_000),
   IMAGE_ENGINE: oneOf(['none', 'a1111', 'replicate', 'cog'], 'none'),
   A1111_BASE_URL: httpUrl(),
   A1111_AUTH: checkedText((value) => value.includes(':'), 'must be user:password'),
@@ -244,6 +245,7 @@ function toConfig(values: Variables, workingDirectory: string) {
     speechToText: {
       engine: values.STT_ENGINE,
       openai: { baseUrl: values.STT_BASE_URL, apiKey: values.STT_API_KEY, model: values.STT_MODEL },
+      timeoutMs: values.STT_TIMEOUT_MS,
     },
     images: {
       /** Which diffusion engine makes images; `none` answers image requests with a 503 saying what to set. */

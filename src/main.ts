@@ -196,9 +196,11 @@ export async function startService(config: Config, logger: Logger, entry: Servic
 
 /** The speech-to-text engine STT_ENGINE names, or none: voice messages are then refused, saying what to set. */
 function createTranscriber(config: Config): OpenAITranscriber | undefined {
-  const { engine, openai } = config.speechToText;
+  const { engine, openai, timeoutMs } = config.speechToText;
   if (engine !== 'openai') return undefined;
-  return createOpenAITranscriber({ baseURL: openai.baseUrl ?? '', model: openai.model, ...(openai.apiKey ? { apiKey: openai.apiKey } : {}) });
+  // The engine answers once the whole recording is written down: minutes for a long one on a CPU.
+  const timeouts = { connectTimeoutMs: config.llm.connectTimeoutMs, headersTimeoutMs: timeoutMs, bodyTimeoutMs: timeoutMs };
+  return createOpenAITranscriber({ baseURL: openai.baseUrl ?? '', model: openai.model, ...timeouts, ...(openai.apiKey ? { apiKey: openai.apiKey } : {}) });
 }
 
 /** The speech engine TTS_ENGINE names; espeak by default, embedded and offline. */

@@ -64,11 +64,13 @@ describe('parseConfig', () => {
   });
 
   it('leaves speech to text off by default and names what the openai engine needs', () => {
-    expect(parseConfig({}).speechToText).toEqual({ engine: undefined, openai: { baseUrl: undefined, apiKey: undefined, model: 'whisper-1' } });
+    expect(parseConfig({}).speechToText).toEqual({ engine: undefined, openai: { baseUrl: undefined, apiKey: undefined, model: 'whisper-1' }, timeoutMs: 300_000 });
+    expect(parseConfig({ STT_TIMEOUT_MS: '600000' }).speechToText.timeoutMs).toBe(600_000);
+    expect(() => parseConfig({ STT_TIMEOUT_MS: '10' })).toThrow(/STT_TIMEOUT_MS/);
     expect(() => parseConfig({ STT_ENGINE: 'openai' })).toThrow(/STT_BASE_URL is required when STT_ENGINE=openai/);
     expect(() => parseConfig({ STT_ENGINE: 'whisper' })).toThrow(/STT_ENGINE must be openai/);
     const configured = parseConfig({ STT_ENGINE: 'openai', STT_BASE_URL: 'http://127.0.0.1:8000/v1/', STT_MODEL: 'Systran/faster-whisper-small', STT_API_KEY: 'k' });
-    expect(configured.speechToText).toEqual({ engine: 'openai', openai: { baseUrl: 'http://127.0.0.1:8000/v1', apiKey: 'k', model: 'Systran/faster-whisper-small' } });
+    expect(configured.speechToText).toEqual({ engine: 'openai', openai: { baseUrl: 'http://127.0.0.1:8000/v1', apiKey: 'k', model: 'Systran/faster-whisper-small' }, timeoutMs: 300_000 });
   });
 
   it('leaves images off by default and names what each image engine needs', () => {

@@ -184,6 +184,15 @@ describe('OpenAI-compatible transcriber: formats and limits', () => {
     });
   });
 
+  it('gives up on a server that takes longer than its timeout, saying it took too long', async () => {
+    await withTranscriber({}, { headersTimeoutMs: 200 }, async (transcriber, fake) => {
+      fake.script = { text: 'late', delayMs: 2_000 };
+      const error = await failure(transcriber.transcribe(VOICE_MESSAGE));
+      expect(error.code).toBe('ENGINE_TIMEOUT');
+      expect(error.message).toMatch(/^The transcription engine took too long to answer/);
+    });
+  });
+
   it('says the file is too large when the server answers 413', async () => {
     await withTranscriber({ maxBodyBytes: 100 }, {}, async (transcriber) => {
       const error = await failure(transcriber.transcribe(VOICE_MESSAGE));
