@@ -26,12 +26,13 @@ export interface ExplainOptions {
  */
 export function explainError(error: unknown, options: ExplainOptions = {}): string {
   if (error instanceof EngineError) {
-    // A recording is transcribed before anything is stored: when that fails, nothing was kept
-    // (a recording the engine refused already says what to send instead).
-    const saved = options.messageSaved ?? error.purpose !== 'transcription';
-    if (saved) return `${error.message} Your message is saved.`;
-    const refusedRecording = error.code === 'PAYLOAD_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE';
-    return error.purpose === 'transcription' && !refusedRecording ? `${error.message} Your recording was not kept: send it again.` : error.message;
+    if (error.purpose === 'transcription') {
+      // A recording the engine refused is not kept (its message says what to send instead); one
+      // it failed to write down is kept in the conversation, unheard.
+      const refusedRecording = error.code === 'PAYLOAD_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE';
+      return refusedRecording ? error.message : `${error.message} Your recording is kept, but I could not hear it: send it again or type it.`;
+    }
+    return options.messageSaved ?? true ? `${error.message} Your message is saved.` : error.message;
   }
   if (error instanceof AppError) return error.message;
   if (error instanceof DiscordAPIError && typeof error.code === 'number' && discordCodes[error.code]) {

@@ -138,7 +138,17 @@ export class Chat {
 
   async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
-    const { message, fileBytes } = await this.#toMessage(input, authorId);
+    let converted: ConvertedInput;
+    try {
+      converted = await this.#toMessage(input, authorId);
+    } catch (error) {
+      if (!('audio' in input) || !isTranscriptionFailure(error)) throw error;
+      // The engine failed, not the recording: it is kept unheard (so nothing the person sent is
+      // lost), and the failure still ends the request; characters see it as unheard.
+      await this.#keepUnheard(conversation.id, input.audio, authorId);
+      throw error;
+    }
+    const { message, fileBytes } = converted;
     await this.#window.refuseIfTooLong(character, message);
     // The file is stored once the message is accepted: a refused image or recording leaves no file behind.
     if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message);
@@ -431,7 +441,7 @@ export class Chat {
   }
 
   /** The message to store, its file's key left empty, and the file's bytes, stored by the caller once the message is accepted. */
-  async #toMessage(input: ChatInput, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes?: Uint8Array }> {
+  async #toMessage(input: ChatInput, authorId: string): Promise<ConvertedInput> {
     if ('text' in input) {
       return { message: { content: this.#checkText(input.text), mimeType: 'text/plain', participantId: authorId, participantType: 'account', file: null } };
     }
@@ -470,6 +480,13 @@ export class Chat {
    * as the message's file with the words as its content. The engine's own words about a
    * failure go to the log only (`EngineError`); the person gets ours.
    */
+  /** A recording whose transcription failed on the engine's side, stored with no words and its audio. */
+  async #keepUnheard(conversationId: string, audio: Uint8Array, authorId: string): Promise<StoredMessage> {
+    const { mimeType } = this.#speechToText().inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
+    const file = await this.files.put(audio, mimeType);
+    return this.conversations.appendMessage(conversationId, { content: '', mimeType, participantId: authorId, participantType: 'account', file: { key: file.key, mimeType } });
+  }
+
   async #voiceMessage(audio: Uint8Array, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes: Uint8Array }> {
     const { inspector, transcriber } = this.#speechToText();
     const inspected = inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
@@ -480,6 +497,17 @@ export class Chat {
     const content = this.#checkText(transcription.text);
     return { message: { content, mimeType: inspected.mimeType, participantId: authorId, participantType: 'account', file: { key: '', mimeType: inspected.mimeType } }, fileBytes: audio };
   }
+}
+
+/** A chat input as the message it becomes, and the bytes of its file to store once it is accepted. */
+type ConvertedInput = { message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes?: Uint8Array };
+
+/**
+ * The speech-to-text engine failed (down, slow, broken), as opposed to refusing the recording
+ * itself (too large, unreadable), which the person must change and which is not kept.
+ */
+function isTranscriptionFailure(error: unknown): boolean {
+  return error instanceof EngineError && error.purpose === 'transcription' && error.code !== 'PAYLOAD_TOO_LARGE' && error.code !== 'UNSUPPORTED_MEDIA_TYPE';
 }
 
 /** The first `length` characters of `text`, never ending in half a surrogate pair. */

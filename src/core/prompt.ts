@@ -56,6 +56,9 @@ export const imagePlaceholders = {
   older: '[an earlier image, left out to fit the context]',
 } as const;
 
+/** What a character reads for a recording the speech-to-text engine failed to write down. */
+export const unheardRecording = '[a voice message that could not be written down]';
+
 export interface HistoryOptions {
   /** Token budget for the history alone (context minus system prompt minus reply). */
   budget: number;
@@ -132,7 +135,8 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
     const role = ownLine(message, options.answererId) ? 'assistant' : 'user';
     const speaker = speakerName(message, role, severalPeople, options);
     const parts: ChatContentPart[] = [];
-    const text = speaker ? `${speaker}: ${message.content}` : message.content;
+    const words = message.content === '' && message.file !== null && message.mimeType.startsWith('audio/') ? unheardRecording : message.content;
+    const text = speaker ? `${speaker}: ${words}` : words;
     if (message.file && message.mimeType.startsWith('image/')) {
       const bytes = placeholder === undefined ? await options.files.read(message.file.key) : undefined;
       if (bytes) {

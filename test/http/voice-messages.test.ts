@@ -87,11 +87,16 @@ describe('voice messages over HTTP, written down by a transcription server on th
     expect(api.llm.requests.filter(isChat)).toHaveLength(chats);
   });
 
-  it("keeps the engine's own words about a failure out of the answer", async () => {
+  it("keeps the engine's own words about a failure out of the answer, and the recording, unheard, in the conversation", async () => {
     stt.script = { failWith: { status: 500, message: 'internal trace at /srv/whisper/worker.py line 12' } };
+    const before = (await messages()).length;
     const failed = await send(voice.toString('base64'));
     expect(failed.status).toBeGreaterThanOrEqual(500);
     expect(failed.body.error.code).toMatch(/^ENGINE_/);
+    // Nothing the person sent is lost: the audio is stored, with no words.
+    const kept = (await messages()).slice(before);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toMatchObject({ transcript: '', participant_type: 'account' });
     expect(JSON.stringify(failed.body)).not.toContain('worker.py');
     expect(logLines.some((line) => line.includes('worker.py'))).toBe(true);
     expect(logLines.some((line) => line.includes('stt-secret-key'))).toBe(false);
