@@ -5,6 +5,7 @@ import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { RepositoryStore } from '../core/repositories.js';
 import { ChannelPacer, ordinaryEditShare, sentRequestsPerSecond } from './channel-pacer.js';
+import { keepForgettingOldMessageAuthors } from './message-authors.js';
 import type { BotContext, Command } from './command.js';
 import { ConversationLinks } from './conversation-links.js';
 import { ConversationRunner } from './conversation-runner.js';
@@ -179,9 +180,11 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   logger.info({ user: readyClient.user.tag, guilds: readyClient.guilds.cache.size }, 'Discord bot ready');
   // Results of jobs that finished while the bot was down go out now; running ones are followed.
   await deliveries.start(readyClient);
+  const forgetting = keepForgettingOldMessageAuthors(repositories.discordChannels, logger);
   return {
     client,
     async stop() {
+      forgetting.stop();
       await deliveries.stop();
       voice.leaveAll();
       await client.destroy();

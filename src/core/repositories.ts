@@ -348,6 +348,8 @@ export interface DiscordChannelRepository {
   recordCharacterMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void>;
   /** The character who wrote a message the bot posted, if any. */
   characterOfMessage(messageId: string): Promise<string | undefined>;
+  /** Forgets who wrote messages recorded before `createdMillis`, at most `limit` of them; how many were forgotten. */
+  forgetCharacterMessages(createdMillis: number, limit: number): Promise<number>;
 }
 
 /** Where and to whom a job's result goes on Discord: everything needed after a restart. */

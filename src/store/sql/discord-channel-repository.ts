@@ -70,6 +70,17 @@ export class SqlDiscordChannelRepository implements DiscordChannelRepository {
     return row?.character_id;
   }
 
+  async forgetCharacterMessages(createdMillis: number, limit: number): Promise<number> {
+    // A bounded batch (neither SQLite nor PostgreSQL takes DELETE … LIMIT as such), oldest first by the index.
+    const result = await this.context.db
+      .deleteFrom('discord_character_messages')
+      .where('message_id', 'in', (query) =>
+        query.selectFrom('discord_character_messages').select('message_id').where('created_millis', '<', createdMillis).orderBy('created_millis').limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   /** Each channel's characters in the order they were added. */
   async #cast(channelIds: readonly string[]): Promise<Map<string, string[]>> {
     const cast = new Map<string, string[]>();

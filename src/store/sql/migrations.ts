@@ -325,5 +325,11 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0008-discord-character-messages-age': {
+      // Who wrote which bot message is forgotten after a while (see `forgetCharacterMessages`).
+      async up(db: Kysely<unknown>) {
+        await db.schema.createIndex('discord_character_messages_created').on('discord_character_messages').column('created_millis').execute();
+      },
+    },
   };
 }

@@ -277,6 +277,16 @@ export function jobsAndTheRestContract(context: ContractContext): void {
       await other.discordChannels.recordCharacterMessages(messageIds, second.character.id, now);
       expect(await other.discordChannels.characterOfMessage(messageIds[1]!)).toBe(second.character.id);
       expect(await other.discordChannels.characterOfMessage(randomUUID())).toBeUndefined();
+
+      // Old records are forgotten in bounded batches, oldest first; newer ones stay.
+      const old = [randomUUID(), randomUUID(), randomUUID()];
+      for (const [index, messageId] of old.entries()) await store.discordChannels.recordCharacterMessages([messageId], second.character.id, now - 10_000 + index);
+      expect(await other.discordChannels.forgetCharacterMessages(now - 1_000, 2)).toBe(2);
+      expect(await store.discordChannels.characterOfMessage(old[0]!)).toBeUndefined();
+      expect(await store.discordChannels.characterOfMessage(old[2]!)).toBe(second.character.id);
+      expect(await store.discordChannels.forgetCharacterMessages(now - 1_000, 2)).toBe(1);
+      expect(await store.discordChannels.forgetCharacterMessages(now - 1_000, 2)).toBe(0);
+      expect(await other.discordChannels.characterOfMessage(messageIds[0]!)).toBe(second.character.id);
     });
 
     it('keeps deliveries until removed once, oldest first', async () => {
