@@ -1,6 +1,7 @@
 import type { Actor } from '../core/actor.js';
 import type { ChatInput, RegenerationTarget, Reply } from '../core/chat.js';
 import type { Core } from '../core/core.js';
+import type { StoredMessage } from '../core/repositories.js';
 import type { Logger } from '../core/ports.js';
 import { AppError } from '../core/errors.js';
 import { KeyedLock } from './keyed-lock.js';
@@ -52,13 +53,22 @@ export class ConversationRunner {
    * last one into `channel`. Resolves once the reply is written, with what was written.
    */
   async answer(actor: Actor, conversationId: string, inputs: ChatInput[], channel: ReplyChannel, options: AnswerOptions = {}): Promise<WrittenReply | undefined> {
-    if (inputs.length === 0) return undefined;
+    const last = (await this.store(actor, conversationId, inputs)).at(-1);
+    return last === undefined ? undefined : this.answerStored(actor, conversationId, last.id, channel, options);
+  }
+
+  /** Stores `inputs` as messages of `actor`, in order (a recording is transcribed first). */
+  async store(actor: Actor, conversationId: string, inputs: ChatInput[]): Promise<StoredMessage[]> {
     const stored = [];
     for (const input of inputs) stored.push(await this.core.chat.post(actor, conversationId, input));
-    const last = stored.at(-1)!;
+    return stored;
+  }
+
+  /** Streams the reply to the stored message `messageId` into `channel`, in turn with other replies. */
+  async answerStored(actor: Actor, conversationId: string, messageId: string, channel: ReplyChannel, options: AnswerOptions = {}): Promise<WrittenReply | undefined> {
     return this.#turns.run(conversationId, async () => {
-      const reply = await this.core.chat.respond(actor, conversationId, last.id, { stream: true, ...(options.characterId ? { characterId: options.characterId } : {}) });
-      return this.#write(reply, conversationId, last.id, channel, options.onSentence);
+      const reply = await this.core.chat.respond(actor, conversationId, messageId, { stream: true, ...(options.characterId ? { characterId: options.characterId } : {}) });
+      return this.#write(reply, conversationId, messageId, channel, options.onSentence);
     });
   }
 

@@ -1,6 +1,6 @@
 import type { Message } from 'discord.js';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { adminActor } from '../core/actor.js';
+import { type Actor, adminActor } from '../core/actor.js';
 import { AppError } from '../core/errors.js';
 import type { CharacterRecord } from '../core/records.js';
 import { addressedCharacter, withoutBotMention } from './addressing.js';
@@ -10,6 +10,7 @@ import { currentDmConversation } from './dm-conversation.js';
 import { explainError } from './explain-error.js';
 import { followSpeaker } from './follow-speaker.js';
 import { consume } from './interactions.js';
+import { KeyedLock } from './keyed-lock.js';
 import { inputsOf, isVoiceMessage } from './message-inputs.js';
 import type { Place } from './places.js';
 import { replyChannelOf } from './reply-channel.js';
@@ -43,28 +44,30 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
   /** Conversations told why a voice reply could not be sent, so it is said once, not under every reply. */
   const voiceExplained = new Set<string>();
 
-  return async (message: Message): Promise<void> => {
-    // Our characters' own words first: a webhook message's author has `bot: true` too, but the
-    // rule must not hang on that. Then other bots and other webhooks, never answered either.
-    if (context.replies.isOwnPersonaMessage(message)) return;
-    if (message.author.bot || message.system) return;
+  /** Messages of each channel are taken (checked, downloaded, transcribed, stored) one at a time, in the order they came. */
+  const intake = new KeyedLock();
+
+  /**
+   * Everything up to storing the message: undefined when it is not one to answer (or was only
+   * kept as context), its failure when it could not be taken.
+   */
+  async function take(message: Message): Promise<Taken | { failure: unknown } | undefined> {
     const inDm = message.guildId === null;
     const place = inDm ? undefined : await context.places.of(message.channelId);
-    if (!inDm && !place) return;
-    const log = { userId: message.author.id, channelId: message.channelId, messageId: message.id };
+    if (!inDm && !place) return undefined;
     try {
       const turn = place ? await turnIn(context, message, place) : undefined;
       // A channel message that addresses nobody, where nothing is kept: not ours at all.
-      if (place?.kind === 'channel' && !turn?.answer && !place.listen) return;
+      if (place?.kind === 'channel' && !turn?.answer && !place.listen) return undefined;
       if (turn && !turn.answer) {
         await keepAsContext(context, limiter, messagesPerMinute, message, turn);
-        return;
+        return undefined;
       }
       try {
         await consume(limiter, message.author.id, messagesPerMinute);
         warned.delete(message.author.id);
       } catch (error) {
-        if (warned.has(message.author.id)) return;
+        if (warned.has(message.author.id)) return undefined;
         warned.add(message.author.id);
         throw error;
       }
@@ -73,12 +76,32 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       // Anyone writing in a thread or a character channel joins its conversation as a speaker.
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
       const inputs = await inputsOf(message, context.core.chat, turn?.text ?? message.content);
-      if (inputs.length === 0) return;
+      const last = (await context.runner.store(actor, conversationId, inputs)).at(-1);
+      return last === undefined ? undefined : { actor, conversationId, messageId: last.id, turn };
+    } catch (error) {
+      return { failure: error };
+    }
+  }
+
+  return async (message: Message): Promise<void> => {
+    // Our characters' own words first: a webhook message's author has `bot: true` too, but the
+    // rule must not hang on that. Then other bots and other webhooks, never answered either.
+    if (context.replies.isOwnPersonaMessage(message)) return;
+    if (message.author.bot || message.system) return;
+    // Asked for before anything is awaited, so the channel's messages are taken in the order
+    // they came: a typed message right after a voice message waits for its transcription, and
+    // the two are stored, and answered, in order. The replies stream outside it.
+    const taken = await intake.run(message.channelId, () => take(message));
+    if (taken === undefined) return;
+    const log = { userId: message.author.id, channelId: message.channelId, messageId: message.id };
+    try {
+      if ('failure' in taken) throw taken.failure;
+      const { actor, conversationId, messageId, turn } = taken;
       const voiceReply = isVoiceMessage(message) && (await context.links.voiceReplies(conversationId));
       const speakSentence = turn && message.inGuild() ? await followSpeaker(context, message.guild, message.channelId, turn.character) : undefined;
       // In a DM the conversation's own character answers, as the bot: nothing to look up first.
       const channel = turn ? context.replies.channelFor(message.channel, turn.character, { several: turn.several }) : replyChannelOf(message.channel);
-      const written = await context.runner.answer(actor, conversationId, inputs, channel, { characterId: turn?.character.id, onSentence: speakSentence });
+      const written = await context.runner.answerStored(actor, conversationId, messageId, channel, { characterId: turn?.character.id, onSentence: speakSentence });
       if (voiceReply && written && message.channel.isSendable()) {
         const character = turn?.character ?? (await context.core.characters.get(adminActor, written.characterId));
         const outcome = await voiceReplies.send({ channel: message.channel, character, text: written.text, replyTo: message.id });
@@ -95,6 +118,14 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       await message.reply({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } }).catch(() => undefined);
     }
   };
+}
+
+/** A message taken: stored in its conversation, to be answered. */
+interface Taken {
+  actor: Actor;
+  conversationId: string;
+  messageId: string;
+  turn: Turn | undefined;
 }
 
 /**

@@ -79,6 +79,22 @@ describe('voice messages to characters, through discord.js and the fake Discord'
     }
   });
 
+  it('stores and answers a typed message sent right after a voice message after it, though transcription is slower', async () => {
+    const erin = bot.discord.createUser({ username: 'erin' });
+    const dm = bot.discord.openDm(erin);
+    stt.script = { text: 'First, by voice.', delayMs: 800 };
+    try {
+      bot.discord.sendMessage({ channelId: dm, author: erin, voiceMessage: await recording() });
+      bot.discord.sendMessage({ channelId: dm, author: erin, content: 'Second, typed.' });
+      await bot.discord.waitFor(() => bot.botTexts(dm).length === 2, 10_000);
+    } finally {
+      stt.script = { text: 'What is the weather like?' };
+    }
+    expect(bot.botTexts(dm)).toEqual(['You said: First, by voice.', 'You said: Second, typed.']);
+    const prompt = JSON.stringify(bot.llm.requests.at(-1)!.body.messages);
+    expect(prompt.indexOf('First, by voice.')).toBeLessThan(prompt.indexOf('Second, typed.'));
+  });
+
   it('keeps a recording the speech-to-text engine failed to write down, says so, and the character knows it was not heard', async () => {
     const carol = bot.discord.createUser({ username: 'carol' });
     const dm = bot.discord.openDm(carol);
