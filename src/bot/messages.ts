@@ -76,6 +76,10 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
       // Anyone writing in a thread or a character channel joins its conversation as a speaker.
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
       const inputs = await inputsOf(message, context.core.chat, turn?.text ?? message.content);
+      // A recording takes a while to write down: show that someone is on it meanwhile.
+      if (inputs.some((input) => 'audio' in input) && message.channel.isSendable()) {
+        message.channel.sendTyping().catch((error: unknown) => context.logger.debug({ err: error, channelId: message.channelId }, 'typing indicator failed'));
+      }
       const last = (await context.runner.store(actor, conversationId, inputs)).at(-1);
       return last === undefined ? undefined : { actor, conversationId, messageId: last.id, turn };
     } catch (error) {

@@ -91,6 +91,11 @@ describe('voice messages to characters, through discord.js and the fake Discord'
       stt.script = { text: 'What is the weather like?' };
     }
     expect(bot.botTexts(dm)).toEqual(['You said: First, by voice.', 'You said: Second, typed.']);
+    // While the recording was written down, erin saw the bot typing.
+    const typing = bot.discord.requests.find((request) => request.route === 'POST /channels/{channel.id}/typing' && request.path === `/channels/${dm}/typing`);
+    const firstReply = bot.discord.messages(dm).find((message) => message.author.bot)!;
+    expect(typing).toBeDefined();
+    expect(typing!.timestamp).toBeLessThanOrEqual(bot.discord.messageHistory(firstReply.id)[0]!.timestamp);
     const prompt = JSON.stringify(bot.llm.requests.at(-1)!.body.messages);
     expect(prompt.indexOf('First, by voice.')).toBeLessThan(prompt.indexOf('Second, typed.'));
   });
