@@ -475,11 +475,6 @@ export class Chat {
     return text;
   }
 
-  /**
-   * A recording: checked by its own bytes before any engine hears it, written down, and kept
-   * as the message's file with the words as its content. The engine's own words about a
-   * failure go to the log only (`EngineError`); the person gets ours.
-   */
   /** A recording whose transcription failed on the engine's side, stored with no words and its audio. */
   async #keepUnheard(conversationId: string, audio: Uint8Array, authorId: string): Promise<StoredMessage> {
     const { mimeType } = this.#speechToText().inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
@@ -487,6 +482,11 @@ export class Chat {
     return this.conversations.appendMessage(conversationId, { content: '', mimeType, participantId: authorId, participantType: 'account', file: { key: file.key, mimeType } });
   }
 
+  /**
+   * A recording: checked by its own bytes before any engine hears it, written down, and kept
+   * as the message's file with the words as its content. The engine's own words about a
+   * failure go to the log only (`EngineError`); the person gets ours.
+   */
   async #voiceMessage(audio: Uint8Array, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes: Uint8Array }> {
     const { inspector, transcriber } = this.#speechToText();
     const inspected = inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
