@@ -6,7 +6,7 @@ import { AppError, EngineError, ValidationError, notFound } from './errors.js';
 import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import { ModelTraits } from './model-traits.js';
-import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, SpeechToText, TokenCounter } from './ports.js';
+import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, SpeechToText, TokenCounter, Transcription } from './ports.js';
 import { maxImageSide } from './prompt.js';
 import type { CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
 import type { RepositoryStore, StoredMessage } from './repositories.js';
@@ -138,22 +138,15 @@ export class Chat {
 
   async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
-    let converted: ConvertedInput;
-    try {
-      converted = await this.#toMessage(input, authorId);
-    } catch (error) {
-      if (!('audio' in input) || !isTranscriptionFailure(error)) throw error;
-      // The engine failed, not the recording: it is kept unheard (so nothing the person sent is
-      // lost), and the failure still ends the request; characters see it as unheard.
-      await this.#keepUnheard(conversation.id, input.audio, authorId);
-      throw error;
-    }
-    const { message, fileBytes } = converted;
+    const { message, fileBytes, unheard } = await this.#toMessage(input, authorId);
     await this.#window.refuseIfTooLong(character, message);
     // The file is stored once the message is accepted: a refused image or recording leaves no file behind.
     if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message);
     const file = await this.files.put(fileBytes, message.file.mimeType);
-    return this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } });
+    const stored = await this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } });
+    // A recording the engine failed to write down is kept (nothing the person sent is lost), and the failure still ends the request.
+    if (unheard !== undefined) throw unheard;
+    return stored;
   }
 
   /**
@@ -475,32 +468,35 @@ export class Chat {
     return text;
   }
 
-  /** A recording whose transcription failed on the engine's side, stored with no words and its audio. */
-  async #keepUnheard(conversationId: string, audio: Uint8Array, authorId: string): Promise<StoredMessage> {
-    const { mimeType } = this.#speechToText().inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
-    const file = await this.files.put(audio, mimeType);
-    return this.conversations.appendMessage(conversationId, { content: '', mimeType, participantId: authorId, participantType: 'account', file: { key: file.key, mimeType } });
-  }
-
   /**
    * A recording: checked by its own bytes before any engine hears it, written down, and kept
    * as the message's file with the words as its content. The engine's own words about a
-   * failure go to the log only (`EngineError`); the person gets ours.
+   * failure go to the log only (`EngineError`); the person gets ours. When the engine fails (not
+   * when it refuses the recording), the recording is kept with no words, `unheard`.
    */
-  async #voiceMessage(audio: Uint8Array, authorId: string): Promise<{ message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes: Uint8Array }> {
+  async #voiceMessage(audio: Uint8Array, authorId: string): Promise<ConvertedInput & { fileBytes: Uint8Array }> {
     const { inspector, transcriber } = this.#speechToText();
     const inspected = inspector.inspect(audio, { maxBytes: this.inputLimits.maxAudioBytes, maxDurationSeconds: this.options.maxAudioSeconds });
-    const transcription = await transcriber.transcribe({ audio, mimeType: inspected.mimeType, filename: inspected.filename });
+    const recording = { mimeType: inspected.mimeType, participantId: authorId, participantType: 'account' as const, file: { key: '', mimeType: inspected.mimeType } };
+    let transcription: Transcription;
+    try {
+      transcription = await transcriber.transcribe({ audio, mimeType: inspected.mimeType, filename: inspected.filename });
+    } catch (error) {
+      if (!isTranscriptionFailure(error)) throw error;
+      return { message: { ...recording, content: '' }, fileBytes: audio, unheard: error };
+    }
     if (transcription.text.trim().length === 0) {
       throw new AppError('NO_SPEECH_HEARD', 'No speech was heard in the recording, so there is nothing to answer. Record it again closer to the microphone, or send text.');
     }
-    const content = this.#checkText(transcription.text);
-    return { message: { content, mimeType: inspected.mimeType, participantId: authorId, participantType: 'account', file: { key: '', mimeType: inspected.mimeType } }, fileBytes: audio };
+    return { message: { ...recording, content: this.#checkText(transcription.text) }, fileBytes: audio };
   }
 }
 
-/** A chat input as the message it becomes, and the bytes of its file to store once it is accepted. */
-type ConvertedInput = { message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes?: Uint8Array };
+/**
+ * A chat input as the message it becomes, the bytes of its file to store once it is accepted,
+ * and for a recording the engine failed to write down, that failure, raised once it is kept.
+ */
+type ConvertedInput = { message: Omit<MessageRecord, 'id' | 'createdMicros'>; fileBytes?: Uint8Array; unheard?: unknown };
 
 /**
  * The speech-to-text engine failed (down, slow, broken), as opposed to refusing the recording
