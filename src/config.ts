@@ -40,11 +40,26 @@ const integer = (fallback: number, minimum: number, maximum: number) => {
   return z.preprocess(blankToUndefined, z.coerce.number({ error }).int({ error }).min(minimum, { error }).max(maximum, { error }).default(fallback));
 };
 
+/** A whole number in `[minimum, maximum]`; absent when unset. */
+const optionalInteger = (minimum: number, maximum: number) => {
+  const error = `must be a whole number from ${minimum} to ${maximum}`;
+  return z.preprocess(blankToUndefined, z.coerce.number({ error }).int({ error }).min(minimum, { error }).max(maximum, { error }).optional());
+};
+
 /** An http(s) URL without trailing slashes; absent when unset. */
 const url = () =>
   z.url({ protocol: /^https?$/, error: (issue) => `must be an http(s) URL, got "${String(issue.input)}"` }).transform((value) => value.replace(/\/+$/, ''));
 const httpUrl = () => z.preprocess(blankToUndefined, url().optional());
 const httpUrlOr = (fallback: string) => z.preprocess(blankToUndefined, url().default(fallback));
+
+/**
+ * The embedded engine's model when LLM_MODEL is unset: Qwen2.5 1.5B Instruct, Q4_K_M (about
+ * 1 GB, Apache-2.0). Why this one is in the README ("The chat model").
+ */
+export const defaultEmbeddedModel = 'hf:bartowski/Qwen2.5-1.5B-Instruct-GGUF/Qwen2.5-1.5B-Instruct-Q4_K_M.gguf';
+/** What an OpenAI-compatible server is asked for when LLM_MODEL is unset (Ollama's name). */
+const defaultRemoteModel = 'llama3.2';
+const defaultRemoteContextTokens = 8192;
 
 const snowflake = /^\d{15,21}$/;
 
@@ -71,10 +86,23 @@ const variables = {
   HTTP_BODY_IDLE_TIMEOUT_MS: integer(defaultServerLimits.bodyIdleTimeoutMs, 100, 600_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: integer(defaultServerLimits.keepAliveTimeoutMs, 100, 600_000),
   HTTP_MAX_CONNECTIONS: integer(defaultServerLimits.maxConnections, 1, 1_000_000),
-  LLM_BASE_URL: httpUrlOr('http://127.0.0.1:11434/v1'),
+  /** Unset: the embedded engine (llama.cpp in this process). Set: an OpenAI-compatible server. */
+  LLM_BASE_URL: httpUrl(),
   LLM_API_KEY: text(),
-  LLM_MODEL: textOr('llama3.2'),
-  LLM_CONTEXT_TOKENS: integer(8192, 512, 10_000_000),
+  /** Embedded: a .gguf path or an hf: URI (default `defaultEmbeddedModel`). Remote: the name the server knows (default llama3.2). */
+  LLM_MODEL: text(),
+  /** Unset: 8192 for a remote engine; for the embedded one, what the model was trained for, capped by memory, split by the slots. */
+  LLM_CONTEXT_TOKENS: optionalInteger(512, 10_000_000),
+  /** Embedded: replies generated together in one batch; 0 chooses from memory and cores. */
+  LLM_PARALLEL: integer(0, 0, 64),
+  /** Embedded: CPU threads for generation; 0 uses the cores this process may run on. */
+  LLM_THREADS: integer(0, 0, 1024),
+  /** Embedded: `auto` uses a GPU where llama.cpp finds one (Metal on Apple silicon), `off` the CPU only. */
+  LLM_GPU: oneOf(['auto', 'off'], 'auto'),
+  /** Where hf: model URIs are fetched from (a mirror, or a local server in tests). */
+  HF_ENDPOINT: httpUrlOr('https://huggingface.co'),
+  /** Sent to HF_ENDPOINT for gated or private models. */
+  HF_TOKEN: text(),
   LLM_MAX_REPLY_TOKENS: integer(1024, 16, 1_000_000),
   LLM_CONNECT_TIMEOUT_MS: integer(10_000, 100, 600_000),
   LLM_HEADERS_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
@@ -173,7 +201,7 @@ function crossChecks(values: Variables): string[] {
     ...(values.REPLICATE_TRAINER_VERSION && !values.REPLICATE_API_TOKEN ? ['REPLICATE_API_TOKEN is required when REPLICATE_TRAINER_VERSION is set'] : []),
     ...(values.REPLICATE_TRAINER_VERSION && !values.REPLICATE_TRAINING_DESTINATION ? ['REPLICATE_TRAINING_DESTINATION (owner/model) is required when REPLICATE_TRAINER_VERSION is set'] : []),
     ...(values.ROLES?.includes('bot') && !values.DISCORD_TOKEN ? ['DISCORD_TOKEN is required when ROLES names bot'] : []),
-    ...(values.LLM_MAX_REPLY_TOKENS >= values.LLM_CONTEXT_TOKENS
+    ...(values.LLM_CONTEXT_TOKENS !== undefined && values.LLM_MAX_REPLY_TOKENS >= values.LLM_CONTEXT_TOKENS
       ? [`LLM_MAX_REPLY_TOKENS (${values.LLM_MAX_REPLY_TOKENS}) must be smaller than LLM_CONTEXT_TOKENS (${values.LLM_CONTEXT_TOKENS})`]
       : []),
   ];
@@ -211,10 +239,21 @@ function toConfig(values: Variables, workingDirectory: string) {
     /** How long signed file URLs stay valid. */
     signedUrlTtlSeconds: values.SIGNED_URL_TTL_SECONDS,
     llm: {
+      /** `embedded`: llama.cpp in this process (LLM_BASE_URL unset); `openai-compatible`: the server at `baseUrl`. */
+      engine: values.LLM_BASE_URL === undefined ? ('embedded' as const) : ('openai-compatible' as const),
       baseUrl: values.LLM_BASE_URL,
       apiKey: values.LLM_API_KEY,
-      model: values.LLM_MODEL,
-      contextTokens: values.LLM_CONTEXT_TOKENS,
+      model: values.LLM_MODEL ?? (values.LLM_BASE_URL === undefined ? defaultEmbeddedModel : defaultRemoteModel),
+      /** Undefined for the embedded engine unless set: it then follows the model (see `embedded`). */
+      contextTokens: values.LLM_CONTEXT_TOKENS ?? (values.LLM_BASE_URL === undefined ? undefined : defaultRemoteContextTokens),
+      /** The embedded engine's settings; 0 (parallel, threads) means chosen at start from the machine. */
+      embedded: {
+        modelsDir: path.join(dataDir, 'models'),
+        parallel: values.LLM_PARALLEL,
+        threads: values.LLM_THREADS,
+        gpu: values.LLM_GPU,
+        huggingFace: { endpoint: values.HF_ENDPOINT, token: values.HF_TOKEN },
+      },
       maxReplyTokens: values.LLM_MAX_REPLY_TOKENS,
       connectTimeoutMs: values.LLM_CONNECT_TIMEOUT_MS,
       /** Time allowed until the engine starts answering (prompt processing can be slow). */

@@ -7,9 +7,7 @@ import type { Logger } from 'pino';
 import { type Config, ConfigError, parseConfig } from './config.js';
 import { createRandomIds, createSystemClock } from './core/clock.js';
 import { createCore } from './core/core.js';
-import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
-import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
-import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
+import { createChatEngine } from './chat-engine.js';
 import { createAudioEncoder } from './audio/mp3.js';
 import { inspectAudio } from './audio/audio-input.js';
 import type { FaceTrainer, ImageEngine, SpeechEngine } from './core/ports.js';
@@ -58,36 +56,12 @@ export async function startService(config: Config, logger: Logger, entry: Servic
   const files = new DiskFileStore(path.join(config.dataDir, 'files'));
   // Limits on chats, images and Discord messages hold across processes on a PostgreSQL store.
   const rateLimits = await openRateLimits(config.storeUrl, (error) => logger.warn({ err: error }, 'a rate-limit database connection failed; it is replaced'));
-  const engineTimeouts = {
-    connectTimeoutMs: config.llm.connectTimeoutMs,
-    headersTimeoutMs: config.llm.headersTimeoutMs,
-    bodyTimeoutMs: config.llm.idleTimeoutMs,
-  };
   const { roles } = config;
   // Prometheus figures only when asked for (METRICS_PORT or METRICS_TOKEN): never public by accident.
   const metrics = config.metrics.port !== undefined || config.metrics.token ? new Metrics({ defaultLabels: { role: [...roles].sort().join('+') } }) : undefined;
-  const chatEngine = createOpenAICompatibleChatModel({
-    baseURL: config.llm.baseUrl,
-    apiKey: config.llm.apiKey,
-    model: config.llm.model,
-    ...engineTimeouts,
-  });
-  const chatModel = metrics ? withChatMetrics(chatEngine, metrics) : chatEngine;
-  // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
-  const tokenCounter = createLlamaServerTokenCounter({
-    baseURL: config.llm.baseUrl,
-    apiKey: config.llm.apiKey,
-    logger: logger.child({ module: 'tokens' }),
-    ...engineTimeouts,
-  });
-  const embedder = config.embeddingsModel
-    ? createOpenAICompatibleEmbedder({
-        baseURL: config.llm.baseUrl,
-        apiKey: config.llm.apiKey,
-        model: config.embeddingsModel,
-        ...engineTimeouts,
-      })
-    : undefined;
+  const chat = createChatEngine(config, logger);
+  const chatModel = metrics ? withChatMetrics(chat.chatModel, metrics) : chat.chatModel;
+  const { tokenCounter, embedder } = chat;
   const speechEngine = createSpeechEngine(config);
   const transcriber = createTranscriber(config);
   const imageEngine = createImageEngine(config);
@@ -113,7 +87,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     options: {
       startingBalance: config.startingBalance,
       adminApiKey: config.adminApiKey,
-      chat: { contextTokens: config.llm.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary, maxReplyCharacters: config.llm.maxReplyCharacters },
+      chat: { contextTokens: chat.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary, maxReplyCharacters: config.llm.maxReplyCharacters },
       images: { ...config.images, workerName: `${os.hostname()}:${process.pid}` },
     },
   });
@@ -133,6 +107,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
   const app = createApp({
     health: {
       discord: () => bot?.status ?? 'disabled',
+      chatModel: () => chat.health(),
       ...(config.discord.shards === undefined ? {} : { discordShards: () => (bot instanceof ShardManager ? bot.shards : {}) }),
       storeReachable: async () => {
         await repositories.facts.get('health:probe');
@@ -156,7 +131,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     metrics && config.metrics.port !== undefined ? await startMetricsServer(metrics, { host: config.metrics.host, port: config.metrics.port, token: config.metrics.token }) : undefined;
   if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served');
   logger.info(
-    { roles: [...roles], url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl, model: config.llm.model },
+    { roles: [...roles], url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl ?? 'embedded', model: config.llm.model },
     'Likeness API listening',
   );
   if (!config.adminApiKey) logger.warn({}, 'ADMIN_API_KEY is not set: accounts cannot be created over HTTP');
@@ -187,7 +162,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
       await metricsServer?.close();
-      await Promise.allSettled([chatEngine.close(), tokenCounter.close(), embedder?.close(), speechEngine.close(), transcriber?.close(), imageEngine?.close(), faceTrainer?.close()]);
+      await Promise.allSettled([chat.close(), speechEngine.close(), transcriber?.close(), imageEngine?.close(), faceTrainer?.close()]);
       await rateLimits.close();
       await repositories.close();
     },

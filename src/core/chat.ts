@@ -61,7 +61,8 @@ export interface RegenerationTarget {
 }
 
 export interface ChatOptions {
-  contextTokens: number;
+  /** Tokens one request may hold; a function when the engine knows it only once loaded. */
+  contextTokens: number | (() => number);
   maxReplyTokens: number;
   /** How many memories go into the system prompt. */
   memoryCount: number;
@@ -405,7 +406,7 @@ export class Chat {
   async #smallerContext(plan: PromptPlan): Promise<void> {
     const reported = await this.tokens.engineContext?.().catch(() => undefined);
     if (reported !== undefined && reported < plan.contextTokens) {
-      this.logger.warn({ configured: this.options.contextTokens, engine: reported }, 'the engine gives each request a smaller context than configured; set LLM_CONTEXT_TOKENS to the per-slot context');
+      this.logger.warn({ configured: typeof this.options.contextTokens === 'number' ? this.options.contextTokens : this.options.contextTokens(), engine: reported }, 'the engine gives each request a smaller context than configured; set LLM_CONTEXT_TOKENS to the per-slot context');
       await this.#traits.learnContext(reported);
     } else {
       await this.#traits.shrinkContext();

@@ -32,6 +32,10 @@ export type ErrorCode =
   | 'ENGINE_UNAVAILABLE'
   | 'ENGINE_CONTEXT_EXCEEDED'
   | 'ENGINE_MISCONFIGURED'
+  /** The embedded chat model is being fetched or loaded; `details.percent` says how far. */
+  | 'MODEL_LOADING'
+  /** The embedded chat model could not be fetched or loaded; the message says what to do. */
+  | 'MODEL_UNAVAILABLE'
   | 'NOT_CONFIGURED'
   | 'INTERNAL';
 
@@ -82,7 +86,15 @@ export class ValidationError extends AppError {
  */
 export type EngineErrorCode = Extract<
   ErrorCode,
-  'ENGINE_FAILED' | 'ENGINE_TIMEOUT' | 'ENGINE_UNAVAILABLE' | 'ENGINE_CONTEXT_EXCEEDED' | 'ENGINE_MISCONFIGURED' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'ENGINE_FAILED'
+  | 'ENGINE_TIMEOUT'
+  | 'ENGINE_UNAVAILABLE'
+  | 'ENGINE_CONTEXT_EXCEEDED'
+  | 'ENGINE_MISCONFIGURED'
+  | 'MODEL_LOADING'
+  | 'MODEL_UNAVAILABLE'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
 >;
 
 /** What an engine does for us, which is how a person knows it: "the chat engine". */
@@ -137,7 +149,7 @@ export class EngineError extends AppError {
   constructor(detail: string, options: EngineErrorOptions) {
     const code = options.code ?? engineCodeFor(options.status, detail);
     const message = options.publicMessage ?? engineMessage(code, options.purpose, options.status);
-    super(code, message, options.cause === undefined ? {} : { cause: options.cause });
+    super(code, message, { ...(options.cause === undefined ? {} : { cause: options.cause }), ...(options.details === undefined ? {} : { details: options.details }) });
     Object.defineProperty(this, 'upstream', { value: redactUpstream(detail), enumerable: false });
     this.provider = options.provider;
     this.reason = options.reason;
@@ -178,6 +190,10 @@ export function engineMessage(code: EngineErrorCode, purpose: EnginePurpose | un
       return status !== undefined && status >= 400 && status < 500
         ? `${engine} refused this request. Try rephrasing it or leaving out images; if it keeps happening, tell the operator.`
         : `${engine} failed to answer. Try again; if it keeps failing, tell the operator.`;
+    case 'MODEL_LOADING':
+      return `${engine} is still loading its model. Try again in a minute.`;
+    case 'MODEL_UNAVAILABLE':
+      return `${engine} has no model to answer with. The operator has to fix it (the service log says what is missing).`;
     case 'PAYLOAD_TOO_LARGE':
       return `${engine} refused what was sent as too large. Send something smaller.`;
     case 'UNSUPPORTED_MEDIA_TYPE':

@@ -14,9 +14,16 @@ export class ModelTraits {
     private readonly store: RepositoryStore,
     private readonly clock: Clock,
     private readonly modelId: string,
-    /** The configured context; a learned one never goes below half of it. */
-    private readonly contextTokens: number,
+    /**
+     * The configured context, or how to read it when it is known only once the engine is up
+     * (the embedded engine's slot size); a learned one never goes below half of it.
+     */
+    private readonly configured: number | (() => number),
   ) {}
+
+  private get contextTokens(): number {
+    return typeof this.configured === 'number' ? this.configured : this.configured();
+  }
 
   async read(): Promise<{ seeImages: boolean; contextTokens: number }> {
     const traits = await this.store.facts.get<ChatModelTraitsRecord>(traitsFact(this.modelId));

@@ -107,7 +107,12 @@ export type ChatStreamPart =
   | { type: 'finish'; finishReason: string; usage?: ChatUsage; truncated?: boolean };
 
 export interface CallOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
+  /**
+   * Called while the request waits for the engine (every slot busy) with how many requests are
+   * served before it, again whenever that changes; engines without a queue of their own never call it.
+   */
+  onQueued?: ((ahead: number) => void) | undefined;
 }
 
 /**

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config.js';
+import { ConfigError, defaultEmbeddedModel, parseConfig } from '../../src/config.js';
 
 describe('parseConfig', () => {
   it('gives the documented defaults', () => {
@@ -10,10 +10,25 @@ describe('parseConfig', () => {
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
     expect(config.dataDir).toBe('/srv/app/data');
     expect(config.storeUrl).toBe(`sqlite://${path.join('/srv/app/data', 'likeness.sqlite')}`);
-    expect(config.llm.baseUrl).toBe('http://127.0.0.1:11434/v1');
-    expect(config.llm.contextTokens).toBe(8192);
+    // Chat out of the box: llama.cpp in process, its model fetched into DATA_DIR/models.
+    expect(config.llm.engine).toBe('embedded');
+    expect(config.llm.baseUrl).toBeUndefined();
+    expect(config.llm.model).toBe(defaultEmbeddedModel);
+    expect(config.llm.embedded).toMatchObject({ modelsDir: '/srv/app/data/models', parallel: 0, threads: 0, gpu: 'auto' });
+    expect(config.llm.embedded.huggingFace.endpoint).toBe('https://huggingface.co');
+    // The embedded engine's context follows the model unless set.
+    expect(config.llm.contextTokens).toBeUndefined();
     expect(config.startingBalance).toBe(100);
     expect(config.embeddingsModel).toBeUndefined();
+  });
+
+  it('uses an OpenAI-compatible server when LLM_BASE_URL is set, with its own defaults', () => {
+    const config = parseConfig({ LLM_BASE_URL: 'http://127.0.0.1:8080/v1' });
+    expect(config.llm.engine).toBe('openai-compatible');
+    expect(config.llm.model).toBe('llama3.2');
+    expect(config.llm.contextTokens).toBe(8192);
+    expect(parseConfig({ LLM_MODEL: './models/mine.gguf' }).llm).toMatchObject({ engine: 'embedded', model: './models/mine.gguf' });
+    expect(() => parseConfig({ LLM_PARALLEL: '-1', LLM_THREADS: 'many', LLM_GPU: 'cuda' })).toThrow(/LLM_PARALLEL[\s\S]*LLM_THREADS[\s\S]*LLM_GPU/);
   });
 
   it('follows PORT in the default public URL', () => {

@@ -240,7 +240,22 @@ const imageOperations: Operation[] = [
 ];
 
 const readiness = z
-  .object({ status: z.enum(['ready', 'not_ready']), notReady: z.array(z.string()), store: z.enum(['ok', 'unreachable']), discord: z.string() })
+  .object({
+    status: z.enum(['ready', 'not_ready']),
+    notReady: z.array(z.string()).describe('The parts not ready: store, discord, chat_model'),
+    store: z.enum(['ok', 'unreachable']),
+    discord: z.string(),
+    chatModel: z
+      .object({
+        ready: z.boolean(),
+        engine: z.string().describe('embedded (llama.cpp in the service) or openai-compatible'),
+        model: z.string(),
+        state: z.enum(['fetching', 'loading', 'failed']).optional(),
+        reason: z.string().optional().describe('Why it is not ready, and what to do when it failed'),
+        percent: z.number().int().optional().describe('How much of the model file is fetched'),
+      })
+      .optional(),
+  })
   .register(resources.documented, { id: 'Readiness' });
 
 const serviceOperations: Operation[] = [

@@ -11,7 +11,12 @@ export interface HealthProbes {
   discordShards?(): Record<number, DiscordHealth>;
   /** Whether the store answers a read. */
   storeReachable(): Promise<boolean>;
+  /** The chat engine's state: the embedded one is not ready until its model is fetched and loaded. */
+  chatModel?(): ChatModelHealth;
 }
+
+/** What /readyz says of the chat model; `reason` says why it is not ready and what to do. */
+export type ChatModelHealth = { ready: true; engine: string; model: string } | { ready: false; engine: string; model: string; state: string; reason: string; percent?: number };
 
 const storeProbeTimeoutMs = 2_000;
 
@@ -26,8 +31,14 @@ export function healthRoutes(probes: HealthProbes) {
   app.get('/readyz', async (context) => {
     const discord = probes.discord();
     const store = (await withTimeout(probes.storeReachable(), storeProbeTimeoutMs)) ? 'ok' : 'unreachable';
-    const notReady = [...(store === 'ok' ? [] : ['store']), ...(discord === 'ready' || discord === 'disabled' ? [] : ['discord'])];
-    return context.json({ status: notReady.length === 0 ? 'ready' : 'not_ready', notReady, store, discord, ...shards() }, notReady.length === 0 ? 200 : 503);
+    const chatModel = probes.chatModel?.();
+    const notReady = [
+      ...(store === 'ok' ? [] : ['store']),
+      ...(discord === 'ready' || discord === 'disabled' ? [] : ['discord']),
+      ...(chatModel === undefined || chatModel.ready ? [] : ['chat_model']),
+    ];
+    const chat = chatModel === undefined ? {} : { chatModel };
+    return context.json({ status: notReady.length === 0 ? 'ready' : 'not_ready', notReady, store, discord, ...chat, ...shards() }, notReady.length === 0 ? 200 : 503);
   });
   return app;
 }

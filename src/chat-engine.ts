@@ -1,0 +1,109 @@
+/**
+ * The chat engine the configuration names, with what goes with it: the token counter, the
+ * embedder, the context a request may hold, and the state `/readyz` reports. Embedded
+ * (llama.cpp in this process) when LLM_BASE_URL is unset; an OpenAI-compatible server otherwise.
+ */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { ChatModel, Embedder, TokenCounter } from './core/ports.js';
+import { createEmbeddedChatModel } from './engines/chat/embedded/embedded-chat.js';
+import { createEmbeddedTokenCounter } from './engines/chat/embedded/embedded-tokens.js';
+import { LlamaRuntime, type ModelFileSource, type RuntimeStatus } from './engines/chat/embedded/llama-runtime.js';
+import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
+import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
+import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
+
+import type { ChatModelHealth } from './http/routes/health.js';
+
+export interface ChatEngine {
+  chatModel: ChatModel;
+  tokenCounter: TokenCounter;
+  embedder: Embedder | undefined;
+  /** Tokens one request may hold: configured, or the embedded engine's slot once it is loaded. */
+  contextTokens: number | (() => number);
+  health(): ChatModelHealth;
+  close(): Promise<void>;
+}
+
+/** Until the embedded model is loaded its slot size is unknown; prompts are refused meanwhile anyway. */
+const contextBeforeLoading = 4096;
+
+export function createChatEngine(config: Config, logger: Logger): ChatEngine {
+  return config.llm.engine === 'embedded' ? createEmbeddedEngine(config, logger) : createRemoteEngine(config, logger);
+}
+
+function createRemoteEngine(config: Config, logger: Logger): ChatEngine {
+  const baseURL = config.llm.baseUrl ?? '';
+  const timeouts = { connectTimeoutMs: config.llm.connectTimeoutMs, headersTimeoutMs: config.llm.headersTimeoutMs, bodyTimeoutMs: config.llm.idleTimeoutMs };
+  const chatModel = createOpenAICompatibleChatModel({ baseURL, apiKey: config.llm.apiKey, model: config.llm.model, ...timeouts });
+  // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
+  const tokenCounter = createLlamaServerTokenCounter({ baseURL, apiKey: config.llm.apiKey, logger: logger.child({ module: 'tokens' }), ...timeouts });
+  const embedder = config.embeddingsModel ? createOpenAICompatibleEmbedder({ baseURL, apiKey: config.llm.apiKey, model: config.embeddingsModel, ...timeouts }) : undefined;
+  return {
+    chatModel,
+    tokenCounter,
+    embedder,
+    contextTokens: config.llm.contextTokens ?? contextBeforeLoading,
+    // A remote engine's health is its own: it is asked at every chat, not probed here.
+    health: () => ({ ready: true, engine: 'openai-compatible', model: config.llm.model }),
+    close: async () => {
+      await Promise.allSettled([chatModel.close(), tokenCounter.close(), embedder?.close()]);
+    },
+  };
+}
+
+function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
+  const { embedded } = config.llm;
+  const runtime = new LlamaRuntime({
+    modelName: config.llm.model,
+    modelFile: modelFileSource(config.llm.model),
+    gpu: embedded.gpu,
+    threads: embedded.threads,
+    parallel: embedded.parallel,
+    contextTokens: config.llm.contextTokens,
+    logger: logger.child({ module: 'llama' }),
+  });
+  runtime.start();
+  const chatModel = createEmbeddedChatModel(runtime, config.llm.model);
+  return {
+    chatModel,
+    tokenCounter: createEmbeddedTokenCounter(runtime),
+    embedder: undefined,
+    contextTokens: () => runtime.contextTokens ?? config.llm.contextTokens ?? contextBeforeLoading,
+    health: () => healthOf(runtime.status, config.llm.model),
+    close: () => runtime.close(),
+  };
+}
+
+function healthOf(status: RuntimeStatus, model: string): ChatModelHealth {
+  const engine = 'embedded';
+  switch (status.state) {
+    case 'ready':
+      return { ready: true, engine, model };
+    case 'failed':
+      return { ready: false, engine, model, state: 'failed', reason: status.reason };
+    case 'loading':
+      return { ready: false, engine, model, state: 'loading', reason: 'the model is being loaded into memory' };
+    case 'fetching':
+      return {
+        ready: false,
+        engine,
+        model,
+        state: 'fetching',
+        reason: status.detail ?? 'the model is being fetched',
+        ...(status.percent === undefined ? {} : { percent: Math.floor(status.percent) }),
+      };
+  }
+}
+
+/** A local GGUF file named by LLM_MODEL. */
+function modelFileSource(model: string): ModelFileSource {
+  return async () => {
+    const file = path.resolve(model);
+    const found = await stat(file).catch(() => undefined);
+    if (!found?.isFile()) throw new Error(`LLM_MODEL names ${file}, which does not exist. Set LLM_MODEL to a .gguf file or an hf: URI.`);
+    return file;
+  };
+}

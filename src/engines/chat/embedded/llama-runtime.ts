@@ -1,0 +1,209 @@
+/**
+ * llama.cpp in this process: one model in memory and one context whose sequences are the
+ * parallel slots. It is fetched (when LLM_MODEL names one to download) and loaded in the
+ * background after start-up; until it is ready, every chat is refused at once with
+ * `MODEL_LOADING` (how far it is) or `MODEL_UNAVAILABLE` (what to do), and `/readyz` says why.
+ */
+import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from 'node-llama-cpp';
+import { EngineError } from '../../../core/errors.js';
+import type { Logger } from '../../../core/ports.js';
+import { availableCores, defaultParallel } from './machine.js';
+import { SlotPool } from './slot-pool.js';
+
+export const EMBEDDED_PROVIDER = 'embedded';
+
+/** One parallel slot: a context sequence, its chat, and what it last held (for prefix reuse). */
+export interface LlamaSlot {
+  readonly index: number;
+  readonly chat: LlamaChat;
+  /** The history evaluated last on this sequence, reply included: its tokens are still cached. */
+  history: readonly ChatHistoryItem[];
+}
+
+/** The loaded engine, as requests use it. */
+export interface LoadedLlama {
+  readonly model: LlamaModel;
+  readonly context: LlamaContext;
+  readonly slots: SlotPool<LlamaSlot>;
+  /** Tokens each slot holds: prompt plus reply. */
+  readonly contextTokens: number;
+  readonly parallel: number;
+  readonly threads: number;
+}
+
+/** Where the model is on its way to answering; `percent` while it is fetched. */
+export type RuntimeStatus =
+  | { state: 'fetching'; percent?: number | undefined; detail?: string | undefined }
+  | { state: 'loading' }
+  | { state: 'ready'; contextTokens: number; parallel: number; threads: number }
+  | { state: 'failed'; reason: string };
+
+/** Progress the model file reports while it is fetched. */
+export interface FetchProgress {
+  percent?: number | undefined;
+  /** e.g. "waiting for another process to fetch it". */
+  detail?: string | undefined;
+}
+
+/** Turns LLM_MODEL into a local file, fetching it when needed; rejects with what a person should do. */
+export type ModelFileSource = (onProgress: (progress: FetchProgress) => void, signal: AbortSignal) => Promise<string>;
+
+export interface LlamaRuntimeOptions {
+  /** LLM_MODEL as configured, for messages and the log. */
+  modelName: string;
+  modelFile: ModelFileSource;
+  gpu: 'auto' | 'off';
+  /** 0: the cores this process may use. */
+  threads: number;
+  /** 0: chosen from cores and memory. */
+  parallel: number;
+  /** Tokens per slot; undefined: what the model was trained for, split by the slots, capped by memory. */
+  contextTokens?: number | undefined;
+  logger: Logger;
+}
+
+export class LlamaRuntime {
+  #status: RuntimeStatus = { state: 'fetching' };
+  #loaded: LoadedLlama | undefined;
+  #llama: Llama | undefined;
+  #starting: Promise<void> | undefined;
+  readonly #stop = new AbortController();
+
+  constructor(private readonly options: LlamaRuntimeOptions) {}
+
+  /** Fetches and loads the model in the background; `ready()` follows it. */
+  start(): void {
+    this.#starting ??= this.#start().catch((error: unknown) => {
+      if (this.#stop.signal.aborted) return;
+      const reason = error instanceof Error ? error.message : String(error);
+      this.#status = { state: 'failed', reason };
+      this.options.logger.error({ err: error, model: this.options.modelName }, 'the chat model could not be made ready; chats answer MODEL_UNAVAILABLE until it is fixed and the service restarted');
+    });
+  }
+
+  /** Settles once the model is loaded or has failed for good. */
+  async ready(): Promise<RuntimeStatus> {
+    this.start();
+    await this.#starting;
+    return this.#status;
+  }
+
+  get status(): RuntimeStatus {
+    return this.#status;
+  }
+
+  /** The loaded engine, or the refusal a chat gets at once while there is none. */
+  loaded(): LoadedLlama {
+    if (this.#loaded) return this.#loaded;
+    const status = this.#status;
+    if (status.state === 'failed') {
+      throw new EngineError(`the embedded chat model is unavailable: ${status.reason}`, {
+        provider: EMBEDDED_PROVIDER,
+        purpose: 'chat',
+        code: 'MODEL_UNAVAILABLE',
+        retryable: false,
+        publicMessage: `The chat model could not be loaded: ${status.reason}`,
+      });
+    }
+    const percent = status.state === 'fetching' ? status.percent : undefined;
+    const progress = percent === undefined ? (status.state === 'loading' ? 'it is being loaded' : 'it is being fetched') : `${Math.floor(percent)}% of it is fetched`;
+    throw new EngineError(`the embedded chat model is not ready (${status.state})`, {
+      provider: EMBEDDED_PROVIDER,
+      purpose: 'chat',
+      code: 'MODEL_LOADING',
+      retryable: true,
+      publicMessage: `The chat model is not ready yet: ${progress}. Try again in a minute.`,
+      details: { state: status.state, ...(percent === undefined ? {} : { percent: Math.floor(percent) }) },
+    });
+  }
+
+  /** The tokens one slot holds, once loaded. */
+  get contextTokens(): number | undefined {
+    return this.#loaded?.contextTokens;
+  }
+
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#starting?.catch(() => undefined);
+    const loaded = this.#loaded;
+    this.#loaded = undefined;
+    loaded?.slots.rejectAll(new EngineError('the embedded chat engine is closing', { provider: EMBEDDED_PROVIDER, purpose: 'chat', code: 'ENGINE_UNAVAILABLE' }));
+    await loaded?.context.dispose().catch(() => undefined);
+    await loaded?.model.dispose().catch(() => undefined);
+    await this.#llama?.dispose().catch(() => undefined);
+  }
+
+  async #start(): Promise<void> {
+    const { logger } = this.options;
+    const signal = this.#stop.signal;
+    const modelPath = await this.options.modelFile((progress) => {
+      this.#status = { state: 'fetching', percent: progress.percent, detail: progress.detail };
+    }, signal);
+    signal.throwIfAborted();
+    this.#status = { state: 'loading' };
+    const threads = this.options.threads > 0 ? this.options.threads : availableCores();
+    const began = performance.now();
+    const llama = await getLlama({
+      gpu: this.options.gpu === 'off' ? false : 'auto',
+      // Prebuilt binaries only: nothing is compiled or downloaded, at install or at start.
+      build: 'never',
+      skipDownload: true,
+      progressLogs: false,
+      maxThreads: threads,
+      logLevel: LlamaLogLevel.warn,
+      logger: (level, message) => logLlama(logger, level, message),
+    });
+    this.#llama = llama;
+    signal.throwIfAborted();
+    const model = await llama.loadModel({ modelPath, loadSignal: signal, ...(this.options.gpu === 'off' ? { gpuLayers: 0 } : {}) });
+    const parallel = this.options.parallel > 0 ? this.options.parallel : defaultParallel(threads, await slotBytes(model, Math.min(model.trainContextSize, 8192)));
+    const perSlot = this.options.contextTokens ?? Math.max(256, Math.floor(model.trainContextSize / parallel));
+    const context = await model.createContext({
+      sequences: parallel,
+      // A configured size is taken as it is (an error if memory is short); the default may shrink to fit memory.
+      contextSize: this.options.contextTokens ?? { max: perSlot, min: Math.min(perSlot, 1024) },
+      threads,
+    });
+    const slots: LlamaSlot[] = [];
+    for (let index = 0; index < parallel; index += 1) slots.push({ index, chat: new LlamaChat({ contextSequence: context.getSequence() }), history: [] });
+    const loaded: LoadedLlama = { model, context, slots: new SlotPool(slots), contextTokens: context.contextSize, parallel, threads };
+    if (signal.aborted) {
+      await context.dispose();
+      await model.dispose();
+      signal.throwIfAborted();
+    }
+    this.#loaded = loaded;
+    this.#status = { state: 'ready', contextTokens: loaded.contextTokens, parallel, threads };
+    logger.info(
+      {
+        model: this.options.modelName,
+        file: modelPath,
+        trainedContextTokens: model.trainContextSize,
+        contextTokens: loaded.contextTokens,
+        parallel,
+        threads,
+        gpu: llama.gpu,
+        loadMs: Math.round(performance.now() - began),
+      },
+      'the chat model is loaded',
+    );
+  }
+}
+
+/** The KV cache one slot of `contextTokens` takes, as the library estimates it (0 when it cannot). */
+async function slotBytes(model: LlamaModel, contextTokens: number): Promise<number> {
+  try {
+    return (await model.fileInsights.estimateContextResourceRequirementsV2({ contextSize: contextTokens, modelGpuLayers: model.gpuLayers, sequences: 1 })).cpuRam;
+  } catch {
+    return 0;
+  }
+}
+
+/** llama.cpp's own lines go to our log at their level; they never reach a user. */
+function logLlama(logger: Logger, level: LlamaLogLevel, message: string): void {
+  const text = message.trim();
+  if (text === '') return;
+  if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger.error({ llama: text }, 'llama.cpp reported an error');
+  else if (level === LlamaLogLevel.warn) logger.warn({ llama: text }, 'llama.cpp warned');
+  else logger.debug({ llama: text }, 'llama.cpp');
+}
