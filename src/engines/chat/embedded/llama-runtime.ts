@@ -7,6 +7,7 @@
 import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from 'node-llama-cpp';
 import { EngineError } from '../../../core/errors.js';
 import type { Logger } from '../../../core/ports.js';
+import { checkGgufHeader } from './gguf-header.js';
 import { availableCores, defaultParallel } from './machine.js';
 import { SlotPool } from './slot-pool.js';
 
@@ -140,6 +141,7 @@ export class LlamaRuntime {
       this.#status = { state: 'fetching', percent: progress.percent, detail: progress.detail };
     }, signal);
     signal.throwIfAborted();
+    await checkGgufHeader(modelPath);
     this.#status = { state: 'loading' };
     const threads = this.options.threads > 0 ? this.options.threads : availableCores();
     const began = performance.now();

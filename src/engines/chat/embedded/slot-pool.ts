@@ -47,7 +47,7 @@ export class SlotPool<Slot> {
   acquire(options: { affinity?: (slot: Slot) => number; signal?: AbortSignal | undefined; onQueued?: QueuedListener | undefined } = {}): Promise<Slot> {
     const { signal } = options;
     const score = options.affinity ?? (() => 0);
-    signal?.throwIfAborted();
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#free.length > 0 && this.#waiters.length === 0) return Promise.resolve(this.#take(score));
     return new Promise<Slot>((resolve, reject) => {
       const onAbort = () => {

@@ -1,0 +1,131 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EngineError } from '../../../src/core/errors.js';
+import type { ChatRequest } from '../../../src/core/ports.js';
+import { createEmbeddedChatModel } from '../../../src/engines/chat/embedded/embedded-chat.js';
+import { type FetchProgress, LlamaRuntime, type LlamaRuntimeOptions } from '../../../src/engines/chat/embedded/llama-runtime.js';
+import { writeTinyModel } from '../../fixtures/tiny-gguf.js';
+import { collect } from '../chat-helpers.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+const reply = 'Ahoy there, sailor.';
+let directory: string;
+let knownPath: string;
+let endlessPath: string;
+const runtimes: LlamaRuntime[] = [];
+
+function runtime(options: Partial<LlamaRuntimeOptions> & Pick<LlamaRuntimeOptions, 'modelFile'>): LlamaRuntime {
+  const created = new LlamaRuntime({ modelName: 'tiny', gpu: 'off', threads: 1, parallel: 2, logger: silent, ...options });
+  runtimes.push(created);
+  return created;
+}
+
+const says = (system: string, ...lines: string[]): ChatRequest => ({
+  messages: [{ role: 'system', content: system }, ...lines.map((line, index) => ({ role: index % 2 === 0 ? ('user' as const) : ('assistant' as const), content: line }))],
+});
+
+beforeAll(async () => {
+  directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-runtime-'));
+  knownPath = (await writeTinyModel(path.join(directory, 'known.gguf'), { reply })).path;
+  endlessPath = (await writeTinyModel(path.join(directory, 'endless.gguf'), { reply: 'again and more', endless: true })).path;
+});
+
+afterAll(async () => {
+  await Promise.all(runtimes.map((each) => each.close()));
+  await rm(directory, { recursive: true, force: true });
+});
+
+describe('embedded engine: before the model is ready', () => {
+  it('refuses a chat at once with MODEL_LOADING and how much is fetched, then answers once loaded', async () => {
+    let report: (progress: FetchProgress) => void = () => {};
+    let finish: (file: string) => void = () => {};
+    const loading = runtime({
+      modelFile: (onProgress) => {
+        report = onProgress;
+        return new Promise((resolve) => (finish = resolve));
+      },
+    });
+    loading.start();
+    report({ percent: 42.7 });
+    const model = createEmbeddedChatModel(loading, 'tiny');
+    const refused = await model.generate(says('You are Ana.', 'hi')).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(EngineError);
+    expect(refused).toMatchObject({ code: 'MODEL_LOADING', details: { state: 'fetching', percent: 42 } });
+    expect((refused as Error).message).toContain('42% of it is fetched');
+    expect(loading.status).toEqual({ state: 'fetching', percent: 42.7, detail: undefined });
+
+    finish(knownPath);
+    expect(await loading.ready()).toMatchObject({ state: 'ready', parallel: 2, threads: 1 });
+    expect((await model.generate(says('You are Ana.', 'hi'))).text).toBe(reply);
+  });
+
+  it('answers MODEL_UNAVAILABLE with what to do when the model cannot be had, and never retries alone', async () => {
+    const missing = runtime({ modelFile: async () => Promise.reject(new Error('LLM_MODEL names /nowhere.gguf, which does not exist.')) });
+    expect(await missing.ready()).toEqual({ state: 'failed', reason: 'LLM_MODEL names /nowhere.gguf, which does not exist.' });
+    const refused = await createEmbeddedChatModel(missing, 'tiny').generate(says('x', 'hi')).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'MODEL_UNAVAILABLE', retryable: false });
+    expect((refused as Error).message).toContain('/nowhere.gguf');
+  });
+
+  it('fails clearly on a file that is not a GGUF model', async () => {
+    const damaged = path.join(directory, 'damaged.gguf');
+    await writeFile(damaged, 'GGUF but nothing after it');
+    const broken = runtime({ modelFile: async () => damaged });
+    const status = await broken.ready();
+    expect(status.state).toBe('failed');
+    await expect(createEmbeddedChatModel(broken, 'tiny').generate(says('x', 'hi'))).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' });
+  });
+});
+
+describe('embedded engine: slots', () => {
+  it('queues requests past the slots in arrival order, tells their place, and frees a place when a waiter leaves', async () => {
+    const single = runtime({ modelFile: async () => endlessPath, parallel: 1 });
+    await single.ready();
+    const model = createEmbeddedChatModel(single, 'tiny');
+    const running = new AbortController();
+    const first = collect(model.stream({ ...says('x', 'first'), maxTokens: 100_000 }, { signal: running.signal })).catch((error: unknown) => error);
+    const places: Record<string, number[]> = { second: [], third: [] };
+    const leaving = new AbortController();
+    const second = collect(model.stream({ ...says('x', 'second'), maxTokens: 3 }, { signal: leaving.signal, onQueued: (ahead) => places.second!.push(ahead) })).catch((error: unknown) => error);
+    const third = collect(model.stream({ ...says('x', 'third'), maxTokens: 3 }, { onQueued: (ahead) => places.third!.push(ahead) }));
+    await expect.poll(() => places.third!.length).toBe(1);
+    expect(places).toEqual({ second: [0], third: [1] });
+
+    leaving.abort(new Error('client left'));
+    expect(await second).toMatchObject({ message: 'client left' });
+    expect(places.third).toEqual([1, 0]);
+    running.abort(new Error('done with it'));
+    await first;
+    const answered = await third;
+    expect(answered.parts.at(-1)).toMatchObject({ type: 'finish', finishReason: 'length' });
+  });
+
+  it("gives a conversation's next turn the slot that holds its previous one, and evaluates only what is new", async () => {
+    const pair = runtime({ modelFile: async () => knownPath, parallel: 2 });
+    await pair.ready();
+    const model = createEmbeddedChatModel(pair, 'tiny');
+    const { slots } = pair.loaded();
+    const holding = (text: string) => [0, 1].find((index) => JSON.stringify(slotAt(index).history).includes(text));
+    const borrowed: Array<{ index: number; history: unknown[]; chat: { sequence: { tokenMeter: { usedInputTokens: number } } } }> = [];
+    const slotAt = (index: number) => borrowed.find((slot) => slot.index === index)!;
+    // Both slots, to look at their state.
+    borrowed.push((await slots.acquire()) as never, (await slots.acquire()) as never);
+    for (const slot of borrowed) slots.release(slot as never);
+
+    await model.generate(says('You are Ana, from the harbour.', 'Tell me of the harbour.'));
+    await model.generate(says('You are Bo, from the mountains.', 'Tell me of the mountains.'));
+    const anaSlot = holding('harbour');
+    const boSlot = holding('mountains');
+    expect(anaSlot).toBeDefined();
+    expect(boSlot).not.toBe(anaSlot);
+
+    const before = slotAt(anaSlot!).chat.sequence.tokenMeter.usedInputTokens;
+    const next = await model.generate(says('You are Ana, from the harbour.', 'Tell me of the harbour.', reply, 'And the boats?'));
+    expect(holding('boats')).toBe(anaSlot);
+    const evaluated = slotAt(anaSlot!).chat.sequence.tokenMeter.usedInputTokens - before;
+    expect(evaluated).toBeGreaterThan(0);
+    expect(evaluated).toBeLessThan(next.usage!.promptTokens! / 2);
+  });
+});

@@ -1,0 +1,24 @@
+import { chatModelContract } from './chat-model-contract.js';
+import { useFakeChat } from './chat-helpers.js';
+
+const context = useFakeChat();
+
+chatModelContract('OpenAI-compatible (llama-server wire)', {
+  async answering() {
+    context.fake.setScript({ flavor: 'llama-server', tokens: ['Fair ', 'winds ', 'to ', 'you.'] });
+    return { model: context.model(), reply: 'Fair winds to you.' };
+  },
+  async endless() {
+    // The server stops at max_tokens; the fake says so as llama-server does.
+    context.fake.setScript({ flavor: 'llama-server', tokens: ['on ', 'and ', 'on ', 'and ', 'on ', 'and '], finishReason: 'length', tokensPerSecond: 200 });
+    return context.model();
+  },
+  async tooLong() {
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 16 });
+    return { model: context.model(), request: { messages: [{ role: 'user', content: 'words '.repeat(200) }] } };
+  },
+  async textOnly() {
+    context.fake.setScript({ flavor: 'llama-server', textOnly: true });
+    return context.model();
+  },
+});
