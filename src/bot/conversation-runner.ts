@@ -9,7 +9,7 @@ import type { ChannelPacer } from './channel-pacer.js';
 import { explainError } from './explain-error.js';
 import { finishNote, regenerateRow } from './reply-buttons.js';
 import { SentenceCollector } from './sentence-collector.js';
-import { type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
+import { QueuePlace, type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
 
 export interface RunnerOptions {
   /** Remembers which character wrote which Discord messages (for replies addressed to them). */
@@ -67,8 +67,9 @@ export class ConversationRunner {
   /** Streams the reply to the stored message `messageId` into `channel`, in turn with other replies. */
   async answerStored(actor: Actor, conversationId: string, messageId: string, channel: ReplyChannel, options: AnswerOptions = {}): Promise<WrittenReply | undefined> {
     return this.#turns.run(conversationId, async () => {
-      const reply = await this.core.chat.respond(actor, conversationId, messageId, { stream: true, ...(options.characterId ? { characterId: options.characterId } : {}) });
-      return this.#write(reply, conversationId, messageId, channel, options.onSentence);
+      const place = new QueuePlace();
+      const reply = await this.core.chat.respond(actor, conversationId, messageId, { stream: true, onQueued: (ahead) => place.update(ahead), ...(options.characterId ? { characterId: options.characterId } : {}) });
+      return this.#write(reply, conversationId, messageId, channel, options.onSentence, place);
     });
   }
 
@@ -81,7 +82,9 @@ export class ConversationRunner {
     return this.#turns.run(conversationId, async () => {
       const latest = (await this.core.conversations.messages(conversationId, { newest: true, limit: 1 })).at(-1);
       if (!latest) throw new AppError('VALIDATION_FAILED', 'Nothing has been said in this conversation yet: write something first.');
-      return this.#write(await this.core.chat.respond(actor, conversationId, latest.id, { stream: true, characterId }), conversationId, latest.id, channel, options.onSentence);
+      const place = new QueuePlace();
+      const reply = await this.core.chat.respond(actor, conversationId, latest.id, { stream: true, characterId, onQueued: (ahead) => place.update(ahead) });
+      return this.#write(reply, conversationId, latest.id, channel, options.onSentence, place);
     });
   }
 
@@ -97,17 +100,20 @@ export class ConversationRunner {
     options: Pick<AnswerOptions, 'onSentence'> = {},
   ): Promise<WrittenReply | undefined> {
     return this.#turns.run(conversationId, async () => {
-      return this.#write(await this.core.chat.regenerate(actor, conversationId, { stream: true, ...target }), conversationId, target.messageId, channel, options.onSentence);
+      const place = new QueuePlace();
+      const reply = await this.core.chat.regenerate(actor, conversationId, { stream: true, onQueued: (ahead) => place.update(ahead), ...target });
+      return this.#write(reply, conversationId, target.messageId, channel, options.onSentence, place);
     });
   }
 
-  async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence?: (sentence: string) => void): Promise<WrittenReply | undefined> {
+  async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence: ((sentence: string) => void) | undefined, place: QueuePlace): Promise<WrittenReply | undefined> {
     try {
       const pieces = withFinishNote(reply);
       const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
         pacer: this.pacer,
         logger: this.logger,
         explain: (error) => `⚠️ ${explainError(error)}`,
+        place,
         // A finished or failed reply can be asked for again (pressing it waits for this turn to end).
         finalButtons: [regenerateRow({ conversationId, messageId })],
       });

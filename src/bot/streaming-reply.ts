@@ -54,6 +54,36 @@ export interface StreamingReplyOptions {
   typingDelayMs?: number;
   /** What to show when the reply fails; the text written so far stays above it. */
   explain: (error: unknown) => string;
+  /** The reply's place in the engine's queue while it waits: shown until the first words. */
+  place?: QueuePlace;
+}
+
+/**
+ * How many replies the chat engine serves before this one, while it waits for a free slot;
+ * the writer shows it in the reply's message until the first words replace it.
+ */
+export class QueuePlace {
+  #ahead: number | undefined;
+  #listener: (() => void) | undefined;
+
+  get ahead(): number | undefined {
+    return this.#ahead;
+  }
+
+  /** What the engine said (`CallOptions.onQueued`). */
+  update(ahead: number): void {
+    this.#ahead = ahead;
+    this.#listener?.();
+  }
+
+  onChange(listener: () => void): void {
+    this.#listener = listener;
+  }
+}
+
+/** The notice a waiting reply shows. */
+export function waitingNotice(ahead: number): string {
+  return ahead === 0 ? '⏳ Waiting for the model: next in line.' : `⏳ Waiting for the model: ${ahead} ahead.`;
 }
 
 export interface StreamingReplyResult {
@@ -90,6 +120,8 @@ export async function writeStreamingReply(
   // Messages as they should read now; the cursor goes on the last one while it still fits.
   const wanted = (final: boolean): string[] => {
     const shown = text.trimStart();
+    const ahead = options.place?.ahead;
+    if (shown.trim() === '' && !final && ahead !== undefined) return [waitingNotice(ahead)];
     const limit = channel.maxLength ?? discordMessageLimit;
     const parts = splitMessage(final ? shown.trimEnd() : shown, limit);
     const last = parts.length - 1;
@@ -143,6 +175,9 @@ export async function writeStreamingReply(
       });
   };
 
+  options.place?.onChange(() => {
+    if (text.trim() === '') schedule();
+  });
   const typing = startTyping(channel, options.typingDelayMs ?? 300, options.typingIntervalMs ?? 8_000, options.pacer, options.logger);
   let failure: unknown;
   try {

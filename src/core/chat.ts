@@ -27,6 +27,11 @@ export type ChatInput = ({ text: string } | { image: Uint8Array; mimeType: strin
 /** How a reply is asked for: streamed or whole, and who answers. */
 export interface ReplyMode {
   stream: boolean;
+  /**
+   * Hears how many requests the engine serves before this reply while it waits for a free slot
+   * (the embedded engine's queue), again whenever that changes; never called when it need not wait.
+   */
+  onQueued?: ((ahead: number) => void) | undefined;
   /** One of the conversation's characters (`CHARACTER_NOT_IN_CONVERSATION` otherwise); default the one it is with. */
   characterId?: string | undefined;
 }
@@ -190,7 +195,7 @@ export class Chat {
     const conversation = await this.conversations.get(actor, conversationId);
     const character = await this.conversations.answerer(conversation, mode.characterId);
     const userMessage = await this.#post(actor, conversation, character, input);
-    return this.#start(conversation, character, userMessage, mode.stream);
+    return this.#start(conversation, character, userMessage, mode);
   }
 
   /**
@@ -202,7 +207,7 @@ export class Chat {
     const character = await this.conversations.answerer(conversation, mode.characterId);
     const message = await this.#find(conversationId, messageId);
     if (!message) throw notFound('Message', messageId);
-    return this.#start(conversation, character, message, mode.stream);
+    return this.#start(conversation, character, message, mode);
   }
 
   /**
@@ -217,10 +222,10 @@ export class Chat {
    * and only if it answers that message; when that message is the newest (its reply failed and
    * was never stored), `target.characterId` says who was answering it.
    */
-  async regenerate(actor: Actor, conversationId: string, mode: { stream: boolean } & RegenerationTarget): Promise<Reply> {
+  async regenerate(actor: Actor, conversationId: string, mode: Omit<ReplyMode, 'characterId'> & RegenerationTarget): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
     const { message, replaces, character } = await this.#regeneration(conversation, mode);
-    return this.#start(conversation, character, message, mode.stream, replaces);
+    return this.#start(conversation, character, message, mode, replaces);
   }
 
   /** Who would write the reply `regenerate` asks for now (to check, say, that they have a voice first, or to post as them). */
@@ -258,7 +263,7 @@ export class Chat {
     throw new AppError('CONFLICT', 'There is no message to answer again yet: send one first.');
   }
 
-  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, stream: boolean, replaces?: string): Reply {
+  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, mode: Pick<ReplyMode, 'stream' | 'onQueued'>, replaces?: string): Reply {
     const pieces = new AsyncQueue<string>();
     let markStarted: (failure?: unknown) => void = () => {};
     const started = new Promise<void>((resolve, reject) => {
@@ -266,7 +271,7 @@ export class Chat {
     });
     // Callers that never wait for the start must not see an unhandled rejection.
     started.catch(() => undefined);
-    const done = this.#generate(conversation, character, userMessage, pieces, stream, markStarted, replaces);
+    const done = this.#generate(conversation, character, userMessage, pieces, mode, markStarted, replaces);
     // `done` is also handed to the caller; this keeps an unobserved failure from being unhandled.
     const settled = done.catch(() => undefined);
     this.#inFlight.add(settled);
@@ -298,7 +303,7 @@ export class Chat {
     character: CharacterRecord,
     userMessage: StoredMessage,
     pieces: AsyncQueue<string>,
-    stream: boolean,
+    { stream, onQueued }: Pick<ReplyMode, 'stream' | 'onQueued'>,
     markStarted: (failure?: unknown) => void,
     replaces: string | undefined,
   ): Promise<StoredMessage> {
@@ -322,7 +327,7 @@ export class Chat {
       let finish: { usage?: ChatUsage | undefined; truncated?: boolean | undefined } = {};
       const run = async (request: ChatRequest) => {
         if (stream) {
-          for await (const part of this.model.stream(request)) {
+          for await (const part of this.model.stream(request, { onQueued })) {
             // The engine has answered, even if its first text is reasoning the filter holds back.
             markStarted();
             if (part.type === 'text') emit(filter.push(part.text));
@@ -334,7 +339,7 @@ export class Chat {
             if (capped) break;
           }
         } else {
-          const result = await this.model.generate(request);
+          const result = await this.model.generate(request, { onQueued });
           finish = result;
           finishReason = result.finishReason;
           emit(filter.push(result.text));

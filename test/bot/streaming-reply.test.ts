@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ChannelPacer } from '../../src/bot/channel-pacer.js';
 import { SlidingWindow, type GlobalWindows } from '../../src/bot/global-window.js';
-import { type ButtonRows, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
+import { type ButtonRows, QueuePlace, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
 import { webhookBucket } from '../../src/bot/job-deliveries.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -61,6 +61,30 @@ async function* timed(pieces: string[], gapMs: number, failAfter?: number): Asyn
 const explain = (error: unknown) => `⚠️ The reply stopped: ${(error as Error).message}.`;
 
 describe('writeStreamingReply', () => {
+  it("shows a waiting reply's place in the engine's queue, then replaces it with the words", async () => {
+    const channel = new RecordingChannel(1);
+    const pacer = new ChannelPacer({ baseIntervalMs: 1, maxIntervalMs: 1000 });
+    const place = new QueuePlace();
+    let release: () => void = () => {};
+    const started = new Promise<void>((resolve) => (release = resolve));
+    async function* queued(): AsyncGenerator<string> {
+      place.update(2);
+      await expect.poll(() => channel.final()).toEqual(['⏳ Waiting for the model: 2 ahead.']);
+      place.update(0);
+      await expect.poll(() => channel.final()).toEqual(['⏳ Waiting for the model: next in line.']);
+      await started;
+      yield 'Here I am, ';
+      yield 'at last.';
+    }
+    const writing = writeStreamingReply(channel, queued(), { pacer, logger: silent, explain, place });
+    await expect.poll(() => channel.contents.get('m1')?.length ?? 0).toBe(2);
+    release();
+    await writing;
+    expect(channel.order).toEqual(['m1']);
+    expect(channel.final()).toEqual(['Here I am, at last.']);
+    expect(channel.contents.get('m1')!.slice(0, 2)).toEqual(['⏳ Waiting for the model: 2 ahead.', '⏳ Waiting for the model: next in line.']);
+  });
+
   it('puts the final buttons on the last message with the final text, in one request', async () => {
     const rows: ButtonRows = [{ type: 1, components: [{ type: 2, style: 2, custom_id: 'again', emoji: { name: '🔄' } }] }];
     const channel = new RecordingChannel(1);
