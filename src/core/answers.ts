@@ -15,6 +15,8 @@ export type SyncAnswer = ({ text: string } | { audio: Buffer }) & { finishReason
 /** Who answers: one of the conversation's characters; absent, the one it is with. */
 export interface AnswererChoice {
   characterId?: string | undefined;
+  /** Aborts when the caller leaves: generation stops, its slot is free, the reply is not stored. */
+  signal?: AbortSignal | undefined;
 }
 
 const textTypes = ['text/plain', 'text/*', '*/*'];
@@ -52,21 +54,21 @@ export class Answers {
   async answer(actor: Actor, conversationId: string, input: ChatInput, choice: AnswererChoice = {}): Promise<SyncAnswer> {
     const format = this.format(input.allow, false);
     if (format === 'audio') await this.#speakingCharacter(actor, conversationId, choice.characterId);
-    return this.#deliver(await this.chat.send(actor, conversationId, input, { stream: false, characterId: choice.characterId }), format);
+    return this.#deliver(await this.chat.send(actor, conversationId, input, { stream: false, characterId: choice.characterId, signal: choice.signal }), format);
   }
 
   /** Answers the last message again (see `Chat.regenerate`), in the form `allow` asks for. */
-  async regenerate(actor: Actor, conversationId: string, allow: readonly string[] | undefined): Promise<SyncAnswer> {
+  async regenerate(actor: Actor, conversationId: string, allow: readonly string[] | undefined, signal?: AbortSignal): Promise<SyncAnswer> {
     const format = this.format(allow, false);
     // The new reply is written by whoever wrote the one it replaces (in a scene, not always the conversation's own character).
     if (format === 'audio') this.speech!.requireVoice(await this.chat.regenerationWriter(actor, conversationId));
-    return this.#deliver(await this.chat.regenerate(actor, conversationId, { stream: false }), format);
+    return this.#deliver(await this.chat.regenerate(actor, conversationId, { stream: false, signal }), format);
   }
 
   /** Starts a streamed (text) new answer to the last message. */
-  async regenerateStream(actor: Actor, conversationId: string, allow: readonly string[] | undefined): Promise<Reply> {
+  async regenerateStream(actor: Actor, conversationId: string, allow: readonly string[] | undefined, signal?: AbortSignal): Promise<Reply> {
     this.format(allow, true);
-    return this.chat.regenerate(actor, conversationId, { stream: true });
+    return this.chat.regenerate(actor, conversationId, { stream: true, signal });
   }
 
   async #deliver(reply: Reply, format: ReplyFormat): Promise<SyncAnswer> {
@@ -83,7 +85,7 @@ export class Answers {
   /** Starts a streamed (text) reply, after checking what the caller allows. */
   async stream(actor: Actor, conversationId: string, input: ChatInput, choice: AnswererChoice = {}): Promise<Reply> {
     this.format(input.allow, true);
-    return this.chat.send(actor, conversationId, input, { stream: true, characterId: choice.characterId });
+    return this.chat.send(actor, conversationId, input, { stream: true, characterId: choice.characterId, signal: choice.signal });
   }
 
   // An audio answer needs a voice: say so before the message is sent, not after the reply.

@@ -32,6 +32,11 @@ export interface ReplyMode {
    * (the embedded engine's queue), again whenever that changes; never called when it need not wait.
    */
   onQueued?: ((ahead: number) => void) | undefined;
+  /**
+   * Aborts when whoever asked has left (an API client hanging up): generation stops at once and
+   * frees the engine's slot, and the unfinished reply is not stored. The message stays.
+   */
+  signal?: AbortSignal | undefined;
   /** One of the conversation's characters (`CHARACTER_NOT_IN_CONVERSATION` otherwise); default the one it is with. */
   characterId?: string | undefined;
 }
@@ -263,7 +268,7 @@ export class Chat {
     throw new AppError('CONFLICT', 'There is no message to answer again yet: send one first.');
   }
 
-  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, mode: Pick<ReplyMode, 'stream' | 'onQueued'>, replaces?: string): Reply {
+  #start(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, mode: Pick<ReplyMode, 'stream' | 'onQueued' | 'signal'>, replaces?: string): Reply {
     const pieces = new AsyncQueue<string>();
     let markStarted: (failure?: unknown) => void = () => {};
     const started = new Promise<void>((resolve, reject) => {
@@ -303,7 +308,7 @@ export class Chat {
     character: CharacterRecord,
     userMessage: StoredMessage,
     pieces: AsyncQueue<string>,
-    { stream, onQueued }: Pick<ReplyMode, 'stream' | 'onQueued'>,
+    { stream, onQueued, signal }: Pick<ReplyMode, 'stream' | 'onQueued' | 'signal'>,
     markStarted: (failure?: unknown) => void,
     replaces: string | undefined,
   ): Promise<StoredMessage> {
@@ -327,7 +332,7 @@ export class Chat {
       let finish: { usage?: ChatUsage | undefined; truncated?: boolean | undefined } = {};
       const run = async (request: ChatRequest) => {
         if (stream) {
-          for await (const part of this.model.stream(request, { onQueued })) {
+          for await (const part of this.model.stream(request, { onQueued, signal })) {
             // The engine has answered, even if its first text is reasoning the filter holds back.
             markStarted();
             if (part.type === 'text') emit(filter.push(part.text));
@@ -339,7 +344,7 @@ export class Chat {
             if (capped) break;
           }
         } else {
-          const result = await this.model.generate(request, { onQueued });
+          const result = await this.model.generate(request, { onQueued, signal });
           finish = result;
           finishReason = result.finishReason;
           emit(filter.push(result.text));
@@ -386,7 +391,8 @@ export class Chat {
       if (plan.anyFellOut) this.#background(this.#summaries.update(plan.characterNames, conversation.id, plan.firstKept));
       return stored;
     } catch (error) {
-      this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
+      if (signal?.aborted) this.logger.info(log, 'the caller left: the reply was stopped and not stored; the user message is kept');
+      else this.logger.warn({ ...log, err: error }, 'reply failed; the user message is kept');
       markStarted(error);
       pieces.fail(error);
       throw error;

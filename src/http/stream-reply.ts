@@ -12,12 +12,25 @@ import { errorBody, toAppError } from './errors.js';
  * has begun: a failure before any text (engine down, refused key, conversation too long) is
  * thrown to the error handler and becomes a proper 4xx/5xx JSON answer. A failure after the
  * first piece ends with one `data: {"success":false,"error":{…}}` event and no `[DONE]`, so
- * clients that wait for `[DONE]` see it. If the client leaves, the reply still completes and
- * is stored.
+ * clients that wait for `[DONE]` see it. If the client leaves, generation stops (see
+ * `callerLeaving`) and the unfinished reply is not stored; the message is.
  *
  * Events are written straight to Node's response: going through a web ReadableStream cost
  * several times more CPU per piece than everything else on the relay path.
  */
+/**
+ * Aborts when the caller hangs up before its answer is complete: a reply nobody will read
+ * stops at once and gives its engine slot (the embedded engine has a few) to the next one.
+ */
+export function callerLeaving(context: Context<HttpEnv>): AbortSignal {
+  const controller = new AbortController();
+  const response = context.env.outgoing;
+  response.once('close', () => {
+    if (!response.writableFinished) controller.abort(new Error('The caller closed the connection before the answer was complete.'));
+  });
+  return controller.signal;
+}
+
 export async function streamReply(context: Context<HttpEnv>, reply: Reply, logger: Logger): Promise<Response> {
   await reply.started;
   const response = context.env.outgoing;
@@ -35,8 +48,8 @@ export async function streamReply(context: Context<HttpEnv>, reply: Reply, logge
   try {
     for await (const piece of reply.pieces) {
       if (!open()) {
-        // The client's choice, not a failure: the reply goes on and is stored.
-        logger.info({ replyId: reply.id }, 'client left the stream; the reply is still stored');
+        // The client's choice, not a failure: `callerLeaving` has stopped the generation.
+        logger.info({ replyId: reply.id }, 'client left the stream; the reply was stopped');
         break;
       }
       response.write(chunk(piece, null));

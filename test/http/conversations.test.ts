@@ -282,20 +282,43 @@ describe('conversations API', () => {
     expect(listed.body.conversations.map((entry: { id: string }) => entry.id)).toContain(id);
   });
 
-  it('completes and stores a streamed reply even when the client leaves', async () => {
-    api.llm.setScript({ tokens: ['slowly ', 'but ', 'surely ', 'done.'], tokensPerSecond: 20 });
+  it('stops generating when the client leaves: the engine request ends, the message is kept, no half reply is stored', async () => {
+    api.llm.setScript({ tokens: Array.from({ length: 200 }, (_, index) => `word${index} `), tokensPerSecond: 20 });
     const id = await conversation();
     await startAndLeave(id, 'go');
-    await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.messages.length, { timeout: 3000 }).toBe(2);
-    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
-    expect(read.body.messages[1].content).toBe('slowly but surely done.');
+    // The engine's request is closed by us, long before its 200 tokens are out.
+    expect(await api.llm.requests.at(-1)!.outcome).toBe('client-closed');
+    await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.messages.map((message: { content: string }) => message.content)).toEqual(['go']);
+    // The message can be answered again.
+    api.llm.setScript({ reply: 'Back again.' });
+    const again = await api.call('POST', `/api/v0/conversations/${id}/regenerate`, { key: user.key, body: {} });
+    expect(again.body.data).toBe('Back again.');
+  });
+
+  it('stops a synchronous chat whose client hangs up', async () => {
+    // The engine takes its time: the client leaves first.
+    api.llm.setScript({ failure: { kind: 'hang' } });
+    const id = await conversation();
+    const controller = new AbortController();
+    const request = fetch(`${api.url}/api/v0/conversations/${id}/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: 'take your time' }),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await expect.poll(() => api.llm.requests.length > 0 && api.llm.requests.at(-1)!.body.messages?.at(-1)?.content === 'take your time').toBe(true);
+    controller.abort();
+    await request;
+    expect(await api.llm.requests.at(-1)!.outcome).toBe('client-closed');
   });
 
   it('finishes and stores replies still being written when the service stops', async () => {
     api.llm.setScript({ tokens: ['written ', 'during ', 'shutdown.'], tokensPerSecond: 10 });
     const id = await conversation();
-    await startAndLeave(id, 'keep going');
+    const response = await stream(id, { data: 'keep going' });
+    const reading = response.text();
     await api.restart();
+    expect(await reading).toContain('shutdown.');
     const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
     expect(read.body.messages.map((message: { content: string }) => message.content)).toEqual(['keep going', 'written during shutdown.']);
   });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { accountInScope } from '../account-scope.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
-import { streamReply } from '../stream-reply.js';
+import { callerLeaving, streamReply } from '../stream-reply.js';
 import type { ChatInput } from '../../core/chat.js';
 import { AppError, ValidationError } from '../../core/errors.js';
 import { decodeBase64, readJson, readQuery, uuid, uuidParam } from '../validation.js';
@@ -91,14 +91,14 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/chat', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const answer = await core.answers.answer(context.get('actor'), conversationId, chatInput(body, core.chat.inputLimits), { characterId: body.characterId });
+    const answer = await core.answers.answer(context.get('actor'), conversationId, chatInput(body, core.chat.inputLimits), { characterId: body.characterId, signal: callerLeaving(context) });
     return context.json(serializers.syncAnswer(answer));
   });
 
   app.post('/:conversationId/chat/stream', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, chatBody);
-    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body, core.chat.inputLimits), { characterId: body.characterId });
+    const reply = await core.answers.stream(context.get('actor'), conversationId, chatInput(body, core.chat.inputLimits), { characterId: body.characterId, signal: callerLeaving(context) });
     return streamReply(context, reply, dependencies.logger);
   });
 
@@ -106,13 +106,13 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.post('/:conversationId/regenerate', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, regenerateBody);
-    return context.json(serializers.syncAnswer(await core.answers.regenerate(context.get('actor'), conversationId, body.allow)));
+    return context.json(serializers.syncAnswer(await core.answers.regenerate(context.get('actor'), conversationId, body.allow, callerLeaving(context))));
   });
 
   app.post('/:conversationId/regenerate/stream', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, regenerateBody);
-    const reply = await core.answers.regenerateStream(context.get('actor'), conversationId, body.allow);
+    const reply = await core.answers.regenerateStream(context.get('actor'), conversationId, body.allow, callerLeaving(context));
     return streamReply(context, reply, dependencies.logger);
   });
 
