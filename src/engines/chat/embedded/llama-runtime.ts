@@ -4,7 +4,7 @@
  * background after start-up; until it is ready, every chat is refused at once with
  * `MODEL_LOADING` (how far it is) or `MODEL_UNAVAILABLE` (what to do), and `/readyz` says why.
  */
-import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from 'node-llama-cpp';
+import { getLlama, LlamaChat, LlamaLogLevel, resolveChatWrapper, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from 'node-llama-cpp';
 import { EngineError } from '../../../core/errors.js';
 import type { Logger } from '../../../core/ports.js';
 import { checkGgufHeader } from './gguf-header.js';
@@ -131,7 +131,7 @@ export class LlamaRuntime {
     loaded?.slots.rejectAll(new EngineError('the embedded chat engine is closing', { provider: EMBEDDED_PROVIDER, purpose: 'chat', code: 'ENGINE_UNAVAILABLE' }));
     await loaded?.context.dispose().catch(() => undefined);
     await loaded?.model.dispose().catch(() => undefined);
-    await this.#llama?.dispose().catch(() => undefined);
+    await disposeLlama(this.#llama);
   }
 
   async #start(): Promise<void> {
@@ -145,16 +145,7 @@ export class LlamaRuntime {
     this.#status = { state: 'loading' };
     const threads = this.options.threads > 0 ? this.options.threads : availableCores();
     const began = performance.now();
-    const llama = await getLlama({
-      gpu: this.options.gpu === 'off' ? false : 'auto',
-      // Prebuilt binaries only: nothing is compiled or downloaded, at install or at start.
-      build: 'never',
-      skipDownload: true,
-      progressLogs: false,
-      maxThreads: threads,
-      logLevel: LlamaLogLevel.warn,
-      logger: (level, message) => logLlama(logger, level, message),
-    });
+    const llama = await openLlama({ gpu: this.options.gpu, threads, logger });
     this.#llama = llama;
     signal.throwIfAborted();
     const model = await llama.loadModel({ modelPath, loadSignal: signal, ...(this.options.gpu === 'off' ? { gpuLayers: 0 } : {}) });
@@ -166,8 +157,10 @@ export class LlamaRuntime {
       contextSize: this.options.contextTokens ?? { max: perSlot, min: Math.min(perSlot, 1024) },
       threads,
     });
+    // The model's own template, worked out once (it costs a few hundred ms) and shared by every slot.
+    const chatWrapper = resolveChatWrapper(model);
     const slots: LlamaSlot[] = [];
-    for (let index = 0; index < parallel; index += 1) slots.push({ index, chat: new LlamaChat({ contextSequence: context.getSequence() }), history: [] });
+    for (let index = 0; index < parallel; index += 1) slots.push({ index, chat: new LlamaChat({ contextSequence: context.getSequence(), chatWrapper }), history: [] });
     const loaded: LoadedLlama = { model, context, slots: new SlotPool(slots), contextTokens: context.contextSize, parallel, threads };
     if (signal.aborted) {
       await context.dispose();
@@ -190,6 +183,33 @@ export class LlamaRuntime {
       'the chat model is loaded',
     );
   }
+}
+
+/** llama.cpp's binding, from the prebuilt binaries only: nothing is compiled or downloaded, at install or at start. */
+export function openLlama(options: { gpu: 'auto' | 'off'; threads: number; logger: Logger }): Promise<Llama> {
+  return getLlama({
+    gpu: options.gpu === 'off' ? false : 'auto',
+    build: 'never',
+    skipDownload: true,
+    progressLogs: false,
+    maxThreads: options.threads,
+    logLevel: LlamaLogLevel.warn,
+    logger: (level, message) => logLlama(options.logger, level, message),
+  });
+}
+
+/** How long closing waits for the binding to let go. */
+const disposeGraceMs = 2_000;
+
+/**
+ * Releases the binding, waiting a bounded time: after a model failed to load, node-llama-cpp
+ * never returns a guard that model took, and the binding's dispose then waits for good.
+ */
+export async function disposeLlama(llama: Llama | undefined): Promise<void> {
+  if (llama === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([llama.dispose().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, disposeGraceMs).unref()))]);
+  clearTimeout(timer);
 }
 
 /** The KV cache one slot of `contextTokens` takes, as the library estimates it (0 when it cannot). */
