@@ -106,7 +106,8 @@ export async function writeStreamingReply(
 
   const deliver = async (final: boolean): Promise<void> => {
     const parts = wanted(final);
-    // Only the last part's content depends on how much text there is; earlier ones are stable.
+    // Where the text these parts were cut from ends: a message that can no longer be edited is
+    // gone on from there (only the last part grows, so only it is ever edited).
     const upTo = text.trimStart().length;
     for (const [index, content] of parts.entries()) {
       const rows = final && index === parts.length - 1 ? options.finalButtons : undefined;
@@ -190,7 +191,7 @@ export async function writeStreamingReply(
  */
 async function settleCursors(channel: ReplyChannel, settled: readonly { id: string; content: string }[], cursor: string, logger: Logger): Promise<void> {
   for (const message of settled) {
-    if (!message.content.endsWith(cursor)) continue;
+    if (cursor === '' || !message.content.endsWith(cursor)) continue;
     await channel.edit(message.id, message.content.slice(0, -cursor.length).trimEnd()).catch((error: unknown) => logger.debug({ err: error, channelId: channel.id, messageId: message.id }, 'a message keeps its cursor'));
   }
 }
