@@ -35,7 +35,6 @@ describe('persona replies when Discord fails the webhook routes', () => {
   }
 
   const personaMessages = (channelId: string): FakeMessage[] => bot.discord.messages(channelId).filter((message) => message.webhook_id);
-  const personaTexts = (channelId: string): string[] => personaMessages(channelId).map((message) => message.content);
   /** The messages written in answer since `after` (the bot's and its personas'), once they read `text` whole. */
   const reply = (threadId: string, after: FakeMessage, text: string): Promise<FakeMessage[]> =>
     bot.discord.waitFor(() => {
