@@ -2,12 +2,13 @@ import type { Channel, Message } from 'discord.js';
 import type { AvatarUrls } from '../avatar-urls.js';
 import { adminActor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
+import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import type { CharacterRecord } from '../core/records.js';
 import { webhookKeyPrefix } from './channel-pacer.js';
 import { replyChannelOf } from './reply-channel.js';
 import { discordMessageLimit } from './split-message.js';
-import type { ReplyChannel } from './streaming-reply.js';
+import { MessageUneditableError, type ReplyChannel } from './streaming-reply.js';
 import type { Persona, WebhookLease, WebhookPersonas } from './webhook-personas.js';
 
 export interface PersonaRepliesOptions {
@@ -71,6 +72,11 @@ export class PersonaReplies {
  * 15 webhooks already), the reply goes out as the bot, after the explanation the channel gets
  * once. A permission granted later takes effect with the next reply after Discord tells of
  * the change (or within a minute; see `WebhookPersonas`). Each message is edited the way it was sent.
+ *
+ * Personas are an enhancement: when Discord fails the webhook itself (a 5xx after discord.js's
+ * own retries, a timeout) the rest of the reply goes out as the bot, a persona message that
+ * can no longer be edited keeping the words it shows. Nothing is remembered of such a failure:
+ * the next reply tries the persona again.
  */
 export function personaReplyChannel(personas: WebhookPersonas, channel: Channel, persona: Persona, logger: Logger, options: { labelAsBot?: boolean } = {}): ReplyChannel {
   const bot = replyChannelOf(channel);
@@ -90,21 +96,36 @@ export function personaReplyChannel(personas: WebhookPersonas, channel: Channel,
     pacingKey: () => (fellBack ? undefined : (lease?.pacingKey ?? `${webhookKeyPrefix}opening:${channel.id}`)),
     async send(content, rows) {
       if (!fellBack) {
-        const result = await personas.send(channel.id, persona, content, lease, rows);
-        if (result.kind === 'sent') {
+        const result = await personas.send(channel.id, persona, content, lease, rows).catch((error: unknown) => {
+          logger.warn({ err: error, channelId: channel.id }, 'Discord failed a persona post; the bot posts the rest of this reply');
+          return null;
+        });
+        if (result?.kind === 'sent') {
           personaMessages.add(result.messageId);
           lease = result.lease;
           return result.messageId;
         }
         fellBack = true;
-        const explanation = await personas.explanationOnce(channel.id, result.reason);
+        // Only a lasting reason is explained; a failure of Discord's is nothing people can act on.
+        const explanation = result === null ? null : await personas.explanationOnce(channel.id, result.reason);
         if (explanation !== null) {
           await bot.send(explanation).catch((error: unknown) => logger.warn({ err: error, channelId: channel.id }, 'could not say how to enable personas'));
         }
       }
       return asBot.send(content, rows);
     },
-    edit: (messageId, content, rows) => (lease && personaMessages.has(messageId) ? personas.edit(channel.id, lease, messageId, content, rows) : asBot.edit(messageId, content, rows)),
+    async edit(messageId, content, rows) {
+      if (!lease || !personaMessages.has(messageId)) return asBot.edit(messageId, content, rows);
+      try {
+        await personas.edit(channel.id, lease, messageId, content, rows);
+      } catch (error) {
+        // A deleted webhook (the reply goes on through another) or a deleted message: as they are.
+        if (error instanceof MessageUneditableError || error instanceof AppError) throw error;
+        fellBack = true;
+        logger.warn({ err: error, channelId: channel.id, messageId }, 'Discord failed a persona edit; the bot posts the rest of this reply');
+        throw new MessageUneditableError('Discord failed to edit the character message.', { cause: error });
+      }
+    },
     release: () => {
       if (lease) personas.release(lease);
     },

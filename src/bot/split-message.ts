@@ -31,6 +31,18 @@ export function splitMessage(text: string, limit = discordMessageLimit): string[
   return parts;
 }
 
+/**
+ * What follows `offset` of `text`, to go on in a message of its own after one that shows the
+ * text up to there: leading space dropped, or, inside a code block, the block opened again with
+ * its language, so the rest renders as it would have.
+ */
+export function continuationAfter(text: string, offset: number): string {
+  const rest = text.slice(offset);
+  if (rest.trim() === '') return '';
+  const open = openFence(text.slice(0, offset));
+  return open ? `${open.marker}${open.info}\n${rest.replace(/^\n+/, '')}` : rest.trimStart();
+}
+
 /** The best place at or before `limit` to end a message; never before `minimum`. */
 function findCut(text: string, limit: number, minimum: number): number {
   const window = text.slice(0, limit);

@@ -1,7 +1,7 @@
 import type { APIActionRowComponent, APIButtonComponent } from 'discord.js';
 import type { Logger } from '../core/ports.js';
 import type { ChannelPacer } from './channel-pacer.js';
-import { discordMessageLimit, splitMessage } from './split-message.js';
+import { continuationAfter, discordMessageLimit, splitMessage } from './split-message.js';
 
 /** What the writer needs of a Discord channel; the bot adapts discord.js channels to it. */
 export interface ReplyChannel {
@@ -25,8 +25,9 @@ export interface ReplyChannel {
 }
 
 /**
- * Thrown by a channel's `edit` when the message still shows but can never be edited again (a
- * persona's webhook was deleted under it): the writer goes on in a new message.
+ * Thrown by a channel's `edit` when the message still shows but will not be edited again (a
+ * persona's webhook was deleted under it, or Discord kept failing it): the message keeps the
+ * words it shows, and the writer goes on after them in a new message.
  */
 export class MessageUneditableError extends Error {
   constructor(message = 'This message can no longer be edited.', options?: ErrorOptions) {
@@ -101,7 +102,8 @@ const defaultCursor = ' ▌';
  * At most one request is in flight at a time, and text that arrives meanwhile is merged into
  * the next edit, so there is never a backlog of stale edits. Edits are paced per channel by
  * the pacer; the final text goes out as soon as the reply ends, whatever the pacing, with the
- * final buttons. Past 2,000 characters the reply continues in a new message.
+ * final buttons. Past 2,000 characters the reply continues in a new message, and so it does
+ * after a message that can no longer be edited, from the words that message shows.
  */
 export async function writeStreamingReply(
   channel: ReplyChannel,
@@ -109,7 +111,11 @@ export async function writeStreamingReply(
   options: StreamingReplyOptions,
 ): Promise<StreamingReplyResult> {
   const cursor = options.cursor ?? defaultCursor;
-  const sent: { id: string; content: string }[] = [];
+  /** The messages growing now, each with the length of the text its content was cut from. */
+  let sent: { id: string; content: string; upTo: number }[] = [];
+  /** Messages that can no longer be edited, as they show; `sent` goes on from `from` in the text. */
+  const settled: { id: string; content: string }[] = [];
+  let from = 0;
   let text = '';
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -119,11 +125,12 @@ export async function writeStreamingReply(
 
   // Messages as they should read now; the cursor goes on the last one while it still fits.
   const wanted = (final: boolean): string[] => {
-    const shown = text.trimStart();
     const ahead = options.place?.ahead;
-    if (shown.trim() === '' && !final && ahead !== undefined) return [waitingNotice(ahead)];
+    if (text.trim() === '' && !final && ahead !== undefined) return [waitingNotice(ahead)];
+    const rest = continuationAfter(text.trimStart(), from);
+    if (rest === '') return [];
     const limit = channel.maxLength ?? discordMessageLimit;
-    const parts = splitMessage(final ? shown.trimEnd() : shown, limit);
+    const parts = splitMessage(final ? rest.trimEnd() : rest, limit);
     const last = parts.length - 1;
     if (!final && parts[last]!.length + cursor.length <= limit) parts[last] += cursor;
     return parts.filter((part) => part.trim().length > 0);
@@ -131,6 +138,9 @@ export async function writeStreamingReply(
 
   const deliver = async (final: boolean): Promise<void> => {
     const parts = wanted(final);
+    // Where the text these parts were cut from ends: a message that can no longer be edited is
+    // gone on from there (only the last part grows, so only it is ever edited).
+    const upTo = text.trimStart().length;
     for (const [index, content] of parts.entries()) {
       const rows = final && index === parts.length - 1 ? options.finalButtons : undefined;
       const previous = sent[index];
@@ -140,13 +150,19 @@ export async function writeStreamingReply(
           await channel.edit(previous.id, content, rows);
         } catch (error) {
           if (!(error instanceof MessageUneditableError)) throw error;
-          // The message stays as last shown; the reply goes on whole in a new one.
-          options.logger.info({ channelId: channel.id, messageId: previous.id }, 'a reply message can no longer be edited; continuing in a new one');
-          previous.id = await channel.send(content, rows);
+          // Sending the whole part again would show its words twice: the message keeps them,
+          // and the reply goes on after them.
+          options.logger.info({ channelId: channel.id, messageId: previous.id }, 'a reply message can no longer be edited; continuing after it in a new one');
+          from = previous.upTo;
+          settled.push(...sent);
+          sent = [];
+          await deliver(final);
+          return;
         }
         previous.content = content;
+        previous.upTo = upTo;
       } else {
-        sent.push({ id: await channel.send(content, rows), content });
+        sent.push({ id: await channel.send(content, rows), content, upTo });
       }
       options.pacer.sent(pacingKey());
     }
@@ -199,7 +215,20 @@ export async function writeStreamingReply(
   // The final text is delivered now, not at the pace of ordinary edits; discord.js still
   // waits out a 429 or an exhausted bucket before sending it.
   await deliver(true);
-  return { messageIds: sent.map((message) => message.id), text, ...(failure === undefined ? {} : { failure }) };
+  await settleCursors(channel, settled, cursor, options.logger);
+  const messageIds = [...settled, ...sent].map((message) => message.id);
+  return { messageIds, text, ...(failure === undefined ? {} : { failure }) };
+}
+
+/**
+ * A message left behind while it grew still shows the cursor, as if more were coming there:
+ * it is asked once more to drop it (Discord's trouble may have passed); a refusal changes nothing.
+ */
+async function settleCursors(channel: ReplyChannel, settled: readonly { id: string; content: string }[], cursor: string, logger: Logger): Promise<void> {
+  for (const message of settled) {
+    if (cursor === '' || !message.content.endsWith(cursor)) continue;
+    await channel.edit(message.id, message.content.slice(0, -cursor.length).trimEnd()).catch((error: unknown) => logger.debug({ err: error, channelId: channel.id, messageId: message.id }, 'a message keeps its cursor'));
+  }
 }
 
 function startTyping(channel: ReplyChannel, delayMs: number, intervalMs: number, pacer: ChannelPacer, logger: Logger): { stop(): void } {

@@ -180,7 +180,9 @@ export class WebhookPersonas {
   /**
    * Posts `content` as `persona` in a channel or thread; `fallback` when personas cannot work
    * there. The first message of a reply leases a webhook; pass that `lease` for the reply's
-   * later messages, so all of them go (and are edited) through the same webhook.
+   * later messages, so all of them go (and are edited) through the same webhook. Discord's
+   * other failures (a 5xx, a timeout) are thrown and not remembered: they say nothing lasting
+   * about the channel.
    */
   async send(channelId: string, persona: Persona, content: string, lease?: WebhookLease, rows?: ButtonRows): Promise<PersonaSendResult> {
     const target = await this.#target(channelId);
@@ -218,7 +220,11 @@ export class WebhookPersonas {
         return { kind: 'sent', messageId: message.id, lease: held };
       } catch (error) {
         // Someone deleted the webhook: forget it, take (or make) another, try once more.
-        if (attempt > 0 || !isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) throw error;
+        if (attempt > 0 || !isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) {
+          // A lease taken for this post goes back to the pool: no reply holds it, and kept it would look busy for a minute.
+          if (held !== lease) this.release(held);
+          throw error;
+        }
         this.#logger.info({ channelId: target.parentId, webhookId: held.webhookId }, 'webhook was deleted; posting through another');
         await this.#forget(target.parentId, held.pooled);
         held = undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitMessage } from '../../src/bot/split-message.js';
+import { continuationAfter, splitMessage } from '../../src/bot/split-message.js';
 
 function sentences(count: number, seed = 1): string {
   let state = seed;
@@ -69,5 +69,14 @@ describe('splitMessage', () => {
         expect(parts.slice(0, earlier.length - 1)).toEqual(earlier.slice(0, -1));
       }
     }
+  });
+
+  it('goes on after a point of the text as a message of its own: leading space dropped, an open code block opened again', () => {
+    expect(continuationAfter('Once upon a time there', 11)).toBe('time there');
+    const text = 'Look:\n```ts\nconst a = 1;\nconst b = 2;\n```\nDone.';
+    expect(continuationAfter(text, text.indexOf('const b'))).toBe('```ts\nconst b = 2;\n```\nDone.');
+    expect(continuationAfter(text, text.indexOf('Done.'))).toBe('Done.');
+    expect(continuationAfter(text, text.length)).toBe('');
+    expect(continuationAfter('Only this.  \n', 10)).toBe('');
   });
 });

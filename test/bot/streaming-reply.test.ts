@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ChannelPacer } from '../../src/bot/channel-pacer.js';
 import { SlidingWindow, type GlobalWindows } from '../../src/bot/global-window.js';
-import { type ButtonRows, QueuePlace, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
+import { type ButtonRows, MessageUneditableError, QueuePlace, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
 import { webhookBucket } from '../../src/bot/job-deliveries.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -29,9 +29,12 @@ class RecordingChannel implements ReplyChannel {
       return id;
     });
   }
+  /** Messages whose edits fail as one whose persona webhook Discord keeps failing. */
+  readonly uneditable = new Set<string>();
   async edit(messageId: string, content: string, rows?: ButtonRows) {
     this.requests.push({ kind: 'edit', id: messageId, buttons: rows !== undefined });
     await this.#request(async () => {
+      if (this.uneditable.has(messageId)) throw new MessageUneditableError();
       this.contents.get(messageId)!.push(content);
     });
   }
@@ -161,6 +164,29 @@ describe('writeStreamingReply', () => {
     for (const versions of channel.contents.values()) expect(versions.every((version) => version.length <= 1990)).toBe(true);
     expect(Math.max(...channel.final().map((content) => content.length))).toBeGreaterThan(1980);
     expect(channel.final().join(' ')).toBe(pieces.join('').trimEnd());
+  });
+
+  it('goes on after a message that can no longer be edited from the words it shows, repeating none, and asks it once more to drop its cursor', async () => {
+    const channel = new RecordingChannel(1);
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });
+    const words = Array.from({ length: 40 }, (_, index) => `word${index} `);
+    let given = 0;
+    async function* stuckHalfway() {
+      for (const word of words) {
+        // Halfway, the first message's edits start failing for good.
+        if (++given === 20) channel.uneditable.add('m1');
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        yield word;
+      }
+    }
+    const result = await writeStreamingReply(channel, stuckHalfway(), { pacer, logger: silent, explain });
+    const [first, ...rest] = channel.final();
+    expect(first!.endsWith(' ▌')).toBe(true);
+    expect(rest.length).toBeGreaterThan(0);
+    expect([first!.replace(/\s*▌$/, ''), ...rest].join(' ')).toBe(words.join('').trimEnd());
+    expect(result.messageIds).toEqual(channel.order);
+    // The last request: the stuck message without its cursor (refused here, so it stays).
+    expect(channel.requests.at(-1)).toEqual({ kind: 'edit', id: 'm1', buttons: false });
   });
 
   it('ends a failed reply with a visible explanation under the text so far', async () => {

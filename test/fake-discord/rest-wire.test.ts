@@ -52,6 +52,23 @@ describe('fake Discord on the wire', () => {
     expect([empty.status, await empty.json()]).toEqual([400, { message: 'Cannot send an empty message', code: 50006 }]);
   });
 
+  it('fails a route as Discord does when told: 500 with its JSON, 502 with Cloudflare’s page, for N requests or until cleared', async () => {
+    const route = 'GET /channels/{channel.id}/webhooks';
+    const list = () => fetch(api(`/channels/${general}/webhooks`), { headers: auth() });
+    fake.forceServerError({ route, status: 500 });
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const failed = await list();
+      expect([failed.status, failed.headers.get('content-type'), await failed.json()]).toEqual([500, 'application/json', { message: '500: Internal Server Error', code: 0 }]);
+    }
+    fake.clearServerErrors(route);
+    fake.forceServerError({ route, status: 502, count: 1 });
+    const gateway = await list();
+    expect([gateway.status, gateway.headers.get('content-type')]).toEqual([502, 'text/html']);
+    expect(await gateway.text()).toContain('<title>502 Bad Gateway</title>');
+    // Past its count the route answers again (403 here: the bot may not manage webhooks in #general).
+    expect((await list()).status).toBe(403);
+  });
+
   it('answers whole message objects with increasing, time-stamped snowflakes', async () => {
     const first = (await (await postJson(`/channels/${general}/messages`, { content: 'one' })).json()) as Record<string, unknown>;
     const second = (await (await postJson(`/channels/${general}/messages`, { content: 'two' })).json()) as Record<string, unknown>;

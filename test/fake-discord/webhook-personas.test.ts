@@ -4,7 +4,7 @@
  * reused, a webhook made again after deletion, the fallback without Manage Webhooks, streaming
  * edits, threads, and the overrides as stored.
  */
-import { ChannelType, Events, type Message, type TextChannel } from 'discord.js';
+import { ChannelType, Events, HTTPError, type Message, type TextChannel } from 'discord.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AvatarUrls } from '../../src/avatar-urls.js';
@@ -172,6 +172,21 @@ describe('webhook personas', () => {
     // The old message belonged to the deleted webhook: it cannot be edited any more.
     // Its old message still shows but can never be edited again: the writer goes on in a new one.
     await expect(personas.edit(channel.id, first.lease, first.messageId, 'changed')).rejects.toBeInstanceOf(MessageUneditableError);
+  });
+
+  it('throws Discord’s 5xx (after discord.js’s retries) without remembering it, and gives back a webhook it took for a failed post', async () => {
+    const channel = await newChannel('server-errors');
+    const first = await channel.createWebhook({ name: 'Likeness' });
+    await channel.createWebhook({ name: 'Likeness' });
+    const fresh = new WebhookPersonas({ client: setup.client, logger: silentLogger });
+    // discord.js sends each request four times on a 5xx: the lookup fails for good here.
+    setup.fake.forceServerError({ route: 'GET /channels/{channel.id}/webhooks', status: 500, count: 4 });
+    await expect(fresh.send(channel.id, ada, 'lost')).rejects.toBeInstanceOf(HTTPError);
+    setup.fake.forceServerError({ route: 'POST /webhooks/{webhook.id}/{webhook.token}', status: 502, count: 4 });
+    await expect(fresh.send(channel.id, ada, 'lost too')).rejects.toMatchObject({ status: 502 });
+    // The failed post's webhook is free again: the next reply takes it, the first of two idle ones.
+    expect(await fresh.send(channel.id, ada, 'arrives')).toMatchObject({ kind: 'sent', lease: { webhookId: first.id } });
+    expect(setup.fake.messages(channel.id).map((message) => message.content)).toEqual(['arrives']);
   });
 
   it('signals the fallback without Manage Webhooks, explains once per channel, and works once granted', async () => {

@@ -93,3 +93,27 @@ export const oldMessageEditLimit = simple(
   30046,
   'Maximum number of edits to messages older than 1 hour reached. Try again later.',
 );
+
+/** A 5xx answer as it reaches a client: a raw body and its content type. */
+export interface ServerErrorAnswer {
+  status: number;
+  contentType: string;
+  text: string;
+}
+
+const statusTexts: Record<number, string> = { 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
+
+/**
+ * Discord's own 500 is JSON (`{"message": "500: Internal Server Error", "code": 0}`); a 502,
+ * 503 or 504 comes from Cloudflare in front of it, as an HTML page, so a client must not
+ * count on a JSON body there.
+ */
+export function serverError(status: number): ServerErrorAnswer {
+  if (status === 500) return { status, contentType: 'application/json', text: JSON.stringify({ message: '500: Internal Server Error', code: 0 }) };
+  const title = `${status} ${statusTexts[status] ?? 'Server Error'}`;
+  return {
+    status,
+    contentType: 'text/html',
+    text: `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n`,
+  };
+}

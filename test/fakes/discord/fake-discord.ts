@@ -129,8 +129,13 @@ export interface FakeDiscord {
   /** Backdates (or postdates) a message's creation time, e.g. to test the one-hour webhook edit limit. */
   setMessageTimestamp(messageId: string, epochMilliseconds: number): void;
   forceRateLimit(rule: ForcedRateLimit): void;
-  /** Answers the next `count` requests of a route with a server error (e.g. 503 from `GET /gateway/bot`). */
+  /**
+   * Answers the next `count` requests of a route with a server error (e.g. 503 from `GET /gateway/bot`),
+   * or every one until `clearServerErrors` without a count: 500 as Discord words it, 502/503/504 as Cloudflare does.
+   */
   forceServerError(rule: ForcedServerError): void;
+  /** Ends forced server errors: those of `route` (`METHOD /template`), or all. */
+  clearServerErrors(route?: string): void;
   /** Plugs voice in (see `startFakeVoice`): `build` gets the fake's internals; returns what it built. One at a time. */
   installVoice<Extension extends VoiceExtension>(build: (context: FakeContext) => Extension): Extension;
 
@@ -428,6 +433,12 @@ class RunningFakeDiscord extends DiscordDriver implements FakeDiscord {
 
   forceServerError(rule: ForcedServerError): void {
     this.#parts.serverErrors.push({ ...rule });
+  }
+
+  clearServerErrors(route?: string): void {
+    const { serverErrors } = this.#parts;
+    const kept = serverErrors.filter((rule) => route !== undefined && rule.route !== route);
+    serverErrors.splice(0, serverErrors.length, ...kept);
   }
 
   installVoice<Extension extends VoiceExtension>(build: (context: FakeContext) => Extension): Extension {

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { UploadedFile } from './attachments.js';
 import type { FakeContext } from './context.js';
-import { DiscordHttpError, entityTooLarge, invalidJson, methodNotAllowed, notFound, unauthorized } from './errors.js';
+import { DiscordHttpError, entityTooLarge, invalidJson, methodNotAllowed, notFound, serverError, unauthorized, type ServerErrorAnswer } from './errors.js';
 import type { FakeGateway } from './gateway.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { RouteAnswer, RouteMatch, RouteRequest, Router } from './router.js';
@@ -33,13 +33,16 @@ export interface RecordedRequest {
   authenticated: boolean;
 }
 
-/** A server error to answer instead of the route, e.g. a 503 from `/gateway/bot` during an outage. */
+/**
+ * A server error to answer instead of the route, e.g. a 503 from `/gateway/bot` during an
+ * outage: 500 with Discord's JSON body, 502/503/504 with Cloudflare's HTML page.
+ */
 export interface ForcedServerError {
   /** `METHOD /template`, as in `RecordedRequest.route`, e.g. `GET /gateway/bot`. */
   route: string;
   status: number;
-  /** How many matching requests fail; then the route answers normally. */
-  count: number;
+  /** How many matching requests fail, then the route answers normally; without it, every one until `clearServerErrors`. */
+  count?: number;
 }
 
 export interface HttpServerDependencies {
@@ -139,35 +142,37 @@ async function handle(dependencies: HttpServerDependencies, request: IncomingMes
   const record: RecordedRequest = { method, route: null, path, query: url.searchParams, body: undefined, files: [], status: 0, timestamp, durationMs: 0, authenticated: false };
   const raw = await readBody(request);
   let headers: Record<string, string> = {};
-  let answer: RouteAnswer;
+  let answer: RouteAnswer | ServerErrorAnswer;
   try {
     if (raw === null) throw entityTooLarge();
     if (match === null) throw notFound();
     if (match === 'method-not-allowed') throw methodNotAllowed();
     record.route = match.name;
-    const forced = dependencies.serverErrors.find((rule) => rule.route === match.name && rule.count > 0);
+    const forced = dependencies.serverErrors.find((rule) => rule.route === match.name && (rule.count === undefined || rule.count > 0));
     if (forced !== undefined) {
-      forced.count -= 1;
-      throw new DiscordHttpError(forced.status, { message: 'Service Unavailable', code: 0 });
-    }
-    const token = authenticate(match, request, context.token);
-    record.authenticated = token !== null;
-    const parsed = await parseBody(request.headers['content-type'] ?? '', raw);
-    record.body = parsed.body;
-    record.files = parsed.files.map((file) => ({ field: file.field, filename: file.filename, size: file.bytes.length, contentType: file.contentType }));
-    const verdict = dependencies.limiter.check({ method, route: match.name, bucket: match.route.bucket, majorParameter: match.majorParameter, token, ip: request.socket.remoteAddress ?? 'unknown' });
-    headers = verdict.headers;
-    if (verdict.refusal !== null) {
-      answer = { status: 429, body: verdict.refusal };
+      if (forced.count !== undefined) forced.count -= 1;
+      answer = serverError(forced.status);
     } else {
-      answer = match.route.handle(routeRequest(match, url.searchParams, parsed.body, parsed.files), context);
+      const token = authenticate(match, request, context.token);
+      record.authenticated = token !== null;
+      const parsed = await parseBody(request.headers['content-type'] ?? '', raw);
+      record.body = parsed.body;
+      record.files = parsed.files.map((file) => ({ field: file.field, filename: file.filename, size: file.bytes.length, contentType: file.contentType }));
+      const verdict = dependencies.limiter.check({ method, route: match.name, bucket: match.route.bucket, majorParameter: match.majorParameter, token, ip: request.socket.remoteAddress ?? 'unknown' });
+      headers = verdict.headers;
+      if (verdict.refusal !== null) {
+        answer = { status: 429, body: verdict.refusal };
+      } else {
+        answer = match.route.handle(routeRequest(match, url.searchParams, parsed.body, parsed.files), context);
+      }
     }
   } catch (error) {
     if (!(error instanceof DiscordHttpError)) throw error;
     answer = { status: error.status, body: error.body };
   }
   if (dependencies.latencyMs > 0) await sleep(dependencies.latencyMs);
-  send(response, answer.status, headers, answer.body);
+  if ('text' in answer) response.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.text) }).end(answer.text);
+  else send(response, answer.status, headers, answer.body);
   record.status = answer.status;
   record.durationMs = performance.now() - started;
   dependencies.record(record);
