@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { ChatModel, Embedder, TokenCounter } from './core/ports.js';
 import { createEmbeddedChatModel } from './engines/chat/embedded/embedded-chat.js';
+import { createEmbeddedEmbedder } from './engines/chat/embedded/embedded-embedder.js';
 import { createEmbeddedTokenCounter } from './engines/chat/embedded/embedded-tokens.js';
 import { LlamaRuntime, type ModelFileSource, type RuntimeStatus } from './engines/chat/embedded/llama-runtime.js';
 import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
@@ -67,13 +68,25 @@ function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
   });
   runtime.start();
   const chatModel = createEmbeddedChatModel(runtime, config.llm.model);
+  // A second, small model in the same process: memories ranked by meaning, not only words.
+  const embedder = config.embeddingsModel
+    ? createEmbeddedEmbedder({
+        modelName: config.embeddingsModel,
+        modelFile: modelFileSource(config.embeddingsModel),
+        gpu: embedded.gpu,
+        threads: embedded.threads,
+        logger: logger.child({ module: 'embeddings' }),
+      })
+    : undefined;
   return {
     chatModel,
     tokenCounter: createEmbeddedTokenCounter(runtime),
-    embedder: undefined,
+    embedder,
     contextTokens: () => runtime.contextTokens ?? config.llm.contextTokens ?? contextBeforeLoading,
     health: () => healthOf(runtime.status, config.llm.model),
-    close: () => runtime.close(),
+    close: async () => {
+      await Promise.allSettled([runtime.close(), embedder?.close()]);
+    },
   };
 }
 
