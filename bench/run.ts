@@ -11,6 +11,7 @@ import { benchmarkAppends } from './append-throughput.js';
 import { benchmarkConversationRead } from './conversation-read.js';
 import { benchmarkDiscordPersonas } from './discord-personas.js';
 import { benchmarkDiscordStreams } from './discord-streams.js';
+import { benchmarkEmbedded } from './embedded.js';
 import { benchmarkImageJobs } from './images.js';
 import { benchmarkDiscordImages } from './discord-images.js';
 import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
@@ -36,6 +37,7 @@ try {
   if (selected('speech')) results.speechSynthesis = await benchmarkSpeechSynthesis();
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
+  if (selected('embedded')) results.embedded = await benchmarkEmbedded(path.join(scratch, 'embedded'));
   if (selected('discord-images')) results.discordImages = await benchmarkDiscordImages(path.join(scratch, 'discord-images'));
 } finally {
   await rm(scratch, { recursive: true, force: true });
