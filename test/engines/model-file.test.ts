@@ -1,15 +1,18 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import lockfile from 'proper-lockfile';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ModelFileError, resolveModelFile, type ModelFileState, type ResolveModelFileOptions } from '../../src/engines/chat/embedded/model-file.js';
 import { modelBlob, startFakeModelHost, type FakeModelHost, type FakeModelHostOptions } from '../fakes/fake-model-host.js';
 
+const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const blob = modelBlob(3 * 1024 * 1024);
 const silent = pino({ level: 'silent' });
 
@@ -318,5 +321,56 @@ describe('resolveModelFile: abort and the lock', () => {
     await writeFile(`${target}.part.json`, JSON.stringify({ source: 'x', totalBytes: blob.length }));
     await expectWholeFile(await resolveWith('hf:owner/repo/file.gguf'));
     expect(fileRequests(fake)[0]?.headers.range).toBe(`bytes=${1024 * 1024}-`);
+  });
+});
+
+describe('npm run model:fetch', () => {
+  interface Run {
+    code: number | null;
+    stdout: string;
+    stderr: string;
+  }
+
+  function runFetch(environment: Record<string, string>, onLine: (line: string) => void = () => undefined): Promise<Run> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/model-fetch.ts'], {
+      cwd: repositoryRoot,
+      env: { ...process.env, HF_TOKEN: '', DATA_DIR: dataDir, ...environment },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      stdout += text;
+      for (const line of text.split('\n')) onLine(line);
+    });
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  }
+
+  it('two processes fetching at once: the body is served once and both exit 0 with the same whole file', { timeout: 60_000 }, async () => {
+    const fake = await startHost();
+    let releaseBody: () => void = () => undefined;
+    fake.script.push({ kind: 'pause', afterBytes: 256 * 1024, until: new Promise<void>((resolve) => (releaseBody = resolve)) });
+    const environment = { LLM_MODEL: 'hf:owner/repo/file.gguf', HF_ENDPOINT: fake.url };
+    // The first body stays paused until the other process says it is waiting for the lock.
+    const onLine = (line: string): void => {
+      if (line.includes('waiting')) releaseBody();
+    };
+    const runs = await Promise.all([runFetch(environment, onLine), runFetch(environment, onLine)]);
+
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout.trim().split('\n').at(-1)).toBe(fileTarget());
+    }
+    expect(runs.some((run) => run.stdout.includes('100.0%'))).toBe(true);
+    await expectWholeFile(fileTarget());
+    expect(fileRequests(fake)).toHaveLength(1);
+    expect(fake.servedBytes()).toBe(blob.length);
+  });
+
+  it('exits 1 with a message saying what to do when the host is unreachable', { timeout: 60_000 }, async () => {
+    const run = await runFetch({ LLM_MODEL: 'hf:owner/repo/file.gguf', HF_ENDPOINT: `http://127.0.0.1:${await closedPort()}` });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('HF_ENDPOINT');
   });
 });
