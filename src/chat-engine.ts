@@ -3,13 +3,12 @@
  * embedder, the context a request may hold, and the state `/readyz` reports. Embedded
  * (llama.cpp in this process) when LLM_BASE_URL is unset; an OpenAI-compatible server otherwise.
  */
-import { stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { ChatModel, Embedder, TokenCounter } from './core/ports.js';
 import { createEmbeddedChatModel } from './engines/chat/embedded/embedded-chat.js';
 import { createEmbeddedEmbedder } from './engines/chat/embedded/embedded-embedder.js';
+import { resolveModelFile } from './engines/chat/embedded/model-file.js';
 import { createEmbeddedTokenCounter } from './engines/chat/embedded/embedded-tokens.js';
 import { LlamaRuntime, type ModelFileSource, type RuntimeStatus } from './engines/chat/embedded/llama-runtime.js';
 import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
@@ -59,7 +58,7 @@ function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
   const { embedded } = config.llm;
   const runtime = new LlamaRuntime({
     modelName: config.llm.model,
-    modelFile: modelFileSource(config.llm.model),
+    modelFile: modelFileSource(config.llm.model, config, logger.child({ module: 'model-file' })),
     gpu: embedded.gpu,
     threads: embedded.threads,
     parallel: embedded.parallel,
@@ -72,7 +71,7 @@ function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
   const embedder = config.embeddingsModel
     ? createEmbeddedEmbedder({
         modelName: config.embeddingsModel,
-        modelFile: modelFileSource(config.embeddingsModel),
+        modelFile: modelFileSource(config.embeddingsModel, config, logger.child({ module: 'model-file' })),
         gpu: embedded.gpu,
         threads: embedded.threads,
         logger: logger.child({ module: 'embeddings' }),
@@ -111,12 +110,18 @@ function healthOf(status: RuntimeStatus, model: string): ChatModelHealth {
   }
 }
 
-/** A local GGUF file named by LLM_MODEL. */
-function modelFileSource(model: string): ModelFileSource {
-  return async () => {
-    const file = path.resolve(model);
-    const found = await stat(file).catch(() => undefined);
-    if (!found?.isFile()) throw new Error(`LLM_MODEL names ${file}, which does not exist. Set LLM_MODEL to a .gguf file or an hf: URI.`);
-    return file;
-  };
+/** The model file `model` names (a path, an hf: URI, a URL), fetched into DATA_DIR/models when it is not there yet. */
+function modelFileSource(model: string, config: Config, logger: Logger): ModelFileSource {
+  return (onProgress, signal) =>
+    resolveModelFile({
+      model,
+      directory: config.llm.embedded.modelsDir,
+      huggingFace: config.llm.embedded.huggingFace,
+      logger,
+      signal,
+      onState: (state) => {
+        if (state.state === 'downloading') onProgress({ percent: state.percent, detail: 'the model is being fetched' });
+        else if (state.state === 'waiting-for-other-process') onProgress({ detail: 'another process on this DATA_DIR is fetching the model' });
+      },
+    });
 }

@@ -3,29 +3,33 @@
  * the same code the service uses (so the same place, lock and resume). Prints progress lines,
  * then the file's path; exits 1 with a message saying what to do when it cannot.
  */
-import path from 'node:path';
 import { pino } from 'pino';
 import { resolveModelFile, type ModelFileState } from './engines/chat/embedded/model-file.js';
+import { ConfigError, parseConfig } from './config.js';
 import { createLogger } from './logger.js';
 
-// TODO(main): take these from parseConfig once config.llm.embedded lands
+/** What to fetch and where, as the service reads it: LLM_MODEL, DATA_DIR, HF_ENDPOINT, HF_TOKEN. */
 function modelSettings(environment: NodeJS.ProcessEnv) {
-  const setting = (name: string): string | undefined => {
-    const value = environment[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  return {
-    model: setting('LLM_MODEL') ?? 'hf:bartowski/Qwen2.5-1.5B-Instruct-GGUF/Qwen2.5-1.5B-Instruct-Q4_K_M.gguf',
-    directory: path.join(path.resolve(setting('DATA_DIR') ?? './data'), 'models'),
-    huggingFace: { endpoint: setting('HF_ENDPOINT') ?? 'https://huggingface.co', token: setting('HF_TOKEN') },
-  };
+  const { llm } = parseConfig(environment);
+  return { model: llm.model, directory: llm.embedded.modelsDir, huggingFace: llm.embedded.huggingFace };
 }
 
 /** At most one progress line a second: enough to watch, few enough to read in a CI log. */
 const PRINT_INTERVAL_MS = 1000;
 
 async function main(): Promise<number> {
-  const settings = modelSettings(process.env);
+  let settings: ReturnType<typeof modelSettings>;
+  try {
+    settings = modelSettings(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    return 2;
+  }
+  if (process.env.LLM_BASE_URL?.trim()) {
+    console.error('LLM_BASE_URL is set: chats go to that server, which has its own models. Unset it to fetch the embedded engine\'s model.');
+    return 2;
+  }
   // Progress goes to stdout as plain lines; the log keeps to warnings, on stderr.
   const logger = createLogger('warn', pino.destination(2));
   const stop = new AbortController();
