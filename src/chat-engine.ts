@@ -23,12 +23,23 @@ export interface ChatEngine {
   embedder: Embedder | undefined;
   /** Tokens one request may hold: configured, or the embedded engine's slot once it is loaded. */
   contextTokens: number | (() => number);
-  health(): ChatModelHealth;
+  /** Undefined in a process that does not chat (ROLES without api or a bot of its own). */
+  health(): ChatModelHealth | undefined;
   close(): Promise<void>;
 }
 
 /** Until the embedded model is loaded its slot size is unknown; prompts are refused meanwhile anyway. */
 const contextBeforeLoading = 4096;
+
+/**
+ * Whether this process answers chats: the API does, and the bot does where it runs in this
+ * process (a shard manager's shards chat in their own processes). Only these load the
+ * embedded model: a worker process holds no copy of it.
+ */
+export function processChats(config: Config): boolean {
+  const { roles, discord } = config;
+  return roles.has('api') || (roles.has('bot') && discord.token !== undefined && discord.shards === undefined);
+}
 
 export function createChatEngine(config: Config, logger: Logger): ChatEngine {
   return config.llm.engine === 'embedded' ? createEmbeddedEngine(config, logger) : createRemoteEngine(config, logger);
@@ -65,10 +76,19 @@ function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
     contextTokens: config.llm.contextTokens,
     logger: logger.child({ module: 'llama' }),
   });
-  runtime.start();
+  const chats = processChats(config);
+  if (chats && (config.storeUrl.startsWith('postgres') || config.discord.shards !== undefined)) {
+    // Several processes: each one that chats would hold its own copy of the model in memory.
+    logger.warn(
+      { model: config.llm.model },
+      'the embedded chat engine loads the model into every process that chats; with several processes (a shared PostgreSQL store, DISCORD_SHARDS) set LLM_BASE_URL to one llama-server or vLLM instead (README: Running at scale)',
+    );
+  }
+  if (chats) runtime.start();
+  else runtime.stand('this process does not answer chats (ROLES has neither api nor a bot of its own)');
   const chatModel = createEmbeddedChatModel(runtime, config.llm.model);
   // A second, small model in the same process: memories ranked by meaning, not only words.
-  const embedder = config.embeddingsModel
+  const embedder = config.embeddingsModel && chats
     ? createEmbeddedEmbedder({
         modelName: config.embeddingsModel,
         modelFile: modelFileSource(config.embeddingsModel, config, logger.child({ module: 'model-file' })),
@@ -82,7 +102,7 @@ function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
     tokenCounter: createEmbeddedTokenCounter(runtime),
     embedder,
     contextTokens: () => runtime.contextTokens ?? config.llm.contextTokens ?? contextBeforeLoading,
-    health: () => healthOf(runtime.status, config.llm.model),
+    health: () => (chats ? healthOf(runtime.status, config.llm.model) : undefined),
     close: async () => {
       await Promise.allSettled([runtime.close(), embedder?.close()]);
     },

@@ -139,3 +139,17 @@ describe('the embedded engine without its model', () => {
     expect(refused.body.error.message).toContain('missing.gguf');
   });
 });
+
+describe('a process that does not chat', () => {
+  let api: Harness;
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('loads no model (ROLES=worker): /readyz is ready without one', async () => {
+    api = await embedded(path.join(models, 'never-loaded.gguf'), { ROLES: 'worker' });
+    const ready = await api.call('GET', '/readyz', { key: null });
+    expect(ready.status).toBe(200);
+    expect(ready.body.chatModel).toBeUndefined();
+  });
+});

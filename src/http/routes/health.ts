@@ -12,7 +12,7 @@ export interface HealthProbes {
   /** Whether the store answers a read. */
   storeReachable(): Promise<boolean>;
   /** The chat engine's state: the embedded one is not ready until its model is fetched and loaded. */
-  chatModel?(): ChatModelHealth;
+  chatModel?(): ChatModelHealth | undefined;
 }
 
 /** What /readyz says of the chat model; `reason` says why it is not ready and what to do. */

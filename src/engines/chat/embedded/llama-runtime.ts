@@ -82,6 +82,11 @@ export class LlamaRuntime {
     });
   }
 
+  /** Marks the engine as never to be loaded here, saying why, so a chat that reaches it is told. */
+  stand(reason: string): void {
+    this.#status = { state: 'failed', reason };
+  }
+
   /** Settles once the model is loaded or has failed for good. */
   async ready(): Promise<RuntimeStatus> {
     this.start();
