@@ -85,7 +85,7 @@ describe('Discord trouble does not take the API down', () => {
     expect((await json(`${url}/readyz`)).status).toBe(503);
     await service.discordReady();
     expect((await json(`${url}/healthz`)).body).toEqual({ status: 'ok', discord: 'ready' });
-    expect(await json(`${url}/readyz`)).toEqual({ status: 200, body: { status: 'ready', notReady: [], store: 'ok', discord: 'ready' } });
+    expect(await json(`${url}/readyz`)).toEqual({ status: 200, body: { status: 'ready', notReady: [], store: 'ok', discord: 'ready', chatModel: { ready: true, engine: 'openai-compatible', model: 'llama3.2' } } });
     expect(gatewayRequests(discord)).toBe(7);
     expect(logs.filter((line) => line.msg === 'Discord bot could not start; retrying')).toHaveLength(1);
   });
