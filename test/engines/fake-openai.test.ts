@@ -66,6 +66,14 @@ describe('fake OpenAI-compatible server', () => {
     expect(text.endsWith('error: {"code":500,"message":"boom","type":"server_error"}\n\ndata: [DONE]\n\n')).toBe(true);
   });
 
+  it('refuses a streamed prompt longer than the slot as llama-server b4748 does: 200, a bare error line, [DONE]', async () => {
+    const { contentType, text } = await rawStream({ flavor: 'llama-server', slotContext: 2 });
+    expect(contentType).toBe('text/event-stream');
+    expect(text).toBe(
+      'error: {"code":400,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"exceed_context_size_error"}\n\ndata: [DONE]\n\n',
+    );
+  });
+
   it('reports every token write with its time', async () => {
     written.length = 0;
     await rawStream({ tokens: ['one', 'two', 'three'], tokensPerSecond: 100 });

@@ -57,7 +57,7 @@ describe('llama-server context, tokens and images over the wire', () => {
     }
   });
 
-  it('marks the 400 exceed_context_size_error as context exceeded, streamed or not', async () => {
+  it('marks the 400 exceed_context_size_error as context exceeded, streamed (inside a 200 stream) or not', async () => {
     context.fake.setScript({ flavor: 'llama-server', slotContext: 16 });
     const model = context.model();
     const long = userSays('word '.repeat(100));
@@ -67,6 +67,16 @@ describe('llama-server context, tokens and images over the wire', () => {
     expect((streamed as EngineError).status).toBe(400);
     const whole = await model.generate(long).catch((error: unknown) => error);
     expect((whole as EngineError).reason).toBe('context-exceeded');
+  });
+
+  it('reads a refusal reported inside a stream as the same refusal answered by status', async () => {
+    const model = context.model();
+    context.fake.setScript({ failure: { kind: 'error-event', afterTokens: 0, code: 400, type: 'exceed_context_size_error', message: 'the request exceeds the available context size' } });
+    expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: 'context-exceeded', code: 'ENGINE_CONTEXT_EXCEEDED' });
+    context.fake.setScript({ failure: { kind: 'error-event', afterTokens: 0, code: 500, message: 'image input is not supported - hint: you may need to provide the mmproj' } });
+    expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: 'images-unsupported' });
+    context.fake.setScript({ flavor: 'llama-server', failure: { kind: 'legacy-error-line', afterTokens: 0, message: 'slot unavailable' } });
+    expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: undefined });
   });
 
   it('reports truncated: true when the engine shifted the context', async () => {

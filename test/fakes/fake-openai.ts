@@ -469,21 +469,27 @@ function refuseImageParts(response: ServerResponse, body: FakeRequestBody): bool
   return true;
 }
 
-/** What llama-server answers before generating: the image-part 500, the context 400. True when it refused. */
+/**
+ * What llama-server answers before generating: the image-part 500, the context 400. True when it
+ * refused. Build b4748 finds a prompt too long only once its slot takes the request, after a
+ * streamed answer's headers went out: a stream gets 200, a bare `error:` line and `[DONE]`.
+ */
 function refuseLikeLlamaServer(response: ServerResponse, body: FakeRequestBody, script: FakeChatScript): boolean {
   if (script.textOnly && refuseImageParts(response, body)) return true;
   const prompt = fakePromptTokens(body);
   if (script.slotContext !== undefined && !script.contextShift && prompt > script.slotContext) {
+    const error = {
+      code: 400,
+      message: 'the request exceeds the available context size. try increasing the context size or enable context shift',
+      type: 'exceed_context_size_error',
+    };
+    if (body.stream === true) {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`error: ${JSON.stringify(error)}\n\ndata: [DONE]\n\n`);
+      return true;
+    }
     response.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({
-      error: {
-        code: 400,
-        message: 'the request exceeds the available context size. try increasing the context size or enable context shift',
-        type: 'exceed_context_size_error',
-        n_prompt_tokens: prompt,
-        n_ctx: script.slotContext,
-      },
-    }));
+    response.end(JSON.stringify({ error: { ...error, n_prompt_tokens: prompt, n_ctx: script.slotContext } }));
     return true;
   }
   return false;
