@@ -2,6 +2,7 @@
  * The fake must send the exact shapes the adapters are tested against; these tests read its
  * raw bytes, so a fake that drifts from the wire notes fails here rather than silently.
  */
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeChatScript, type FakeChunkWritten, type FakeOpenAI } from '../fakes/fake-openai.js';
 
@@ -82,6 +83,24 @@ describe('fake OpenAI-compatible server', () => {
     expect(tokens[0]?.request.chunkWrittenAt).toEqual(tokens.map((event) => event.writtenAt));
     expect((tokens[2]?.writtenAt ?? 0) - (tokens[0]?.writtenAt ?? 0)).toBeGreaterThan(15);
     expect(written.map((event) => event.kind)).toEqual(['role', 'token', 'token', 'token', 'finish', 'usage', 'done']);
+  });
+
+  it('serves only httpThreads connections at once: an idle kept-alive one holds its thread', async () => {
+    const threaded = await startFakeOpenAI({ httpThreads: 1, keepAliveTimeoutMs: 60_000, script: { flavor: 'llama-server' } });
+    const first = new Agent();
+    const second = new Agent();
+    try {
+      const tokenize = (dispatcher: Agent) => request(`${threaded.baseURL.replace(/\/v1$/, '')}/tokenize`, { method: 'POST', body: '{"content":"a"}', dispatcher });
+      await (await tokenize(first)).body.json();
+      const waiting = tokenize(second);
+      await expect.poll(() => threaded.waitingConnections()).toBe(1);
+      // The first client lets its idle connection go: the waiting one is served.
+      await first.close();
+      expect((await waiting).statusCode).toBe(200);
+    } finally {
+      await Promise.all([first.destroy(), second.destroy()]);
+      await threaded.close();
+    }
   });
 
   it('answers unknown routes with an OpenAI-style 404', async () => {

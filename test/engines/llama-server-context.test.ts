@@ -3,7 +3,7 @@ import { EngineError } from '../../src/core/errors.js';
 import type { ChatRequest } from '../../src/core/ports.js';
 import { createLlamaServerTokenCounter, serverRoot } from '../../src/engines/chat/llama-server-tokens.js';
 import { chatFailureReason } from '../../src/engines/chat/openai-wire.js';
-import { fakeTokenCount } from '../fakes/fake-openai.js';
+import { fakeTokenCount, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { collect, useFakeChat, userSays } from './chat-helpers.js';
 
 const withImage: ChatRequest = {
@@ -29,6 +29,20 @@ describe('llama-server context, tokens and images over the wire', () => {
       expect(context.fake.requests.filter((request) => request.path === '/tokenize')).toHaveLength(texts.length);
     } finally {
       await counter.close();
+    }
+  });
+
+  it('counts many texts over two connections, leaving llama-server’s other HTTP threads to the chat', async () => {
+    // Three threads (-np 1 on two cores); idle connections held for as long as the test runs.
+    const engine = await startFakeOpenAI({ httpThreads: 3, keepAliveTimeoutMs: 60_000, script: { flavor: 'llama-server' } });
+    const counter = createLlamaServerTokenCounter({ baseURL: engine.baseURL, headersTimeoutMs: 1_000 });
+    try {
+      const texts = Array.from({ length: 30 }, (_, index) => `text number ${index} ${'word '.repeat(index)}`);
+      expect(await counter.count(texts)).toEqual(texts.map(fakeTokenCount));
+      expect(engine.connectionCount()).toBeLessThanOrEqual(2);
+    } finally {
+      await counter.close();
+      await engine.close();
     }
   });
 

@@ -4,8 +4,8 @@
  * failures. Scriptable per test; cheap enough for benchmarks: one timer per open stream at most.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { listenWithThreads } from './http-threads.js';
 
 export type FakeFlavor = 'openai' | 'llama-server' | 'ollama';
 
@@ -114,6 +114,13 @@ export interface FakeOpenAIOptions {
   recordRequests?: boolean;
   recordChunkTimes?: boolean;
   onChunkWritten?: (event: FakeChunkWritten) => void;
+  /**
+   * Connections served at once, as llama-server's `--threads-http` (default there:
+   * max(np + 2, cores - 1)); further ones wait until a served one closes. Unbounded by default.
+   */
+  httpThreads?: number;
+  /** How long an idle kept-alive connection stays open (and holds its thread); llama-server's is 5 s, like Node's default. */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface FakeOpenAI {
@@ -125,6 +132,8 @@ export interface FakeOpenAI {
   openResponses(): number;
   /** TCP connections accepted so far; fewer than requests means sockets were reused. */
   connectionCount(): number;
+  /** Connections accepted but waiting for one of the `httpThreads`. */
+  waitingConnections(): number;
   close(): Promise<void>;
 }
 
@@ -196,6 +205,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const keepAlive = (current.keepAlives ?? []).map((line) => `${line}${eol}${eol}`).join('');
     response.writeHead(200, { 'content-type': flavor === 'openai' ? 'text/event-stream; charset=utf-8' : 'text/event-stream', 'cache-control': 'no-cache' });
     response.flushHeaders();
+    // llama-server closes the connection after a streamed answer although it announced
+    // keep-alive, which frees its HTTP thread.
+    const socket = response.socket;
+    if (flavor === 'llama-server') response.once('finish', () => socket?.end());
     let timer: NodeJS.Timeout | undefined;
     response.on('close', () => clearTimeout(timer));
     const write = (kind: FakeChunkKind, text: string, token?: string): void => {
@@ -231,22 +244,19 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     step();
   }
 
-  let connections = 0;
-  server.on('connection', () => {
-    connections += 1;
-  });
-  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0, backlog: 4096 }, resolve));
-  const { port } = server.address() as AddressInfo;
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  const threads = await listenWithThreads(server, options.httpThreads);
+  const { port } = threads;
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
     setScript: (next) => { script = next; },
     openResponses: () => open.size,
-    connectionCount: () => connections,
+    connectionCount: () => threads.accepted(),
+    waitingConnections: () => threads.waiting(),
     close: async () => {
       for (const response of open) response.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await threads.close();
     },
   };
 }

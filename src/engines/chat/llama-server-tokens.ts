@@ -2,6 +2,11 @@
  * A `TokenCounter` that asks llama.cpp's `llama-server` (`POST /tokenize`, outside the OpenAI
  * `/v1` path) for exact counts, and estimates where the server has no such route (any other
  * OpenAI-compatible engine answers 404; then it is never asked again) or fails.
+ *
+ * `/tokenize` takes one text a call. The calls go over a couple of connections only: llama-server
+ * gives every open connection, idle kept-alive ones too, one of its few HTTP threads, so one
+ * connection per text held the threads the chat streams were waiting for (thirty counts took
+ * 30 s that way, 0.6 s over two connections). Counts are kept per text.
  */
 import { EngineError } from '../../core/errors.js';
 import type { CallOptions, Logger, TokenCounter } from '../../core/ports.js';
@@ -13,6 +18,9 @@ export interface LlamaServerTokenCounterOptions extends Omit<OpenAICompatibleOpt
   /** Counts kept per text, so history is not tokenised again on every message. */
   cacheEntries?: number;
 }
+
+/** Connections the counter keeps to llama-server: give `--threads-http` these beside `-np`. */
+export const TOKENIZE_CONNECTIONS = 2;
 
 /** llama-server serves `/tokenize` and `/props` beside `/v1`, at the server's root. */
 export function serverRoot(openAIBaseURL: string): string {
@@ -26,7 +34,11 @@ export interface LlamaServerTokenCounter extends TokenCounter {
 }
 
 export function createLlamaServerTokenCounter(options: LlamaServerTokenCounterOptions): LlamaServerTokenCounter {
-  const client = createOpenAICompatibleClient('Chat engine tokenizer', { ...options, baseURL: serverRoot(options.baseURL) });
+  const client = createOpenAICompatibleClient('Chat engine tokenizer', {
+    connections: TOKENIZE_CONNECTIONS,
+    ...options,
+    baseURL: serverRoot(options.baseURL),
+  });
   const estimator = new LearningTokenEstimator();
   const cache = new Map<string, number>();
   const cacheEntries = options.cacheEntries ?? 4096;

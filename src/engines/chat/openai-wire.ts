@@ -132,6 +132,8 @@ export interface OpenAICompatibleOptions extends EngineTimeouts {
   model: string;
   /** A caller-owned undici dispatcher; by default the client owns an agent with the timeouts. */
   dispatcher?: Dispatcher;
+  /** Most connections open to the server at once (see `EngineClientOptions.connections`); unbounded by default. */
+  connections?: number;
   /** Largest whole (unstreamed) JSON answer read; see `EngineClientOptions.maxJsonBytes`. */
   maxJsonBytes?: number;
 }
@@ -145,6 +147,7 @@ export function createOpenAICompatibleClient(label: string, options: Omit<OpenAI
     baseURL: options.baseURL,
     headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     dispatcher: options.dispatcher,
+    ...(options.connections === undefined ? {} : { connections: options.connections }),
     connectTimeoutMs: options.connectTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs,
