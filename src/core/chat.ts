@@ -340,8 +340,20 @@ export class Chat {
         }
       };
       let plan = await this.#plan(conversation, character, userMessage, 1, replaces);
+      // A reply that reached the end of the engine's context (llama-server without context
+      // shift fails it there) is kept with what arrived, as one cut by its token limit would be.
+      const runKeepingCut = async (request: ChatRequest) => {
+        try {
+          await run(request);
+        } catch (error) {
+          if (!(error instanceof EngineError && error.reason === 'context-exceeded' && text !== '')) throw error;
+          finishReason = 'length';
+          this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the reply reached the end of the engine context; it is kept as cut, and later prompts use a smaller context');
+          await this.#smallerContext(plan);
+        }
+      };
       try {
-        await run(plan.request);
+        await runKeepingCut(plan.request);
       } catch (error) {
         if (!(error instanceof EngineError) || text !== '') throw error;
         if (error.reason === 'images-unsupported' && plan.withImages) {
@@ -357,7 +369,7 @@ export class Chat {
         this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the engine found the prompt too long; trying once more with less history');
         await this.#smallerContext(plan);
         plan = await this.#plan(conversation, character, userMessage, shrunkHistoryShare, replaces);
-        await run(plan.request);
+        await runKeepingCut(plan.request);
       }
       emit(filter.end());
       if (capped) finishReason = 'length';

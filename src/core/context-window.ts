@@ -7,12 +7,12 @@ import type { Conversations, NewMessage } from './conversations.js';
 import { AppError, ValidationError } from './errors.js';
 import type { Memories } from './memories.js';
 import type { ModelTraits } from './model-traits.js';
-import type { ChatRequest, FileStore, TokenCounter } from './ports.js';
+import type { ChatRequest, FileStore, PromptFraming, TokenCounter } from './ports.js';
 import { buildHistory, imageTokens, systemPrompt } from './prompt.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MemoryRecord, MessageRecord } from './records.js';
 import type { RepositoryStore, StoredMessage } from './repositories.js';
 import { type ConversationSummaries, withCharacterNames } from './summaries.js';
-import { messageFramingTokens } from './tokens.js';
+import { promptFramingOf } from './tokens.js';
 
 /** How many of the latest messages stand for "what is being talked about" when choosing memories. */
 const memoryQueryMessages = 4;
@@ -63,15 +63,16 @@ export class ContextWindow {
     if (isImage && !seeImages) {
       throw new AppError('MODEL_CANNOT_SEE_IMAGES', `${character.name}'s chat model cannot see images; describe the picture in words instead.`);
     }
-    const [system = 0, text = 0] = await this.tokens.count([systemPrompt(character, []), message.content]);
-    const available = contextTokens - this.options.maxReplyTokens - system - messageFramingTokens;
+    const [[system = 0, text = 0], framing] = await Promise.all([this.tokens.count([systemPrompt(character, []), message.content]), promptFramingOf(this.tokens)]);
+    const { messageTokens } = framing;
+    const available = contextTokens - this.options.maxReplyTokens - framing.promptTokens - system - messageTokens;
     const pixels = isImage ? imageTokens(message.file?.width, message.file?.height) : 0;
-    const cost = text + pixels + messageFramingTokens + labelTokens;
+    const cost = text + pixels + messageTokens + labelTokens;
     if (cost <= available) return;
-    if (isImage && pixels + messageFramingTokens + labelTokens > available) {
+    if (isImage && pixels + messageTokens + labelTokens > available) {
       throw ValidationError.field('data', `is an image this character's context cannot hold: it takes about ${pixels} tokens and ${Math.max(0, available)} are left after the character and the reply; send a smaller image`);
     }
-    const room = available - pixels - messageFramingTokens - labelTokens;
+    const room = available - pixels - messageTokens - labelTokens;
     const characters = room <= 0 ? 0 : Math.floor((room * message.content.length) / Math.max(1, text));
     throw ValidationError.field(
       'data',
@@ -97,24 +98,25 @@ export class ContextWindow {
     const later = after.filter((message) => message.participantType === 'character');
     const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
     // Only the answering character's own memories: each keeps its memories private in a scene.
-    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords] = await Promise.all([
+    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords, framing] = await Promise.all([
       this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount),
       this.summaries.get(conversationId),
       this.traits.read(),
       Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
       Promise.all(conversation.characterIds.map((id) => (id === character.id ? character : this.store.characters.get(id)))),
+      promptFramingOf(this.tokens),
     ]);
     const accounts = new Map(accountRecords.filter((account): account is AccountRecord => account !== undefined).map((account) => [account.id, account]));
     const sceneNames = new Map(sceneRecords.filter((each): each is CharacterRecord => each !== undefined).map((each) => [each.id, each.name]));
     const others = [...sceneNames].filter(([id]) => id !== character.id).map(([, name]) => name);
     const labelPeople = accounts.size > 1 || others.length > 0;
     const costs = new Map<string, number>();
-    const framing = messageFramingTokens + (labelPeople ? labelTokens : 0);
+    const perMessage = framing.messageTokens + (labelPeople ? labelTokens : 0);
     const measure = async (messages: readonly MessageRecord[]): Promise<number> => {
       const counts = await this.tokens.count(messages.map((message) => message.content));
       return messages.reduce((sum, message, index) => {
         const otherCharacter = message.participantType === 'character' && message.participantId !== character.id;
-        const cost = (counts[index] ?? 0) + framing + (message.file || otherCharacter ? labelTokens : 0);
+        const cost = (counts[index] ?? 0) + perMessage + (message.file || otherCharacter ? labelTokens : 0);
         costs.set(message.id, cost);
         return sum + cost;
       }, 0);
@@ -123,8 +125,9 @@ export class ContextWindow {
     let used = await measure(newestFirst);
     const newestCost = (costs.get(userMessage.id) ?? 0) + (userMessage.file && seeImages ? imageTokens(userMessage.file.width, userMessage.file.height) : 0);
 
-    const available = contextTokens - this.options.maxReplyTokens;
-    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others);
+    // The generation prompt that opens the reply, and what else the template adds once, count too.
+    const available = contextTokens - this.options.maxReplyTokens - framing.promptTokens;
+    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
     const older: StoredMessage[] = [];
     let exhausted = false;
@@ -151,7 +154,7 @@ export class ContextWindow {
       files: this.files,
     });
     const olderKept = Math.max(0, history.kept - 1 - later.length);
-    const countedTokens = systemTokens + newestFirst.slice(0, history.kept).reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    const countedTokens = framing.promptTokens + systemTokens + newestFirst.slice(0, history.kept).reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
     return {
       request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: this.options.maxReplyTokens },
       countedTokens,
@@ -171,6 +174,7 @@ export class ContextWindow {
     available: number,
     newestCost: number,
     others: readonly string[],
+    framing: PromptFraming,
   ): Promise<{ system: string; systemTokens: number }> {
     const room = available - newestCost;
     let kept = [...memories];
@@ -178,7 +182,7 @@ export class ContextWindow {
     for (;;) {
       const system = systemPrompt(character, kept, withSummary, others);
       const [counted = 0] = await this.tokens.count([system]);
-      const systemTokens = counted + messageFramingTokens;
+      const systemTokens = counted + framing.messageTokens;
       if (systemTokens <= room) return { system, systemTokens };
       if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
       else if (withSummary !== undefined) withSummary = undefined;

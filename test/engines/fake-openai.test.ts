@@ -4,7 +4,7 @@
  */
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeChatScript, type FakeChunkWritten, type FakeOpenAI } from '../fakes/fake-openai.js';
+import { fakeTokenCount, startFakeOpenAI, type FakeChatScript, type FakeChunkWritten, type FakeOpenAI } from '../fakes/fake-openai.js';
 
 describe('fake OpenAI-compatible server', () => {
   let fake: FakeOpenAI;
@@ -40,7 +40,8 @@ describe('fake OpenAI-compatible server', () => {
       [{ finish_reason: 'stop', index: 0, delta: {} }],
       [],
     ]);
-    expect(chunks[3]?.['usage']).toEqual({ completion_tokens: 1, prompt_tokens: 5, total_tokens: 6 });
+    // 'hi' is one token, ChatML five around it and three for the generation prompt.
+    expect(chunks[3]?.['usage']).toEqual({ completion_tokens: 1, prompt_tokens: 9, total_tokens: 10 });
   });
 
   it('speaks Ollama: role on every delta, one repeated id, fp_ollama', async () => {
@@ -73,6 +74,33 @@ describe('fake OpenAI-compatible server', () => {
     expect(text).toBe(
       'error: {"code":400,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"exceed_context_size_error"}\n\ndata: [DONE]\n\n',
     );
+  });
+
+  it('renders ChatML at /apply-template, which /tokenize counts as the prompt', async () => {
+    fake.setScript({ flavor: 'llama-server' });
+    const root = fake.baseURL.replace(/\/v1$/, '');
+    const post = async (path: string, body: unknown) => (await fetch(`${root}${path}`, { method: 'POST', body: JSON.stringify(body) })).json() as Promise<Record<string, unknown>>;
+    const { prompt } = await post('/apply-template', { messages: [{ role: 'system', content: 'Be kind.' }, { role: 'user', content: 'hi' }] });
+    expect(prompt).toBe('<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n');
+    const { tokens } = await post('/tokenize', { content: prompt, add_special: true });
+    expect(tokens).toHaveLength(2 * 5 + 3 + fakeTokenCount('Be kind.') + fakeTokenCount('hi'));
+  });
+
+  it('stops at max_tokens, and without context shift fails at the end of the slot as llama-server does', async () => {
+    const ask = async (script: FakeChatScript, body: Record<string, unknown>) => {
+      fake.setScript({ flavor: 'llama-server', tokens: ['a ', 'b ', 'c ', 'd '], ...script });
+      const response = await fetch(`${fake.baseURL}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], ...body }) });
+      return { status: response.status, text: await response.text() };
+    };
+    const cut = JSON.parse((await ask({}, { max_tokens: 2 })).text) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+    expect(cut.choices[0]).toMatchObject({ message: { content: 'a b ' }, finish_reason: 'length' });
+    // 'hi' takes 1 + 5 + 3 = 9 tokens of an 11-token slot: two reply tokens fit.
+    expect(await ask({ slotContext: 11 }, {})).toMatchObject({ status: 500, text: expect.stringContaining('context shift is disabled') });
+    const streamed = await ask({ slotContext: 11 }, { stream: true });
+    expect(streamed.status).toBe(200);
+    expect(streamed.text).toContain('"content":"b "');
+    expect(streamed.text).not.toContain('"content":"c "');
+    expect(streamed.text.endsWith('error: {"code":500,"message":"context shift is disabled","type":"server_error"}\n\ndata: [DONE]\n\n')).toBe(true);
   });
 
   it('reports every token write with its time', async () => {

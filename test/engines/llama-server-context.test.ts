@@ -3,7 +3,7 @@ import { EngineError } from '../../src/core/errors.js';
 import type { ChatRequest } from '../../src/core/ports.js';
 import { createLlamaServerTokenCounter, serverRoot } from '../../src/engines/chat/llama-server-tokens.js';
 import { chatFailureReason } from '../../src/engines/chat/openai-wire.js';
-import { fakeTokenCount, startFakeOpenAI } from '../fakes/fake-openai.js';
+import { fakeTemplate, fakeTokenCount, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { collect, useFakeChat, userSays } from './chat-helpers.js';
 
 const withImage: ChatRequest = {
@@ -60,6 +60,23 @@ describe('llama-server context, tokens and images over the wire', () => {
     }
   });
 
+  it('measures the chat template as the engine applies it (/apply-template), and says nothing where it cannot', async () => {
+    context.fake.setScript({ flavor: 'llama-server' });
+    const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    const older = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    try {
+      // A token more each, for a boundary the tokenizer may merge differently in the whole prompt.
+      expect(await counter.promptFraming()).toEqual({ messageTokens: fakeTemplate.messageTokens + 1, promptTokens: fakeTemplate.generationPromptTokens + 1 });
+      context.fake.setScript({ flavor: 'llama-server', noApplyTemplate: true });
+      expect(await older.promptFraming()).toBeUndefined();
+      // Measured once.
+      expect(await counter.promptFraming()).toEqual({ messageTokens: fakeTemplate.messageTokens + 1, promptTokens: fakeTemplate.generationPromptTokens + 1 });
+      expect(context.fake.requests.filter((request) => request.path === '/apply-template')).toHaveLength(3);
+    } finally {
+      await Promise.all([counter.close(), older.close()]);
+    }
+  });
+
   it('reads the per-slot context from /props', async () => {
     context.fake.setScript({ flavor: 'llama-server', slotContext: 2048, slots: 4 });
     const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
@@ -91,6 +108,15 @@ describe('llama-server context, tokens and images over the wire', () => {
     expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: 'images-unsupported' });
     context.fake.setScript({ flavor: 'llama-server', failure: { kind: 'legacy-error-line', afterTokens: 0, message: 'slot unavailable' } });
     expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: undefined });
+  });
+
+  it('marks "context shift is disabled" (the reply reached the end of the slot) as context exceeded, by status and inside a stream', async () => {
+    // 'hi' takes 9 tokens of the 11-token slot: two reply tokens fit.
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 11, tokens: ['a ', 'b ', 'c '] });
+    const model = context.model();
+    expect(await model.generate(userSays('hi')).catch((error: unknown) => error)).toMatchObject({ status: 500, reason: 'context-exceeded', code: 'ENGINE_CONTEXT_EXCEEDED' });
+    const streamed = await collect(model.stream(userSays('hi'))).catch((error: unknown) => error);
+    expect(streamed).toMatchObject({ reason: 'context-exceeded', parts: [{ type: 'text', text: 'a ' }, { type: 'text', text: 'b ' }] });
   });
 
   it('reports truncated: true when the engine shifted the context', async () => {

@@ -5,7 +5,10 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { answerLlamaServerRoute, fakePromptTokens, generateLikeLlamaServer, isTruncated, refuseImageParts, refuseLikeLlamaServer } from './fake-llama-server.js';
 import { listenWithThreads } from './http-threads.js';
+
+export { fakeChatPrompt, fakePromptTokens, fakeTemplate, fakeTokenCount } from './fake-llama-server.js';
 
 export type FakeFlavor = 'openai' | 'llama-server' | 'ollama';
 
@@ -66,6 +69,8 @@ export interface FakeChatScript {
   textOnly?: boolean;
   /** llama-server only: no `/tokenize` (a proxy in front of it, say): 404 like any unknown route. */
   noTokenize?: boolean;
+  /** llama-server only: no `/apply-template` (builds before it): 404. */
+  noApplyTemplate?: boolean;
 }
 
 /** A JSON request body as received. */
@@ -176,7 +181,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (options.apiKey !== undefined && incoming.headers.authorization !== `Bearer ${options.apiKey}`) {
       return sendError(response, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
     }
-    const current = typeof script === 'function' ? script(body, path) : script;
+    let current = typeof script === 'function' ? script(body, path) : script;
     if ((current.flavor ?? 'openai') === 'llama-server' && answerLlamaServerRoute(response, incoming.method ?? 'GET', path, body, current)) return;
     const known = incoming.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/embeddings');
     if (!known) return sendError(response, 404, `Unknown route ${incoming.method} ${path}`, 'not_found_error', null);
@@ -184,13 +189,13 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     // A text-only model refuses image parts this way whatever the flavor (llama-server's words).
     if (current.textOnly && refuseImageParts(response, body)) return;
     if (failure?.kind === 'hang') return;
-    if (failure?.kind === 'http') {
-      const text = failure.rawBody ?? JSON.stringify({ error: { message: failure.message, type: failure.type ?? 'server_error', code: failure.code ?? null } });
-      response.writeHead(failure.status, { 'content-type': failure.rawBody === undefined ? 'application/json' : 'text/plain' });
-      return void response.end(text);
-    }
+    if (failure?.kind === 'http') return answerHttpFailure(response, failure);
     if (failure?.kind === 'drop' && body.stream !== true) return void drop(response, settle);
-    if (path === '/v1/chat/completions' && (current.flavor ?? 'openai') === 'llama-server' && refuseLikeLlamaServer(response, body, current)) return;
+    if (path === '/v1/chat/completions' && (current.flavor ?? 'openai') === 'llama-server') {
+      if (refuseLikeLlamaServer(response, body, current)) return;
+      current = generateLikeLlamaServer(body, current, tokensOf(body, current));
+      if (current.failure?.kind === 'http') return answerHttpFailure(response, current.failure);
+    }
     if (path === '/v1/embeddings') return answerEmbeddings(response, body, current, options.embeddingDimensions ?? 64);
     if (body.stream !== true || current.ignoreStream) return answerCompletion(response, body, current);
     streamCompletion(response, record, settle, current);
@@ -333,6 +338,12 @@ function failureFrames(failure: Exclude<FakeFailure, { kind: 'http' | 'hang' }>,
   }
 }
 
+function answerHttpFailure(response: ServerResponse, failure: Extract<FakeFailure, { kind: 'http' }>): void {
+  const text = failure.rawBody ?? JSON.stringify({ error: { message: failure.message, type: failure.type ?? 'server_error', code: failure.code ?? null } });
+  response.writeHead(failure.status, { 'content-type': failure.rawBody === undefined ? 'application/json' : 'text/plain' });
+  response.end(text);
+}
+
 function failStream(response: ServerResponse, how: 'end' | 'drop' | 'stall', settle: (outcome: FakeOutcome) => void): void {
   if (how === 'end') response.end();
   if (how === 'drop') drop(response, settle);
@@ -413,96 +424,6 @@ function usageOf(body: FakeRequestBody, completionTokens: number, script: FakeCh
     prompt = (body.messages ?? []).reduce((total, message) => total + wordsOf(typeof message.content === 'string' ? message.content : JSON.stringify(message.content)).length, 0);
   }
   return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
-}
-
-/**
- * The fake's tokenizer, deterministic and shaped like real ones: about four ASCII characters a
- * token, one token per CJK character (kana, Hangul), three per emoji (byte fallback), one per
- * other non-ASCII character.
- */
-export function fakeTokenCount(text: string): number {
-  let ascii = 0;
-  let tokens = 0;
-  for (const character of text) {
-    const code = character.codePointAt(0) ?? 0;
-    if (code < 0x80) ascii += 1;
-    else if ((code >= 0x2e80 && code <= 0x9fff) || (code >= 0xac00 && code <= 0xd7af) || (code >= 0xff00 && code <= 0xffef)) tokens += 1;
-    else if (/\p{Extended_Pictographic}/u.test(character) || code > 0xffff) tokens += 3;
-    else tokens += 1;
-  }
-  return tokens + Math.ceil(ascii / 4);
-}
-
-/** Tokens of a whole chat prompt as the fake's template frames it: 4 per message, 256 per image. */
-export function fakePromptTokens(body: FakeRequestBody): number {
-  return (body.messages ?? []).reduce((total, message) => {
-    if (typeof message.content === 'string') return total + 4 + fakeTokenCount(message.content);
-    if (!Array.isArray(message.content)) return total + 4;
-    return total + 4 + message.content.reduce((sum: number, part: { type?: string; text?: string }) => sum + (part.type === 'image_url' ? 256 : fakeTokenCount(part.text ?? '')), 0);
-  }, 0);
-}
-
-function isTruncated(body: FakeRequestBody, script: FakeChatScript): boolean {
-  return script.contextShift === true && script.slotContext !== undefined && fakePromptTokens(body) > script.slotContext;
-}
-
-function hasImageParts(body: FakeRequestBody): boolean {
-  return (body.messages ?? []).some((message) => Array.isArray(message.content) && message.content.some((part: { type?: string }) => part.type === 'image_url'));
-}
-
-/** llama-server's own routes beside `/v1`; true when answered. */
-function answerLlamaServerRoute(response: ServerResponse, method: string, path: string, body: FakeRequestBody, script: FakeChatScript): boolean {
-  if (method === 'POST' && path === '/tokenize' && !script.noTokenize) {
-    const content = typeof body['content'] === 'string' ? body['content'] : '';
-    const tokens = Array.from({ length: fakeTokenCount(content) }, (_, index) => 1000 + index);
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({ tokens }));
-    return true;
-  }
-  if (method === 'GET' && path === '/props') {
-    const slots = script.slots ?? 1;
-    const nCtx = script.slotContext ?? 4096;
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({ default_generation_settings: { n_ctx: nCtx, params: {} }, total_slots: slots, model_path: 'fake.gguf', n_ctx_train: 32768 }));
-    return true;
-  }
-  return false;
-}
-
-/** llama-server's 500 for image parts on a model without a vision projector. True when it refused. */
-function refuseImageParts(response: ServerResponse, body: FakeRequestBody): boolean {
-  if (!hasImageParts(body)) return false;
-  // The real message echoes the whole prompt, system prompt and memories included.
-  const message = `Failed to parse messages: Unsupported content part type: "image_url"; messages = ${JSON.stringify(body.messages)}`;
-  response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-  response.end(JSON.stringify({ error: { code: 500, message, type: 'server_error' } }));
-  return true;
-}
-
-/**
- * What llama-server answers before generating: the image-part 500, the context 400. True when it
- * refused. Build b4748 finds a prompt too long only once its slot takes the request, after a
- * streamed answer's headers went out: a stream gets 200, a bare `error:` line and `[DONE]`.
- */
-function refuseLikeLlamaServer(response: ServerResponse, body: FakeRequestBody, script: FakeChatScript): boolean {
-  if (script.textOnly && refuseImageParts(response, body)) return true;
-  const prompt = fakePromptTokens(body);
-  if (script.slotContext !== undefined && !script.contextShift && prompt > script.slotContext) {
-    const error = {
-      code: 400,
-      message: 'the request exceeds the available context size. try increasing the context size or enable context shift',
-      type: 'exceed_context_size_error',
-    };
-    if (body.stream === true) {
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      response.end(`error: ${JSON.stringify(error)}\n\ndata: [DONE]\n\n`);
-      return true;
-    }
-    response.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({ error: { ...error, n_prompt_tokens: prompt, n_ctx: script.slotContext } }));
-    return true;
-  }
-  return false;
 }
 
 function wordsOf(text: string): string[] {

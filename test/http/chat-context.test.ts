@@ -78,13 +78,13 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(harness.llm.requests.some((request) => request.path === '/tokenize')).toBe(true);
   });
 
-  it('when the engine finds the prompt too long, drops older history, tries once more, and learns the slot context', async () => {
+  it.each(['streamed', 'whole'])('when the engine finds the prompt too long (%s), drops older history, tries once more, and learns the slot context', async (mode) => {
     // The README mistake: LLM_CONTEXT_TOKENS set to -c while -np 4 gives each slot a quarter.
     const { harness, chat, read, stream } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, slots: 4, reply: 'Noted.' });
     for (let index = 0; index < 18; index++) {
       const data = `Line ${index}: ${'plenty of words here '.repeat(6)}`;
-      // Streamed and not: the refusal comes before the first piece either way.
-      if (index % 2 === 0) expect((await chat(data)).status).toBe(200);
+      // A streamed refusal comes inside a 200 stream (b4748), before the first piece: retried all the same.
+      if (mode === 'whole') expect((await chat(data)).status).toBe(200);
       else {
         const answer = await stream(data);
         expect(answer.status).toBe(200);
@@ -97,13 +97,51 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(chats.length).toBe(19);
     const refusedAt = chats.findIndex((request) => fakePromptTokens(request.body) > 600);
     expect(refusedAt).toBeGreaterThan(0);
-    // The refusal fell on a streamed request: retried before any piece was sent.
-    expect(chats[refusedAt]!.body.stream).toBe(true);
+    expect(chats[refusedAt]!.body.stream).toBe(mode === 'streamed');
     expect(chats.slice(refusedAt + 1).every((request) => fakePromptTokens(request.body) <= 600 - 100)).toBe(true);
     expect(JSON.stringify(chats.at(-1)!.body.messages!.at(-1))).toContain('Line 17');
     // Nothing stored twice.
     expect((await read()).messages).toHaveLength(36);
     expect(harness.llm.requests.some((request) => request.path === '/props')).toBe(true);
+  });
+
+  it('leaves room for a reply of the whole LLM_MAX_REPLY_TOKENS beside the fullest prompt, the chat template counted', async () => {
+    // Without context shift llama-server fails a reply that reaches the end of its slot. Each
+    // reply is cut at max_tokens, and stored short (the spaces trimmed), so many messages fit.
+    const long = ['Aye.', ...Array.from({ length: 400 }, () => ' ')];
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' }, { flavor: 'llama-server', slotContext: 512, tokens: long });
+    for (let index = 0; index < 30; index++) expect((await chat(`Line ${index}`)).status).toBe(200);
+    const chats = harness.llm.requests.filter(isChat);
+    expect(chats.every((request) => fakePromptTokens(request.body) + 128 <= 512)).toBe(true);
+    // The history filled the context: the test reached the slot's end.
+    // The history filled the context (our count keeps a token a message spare): the test reached the slot's end.
+    expect(Math.max(...chats.map((request) => fakePromptTokens(request.body)))).toBeGreaterThan(512 - 128 - 64);
+  });
+
+  it('keeps a streamed reply the end of the slot cut short, with what arrived and finish reason length', async () => {
+    const script: FakeScriptSource = (body) =>
+      isChat({ path: '/v1/chat/completions', body }) ? { flavor: 'llama-server', tokens: ['Once ', 'upon ', 'a ', 'time'], failure: { kind: 'legacy-error-line', code: 500, message: 'context shift is disabled', afterTokens: 3 } } : { flavor: 'llama-server' };
+    const { stream, read } = await open({}, script);
+    const answer = await stream('Tell me a story.');
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain('"finish_reason":"length"');
+    expect(answer.text).toContain('[DONE]');
+    const stored = (await read()).messages.at(-1);
+    expect(stored).toMatchObject({ content: 'Once upon a', finish_reason: 'length' });
+  });
+
+  it('sends the rolling summary only with room for its reply, and not at all when its fixed part alone does not fit', async () => {
+    // A summary of the whole LLM_SUMMARY_MAX_TOKENS (300): the next one's instruction and summary so far leave no room for lines.
+    const script: FakeScriptSource = (body) =>
+      String(body.messages?.[0]?.content).includes('running summary') ? { flavor: 'llama-server', slotContext: 512, tokens: Array.from({ length: 400 }, () => 'abc ') } : { flavor: 'llama-server', slotContext: 512, reply: 'Aye.' };
+    const { harness, chat, read } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' }, script);
+    for (let index = 0; index < 30; index++) expect((await chat(`Tale ${index}: ${'the boat sailed to the lighthouse '.repeat(2)}`)).status).toBe(200);
+    // A restart waits for the summaries still being written.
+    await harness.restart();
+    const summaries = harness.llm.requests.filter((request) => !isChat(request) && request.path.endsWith('/chat/completions'));
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(summaries.every((request) => fakePromptTokens(request.body) + Number(request.body['max_tokens']) <= 512)).toBe(true);
+    expect((await read()).summary).toMatch(/^abc/);
   });
 
   it('notices llama-server’s context shift (truncated: true) and sends prompts that fit from then on', async () => {

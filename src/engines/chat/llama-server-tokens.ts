@@ -9,8 +9,9 @@
  * 30 s that way, 0.6 s over two connections). Counts are kept per text.
  */
 import { EngineError } from '../../core/errors.js';
-import type { CallOptions, Logger, TokenCounter } from '../../core/ports.js';
+import type { CallOptions, Logger, PromptFraming, TokenCounter } from '../../core/ports.js';
 import { LearningTokenEstimator } from '../../core/tokens.js';
+import { measurePromptFraming } from './llama-server-template.js';
 import { createOpenAICompatibleClient, field, type OpenAICompatibleOptions } from './openai-wire.js';
 
 export interface LlamaServerTokenCounterOptions extends Omit<OpenAICompatibleOptions, 'model'> {
@@ -30,6 +31,8 @@ export function serverRoot(openAIBaseURL: string): string {
 export interface LlamaServerTokenCounter extends TokenCounter {
   /** The context of one slot (`-c` / `-np`) as `GET /props` reports it; undefined when unknown. */
   engineContext(options?: CallOptions): Promise<number | undefined>;
+  /** The chat template's framing, measured once (`/apply-template`); undefined where the server has no such route. */
+  promptFraming(): Promise<PromptFraming | undefined>;
   close(): Promise<void>;
 }
 
@@ -43,16 +46,21 @@ export function createLlamaServerTokenCounter(options: LlamaServerTokenCounterOp
   const cache = new Map<string, number>();
   const cacheEntries = options.cacheEntries ?? 4096;
   let supported = true;
+  let framing: Promise<PromptFraming | undefined> | undefined;
+
+  async function tokenize(text: string, addSpecial: boolean, signal?: AbortSignal): Promise<number> {
+    const tokens = field(await client.postJson('/tokenize', { content: text, add_special: addSpecial }, signal), 'tokens');
+    if (!Array.isArray(tokens)) throw client.error('Chat engine tokenizer answered without tokens.', { retryable: false });
+    return tokens.length;
+  }
 
   async function countOne(text: string, signal: AbortSignal | undefined): Promise<number> {
     const known = cache.get(text);
     if (known !== undefined) return known;
-    const body = await client.postJson('/tokenize', { content: text, add_special: false }, signal);
-    const tokens = field(body, 'tokens');
-    if (!Array.isArray(tokens)) throw client.error('Chat engine tokenizer answered without tokens.', { retryable: false });
+    const count = await tokenize(text, false, signal);
     if (cache.size >= cacheEntries) cache.delete(cache.keys().next().value as string);
-    cache.set(text, tokens.length);
-    return tokens.length;
+    cache.set(text, count);
+    return count;
   }
 
   return {
@@ -85,6 +93,16 @@ export function createLlamaServerTokenCounter(options: LlamaServerTokenCounterOp
       } catch {
         return undefined;
       }
+    },
+    promptFraming() {
+      if (!supported) return Promise.resolve(undefined);
+      framing ??= measurePromptFraming(client, tokenize).catch((error: unknown) => {
+        // Builds without /apply-template answer 404: never asked again. Other failures are, next time.
+        if (!(error instanceof EngineError && error.status === 404)) framing = undefined;
+        options.logger?.info({ err: error }, 'the chat template could not be measured; a safe margin is counted for it');
+        return undefined;
+      });
+      return framing;
     },
     close: () => client.close(),
   };
