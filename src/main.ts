@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { type Config, ConfigError, parseConfig } from './config.js';
 import { createRandomIds, createSystemClock } from './core/clock.js';
 import { createCore } from './core/core.js';
+import { checkEngineContext } from './engines/chat/engine-context-check.js';
 import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
@@ -80,6 +81,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     logger: logger.child({ module: 'tokens' }),
     ...engineTimeouts,
   });
+  void checkEngineContext({ tokenCounter, configuredContextTokens: config.llm.contextTokens, logger: logger.child({ module: 'tokens' }) });
   const embedder = config.embeddingsModel
     ? createOpenAICompatibleEmbedder({
         baseURL: config.llm.baseUrl,

@@ -36,6 +36,8 @@ export interface PromptPlan {
 }
 
 export interface ContextWindowOptions {
+  /** The configured context, which start-up checked `maxReplyTokens` against. */
+  contextTokens: number;
   maxReplyTokens: number;
   memoryCount: number;
 }
@@ -65,7 +67,8 @@ export class ContextWindow {
     }
     const [[system = 0, text = 0], framing] = await Promise.all([this.tokens.count([systemPrompt(character, []), message.content]), promptFramingOf(this.tokens)]);
     const { messageTokens } = framing;
-    const available = contextTokens - this.options.maxReplyTokens - framing.promptTokens - system - messageTokens;
+    const replyTokens = this.#replyTokens(contextTokens);
+    const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens;
     const pixels = isImage ? imageTokens(message.file?.width, message.file?.height) : 0;
     const cost = text + pixels + messageTokens + labelTokens;
     if (cost <= available) return;
@@ -76,7 +79,7 @@ export class ContextWindow {
     const characters = room <= 0 ? 0 : Math.floor((room * message.content.length) / Math.max(1, text));
     throw ValidationError.field(
       'data',
-      `is too long for this character's context: at most about ${characters} characters fit (the context holds ${contextTokens} tokens, ${this.options.maxReplyTokens} of them kept for the reply)`,
+      `is too long for this character's context: at most about ${characters} characters fit (the context holds ${contextTokens} tokens, ${replyTokens} of them kept for the reply)`,
     );
   }
 
@@ -126,7 +129,8 @@ export class ContextWindow {
     const newestCost = (costs.get(userMessage.id) ?? 0) + (userMessage.file && seeImages ? imageTokens(userMessage.file.width, userMessage.file.height) : 0);
 
     // The generation prompt that opens the reply, and what else the template adds once, count too.
-    const available = contextTokens - this.options.maxReplyTokens - framing.promptTokens;
+    const replyTokens = this.#replyTokens(contextTokens);
+    const available = contextTokens - replyTokens - framing.promptTokens;
     const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
     const older: StoredMessage[] = [];
@@ -156,7 +160,7 @@ export class ContextWindow {
     const olderKept = Math.max(0, history.kept - 1 - later.length);
     const countedTokens = framing.promptTokens + systemTokens + newestFirst.slice(0, history.kept).reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
     return {
-      request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: this.options.maxReplyTokens },
+      request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: replyTokens },
       countedTokens,
       withImages: history.withImages,
       contextTokens,
@@ -164,6 +168,16 @@ export class ContextWindow {
       anyFellOut: olderKept < older.length || !exhausted,
       characterNames,
     };
+  }
+
+  /**
+   * The reply's share of `contextTokens`: as configured (start-up checked it is smaller than the
+   * configured context), but at most half of a context learned smaller than that, so a small
+   * slot still holds a prompt.
+   */
+  #replyTokens(contextTokens: number): number {
+    if (contextTokens >= this.options.contextTokens) return this.options.maxReplyTokens;
+    return Math.min(this.options.maxReplyTokens, Math.floor(contextTokens / 2));
   }
 
   /** The system prompt beside the newest message: the least relevant memories, then the summary, give way. */
@@ -187,7 +201,8 @@ export class ContextWindow {
       if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
       else if (withSummary !== undefined) withSummary = undefined;
       else if (systemTokens >= available) {
-        throw new AppError('CONFLICT', 'The character description and memories fill the whole context; shorten them or raise LLM_CONTEXT_TOKENS.');
+        // Raising LLM_CONTEXT_TOKENS alone does not help when the engine's own context is the smaller.
+        throw new AppError('CONFLICT', "The character description and memories fill the whole context the chat engine gives a request; shorten them, or give the engine a larger context (and LLM_CONTEXT_TOKENS with it).");
       } else {
         // Stored under a larger context than the model has now (or a changed character).
         throw new AppError('VALIDATION_FAILED', `The message is too long for this character's context: about ${available - systemTokens} tokens are left for it; send a shorter one.`);

@@ -105,6 +105,37 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(harness.llm.requests.some((request) => request.path === '/props')).toBe(true);
   });
 
+  it('warns at start, before any failure, when the engine gives each request less context than LLM_CONTEXT_TOKENS', async () => {
+    let warned: (line: Record<string, unknown>) => void = () => {};
+    const warning = new Promise<Record<string, unknown>>((resolve) => (warned = resolve));
+    api = await startHarness({
+      environment: { LLM_CONTEXT_TOKENS: '8192' },
+      script: { flavor: 'llama-server', slotContext: 2048, slots: 4 },
+      logDestination: {
+        write: (text: string) => {
+          const line = JSON.parse(text) as Record<string, unknown>;
+          if (line['engine'] !== undefined) warned(line);
+        },
+      },
+    });
+    expect(await warning).toMatchObject({ level: 40, configured: 8192, engine: 2048 });
+    expect(api.llm.requests.filter(isChat)).toHaveLength(0);
+  });
+
+  it('still answers when the slot it learned is no larger than LLM_MAX_REPLY_TOKENS: the reply gets at most half of it', async () => {
+    // -c 2048 -np 4: 512 tokens a slot, while LLM_MAX_REPLY_TOKENS alone asks for 1024.
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '2048', LLM_MAX_REPLY_TOKENS: '1024' }, { flavor: 'llama-server', slotContext: 512, slots: 4, reply: 'Noted.' });
+    // Fits what is configured, not the slot: refused by the engine, which teaches the slot.
+    expect((await chat('word '.repeat(480).trim())).status).toBeGreaterThanOrEqual(400);
+    for (let index = 0; index < 4; index++) {
+      const answer = await chat(`Short line ${index}.`);
+      expect(answer.status).toBe(200);
+    }
+    const last = harness.llm.requests.filter(isChat).at(-1)!.body;
+    expect(last['max_tokens']).toBe(256);
+    expect(fakePromptTokens(last) + 256).toBeLessThanOrEqual(512);
+  });
+
   it('leaves room for a reply of the whole LLM_MAX_REPLY_TOKENS beside the fullest prompt, the chat template counted', async () => {
     // Without context shift llama-server fails a reply that reaches the end of its slot. Each
     // reply is cut at max_tokens, and stored short (the spaces trimmed), so many messages fit.
@@ -166,11 +197,12 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(sent).not.toContain('image_url');
     expect(sent).toContain('cannot see images');
     await harness.restart();
-    const before = harness.llm.requests.length;
+    // Chats only: the restarted service also asks /props in the background.
+    const before = harness.llm.requests.filter(isChat).length;
     const again = await chat(png(8, 8), 'image/png');
     expect(again.status).toBe(422);
     expect(again.body.error.code).toBe('MODEL_CANNOT_SEE_IMAGES');
-    expect(harness.llm.requests.length).toBe(before);
+    expect(harness.llm.requests.filter(isChat).length).toBe(before);
     expect((await read()).messages).toHaveLength(3);
   });
 
