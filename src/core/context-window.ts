@@ -24,6 +24,11 @@ export interface PromptPlan {
   request: ChatRequest;
   /** Our count of the prompt's text (images aside), to learn from the engine's `usage.prompt_tokens`. */
   countedTokens: number;
+  /**
+   * Our count of the messages' text alone, without the template or labels: a whole prompt is
+   * never shorter (a token a message aside), so an engine reporting fewer cut it.
+   */
+  textTokens: number;
   withImages: boolean;
   /** The context the plan was made for. */
   contextTokens: number;
@@ -114,6 +119,7 @@ export class ContextWindow {
     const others = [...sceneNames].filter(([id]) => id !== character.id).map(([, name]) => name);
     const labelPeople = accounts.size > 1 || others.length > 0;
     const costs = new Map<string, number>();
+    const texts = new Map<string, number>();
     const perMessage = framing.messageTokens + (labelPeople ? labelTokens : 0);
     const measure = async (messages: readonly MessageRecord[]): Promise<number> => {
       const counts = await this.tokens.count(messages.map((message) => message.content));
@@ -121,6 +127,7 @@ export class ContextWindow {
         const otherCharacter = message.participantType === 'character' && message.participantId !== character.id;
         const cost = (counts[index] ?? 0) + perMessage + (message.file || otherCharacter ? labelTokens : 0);
         costs.set(message.id, cost);
+        texts.set(message.id, counts[index] ?? 0);
         return sum + cost;
       }, 0);
     };
@@ -158,10 +165,13 @@ export class ContextWindow {
       files: this.files,
     });
     const olderKept = Math.max(0, history.kept - 1 - later.length);
-    const countedTokens = framing.promptTokens + systemTokens + newestFirst.slice(0, history.kept).reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    const sent = newestFirst.slice(0, history.kept);
+    const countedTokens = framing.promptTokens + systemTokens + sent.reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    const textTokens = systemTokens - framing.messageTokens + sent.reduce((sum, message) => sum + (texts.get(message.id) ?? 0), 0);
     return {
       request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: replyTokens },
       countedTokens,
+      textTokens,
       withImages: history.withImages,
       contextTokens,
       firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),

@@ -119,11 +119,12 @@ describe('llama-server context, tokens and images over the wire', () => {
     expect(streamed).toMatchObject({ reason: 'context-exceeded', parts: [{ type: 'text', text: 'a ' }, { type: 'text', text: 'b ' }] });
   });
 
-  it('reports truncated: true when the engine shifted the context', async () => {
-    context.fake.setScript({ flavor: 'llama-server', slotContext: 16, contextShift: true, tokens: ['ok'] });
+  it('reports truncated: true when the engine shifted the context and says so', async () => {
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 16, contextShift: true, reportsTruncation: true, tokens: ['ok'] });
     const model = context.model();
     const { parts } = await collect(model.stream(userSays('word '.repeat(100))));
-    expect(parts.at(-1)).toMatchObject({ type: 'finish', truncated: true, usage: { promptTokens: 16 } });
+    // 133 tokens, less fifteen blocks of half the slot dropped from the front.
+    expect(parts.at(-1)).toMatchObject({ type: 'finish', truncated: true, usage: { promptTokens: 13 } });
     expect(await model.generate(userSays('word '.repeat(100)))).toMatchObject({ truncated: true });
     const fits = await collect(model.stream(userSays('hi')));
     expect(fits.parts.at(-1)).not.toHaveProperty('truncated');

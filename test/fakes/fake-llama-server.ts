@@ -60,6 +60,22 @@ export function isTruncated(body: FakeRequestBody, script: FakeChatScript): bool
   return script.contextShift === true && script.slotContext !== undefined && fakePromptTokens(body) > script.slotContext;
 }
 
+/** Whether the answer says the prompt was cut: builds that mark it in `timings`, not b4748. */
+export function reportsTruncated(body: FakeRequestBody, script: FakeChatScript): boolean {
+  return script.reportsTruncation === true && isTruncated(body, script);
+}
+
+/**
+ * The prompt's tokens as the slot holds them (its `usage.prompt_tokens`): context shift drops
+ * whole blocks of half the slot from the front (`n_keep` 0), as llama-server does.
+ */
+export function promptTokensHeld(body: FakeRequestBody, script: FakeChatScript): number {
+  const prompt = fakePromptTokens(body);
+  if (!isTruncated(body, script) || script.slotContext === undefined) return prompt;
+  const block = Math.floor(script.slotContext / 2);
+  return prompt - Math.floor((prompt - block) / block) * block;
+}
+
 /** llama-server's own routes beside `/v1`; true when answered. */
 export function answerLlamaServerRoute(response: ServerResponse, method: string, path: string, body: FakeRequestBody, script: FakeChatScript): boolean {
   if (method === 'POST' && path === '/tokenize' && !script.noTokenize) {

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { answerLlamaServerRoute, fakePromptTokens, generateLikeLlamaServer, isTruncated, refuseImageParts, refuseLikeLlamaServer } from './fake-llama-server.js';
+import { answerLlamaServerRoute, generateLikeLlamaServer, promptTokensHeld, refuseImageParts, refuseLikeLlamaServer, reportsTruncated } from './fake-llama-server.js';
 import { listenWithThreads } from './http-threads.js';
 
 export { fakeChatPrompt, fakePromptTokens, fakeTemplate, fakeTokenCount } from './fake-llama-server.js';
@@ -59,12 +59,17 @@ export interface FakeChatScript {
   /**
    * llama-server only: the context of one slot (`-c` / `-np`), in the fake's tokens (see
    * `fakeTokenCount`). A longer prompt gets the 400 `exceed_context_size_error`, or with
-   * `contextShift` is cut from the front and answered with `truncated: true` in its timings.
+   * `contextShift` is cut from the front (see `reportsTruncation`).
    */
   slotContext?: number;
   /** llama-server only: how many slots `/props` reports (default 1). */
   slots?: number;
   contextShift?: boolean;
+  /**
+   * llama-server only: mark a prompt context shift cut with `truncated: true` in `timings`, as
+   * some builds do. b4748 does not: only `usage.prompt_tokens` smaller than the prompt tells.
+   */
+  reportsTruncation?: boolean;
   /** llama-server only: a model without a vision projector; image parts get the 500 that echoes the prompt. */
   textOnly?: boolean;
   /** llama-server only: no `/tokenize` (a proxy in front of it, say): 404 like any unknown route. */
@@ -310,7 +315,7 @@ function buildFrames(body: FakeRequestBody, script: FakeChatScript): Frame[] {
   if (includeUsage) {
     const usage = usageOf(body, tokens.length, script);
     const rest = flavor === 'llama-server'
-      ? `{"choices":[],"created":${created},"id":"${id}","model":${model},"system_fingerprint":"b6000-fake","object":"chat.completion.chunk","usage":{"completion_tokens":${usage.completion_tokens},"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},"timings":{"prompt_n":${usage.prompt_tokens},"predicted_n":${usage.completion_tokens}${isTruncated(body, script) ? ',"truncated":true' : ''}}}`
+      ? `{"choices":[],"created":${created},"id":"${id}","model":${model},"system_fingerprint":"b6000-fake","object":"chat.completion.chunk","usage":{"completion_tokens":${usage.completion_tokens},"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},"timings":{"prompt_n":${usage.prompt_tokens},"predicted_n":${usage.completion_tokens}${reportsTruncated(body, script) ? ',"truncated":true' : ''}}}`
       : `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${model},"system_fingerprint":"${flavor === 'ollama' ? 'fp_ollama' : 'fp_fake'}","choices":[],"usage":${JSON.stringify(usage)}}`;
     frames.push({ kind: 'usage', text: event(rest), delayMs: 0 });
   }
@@ -366,7 +371,7 @@ function answerCompletion(response: ServerResponse, body: FakeRequestBody, scrip
     system_fingerprint: flavor === 'ollama' ? 'fp_ollama' : 'fp_fake',
     choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: script.finishReason ?? 'stop' }],
     usage: usageOf(body, tokens.length, script),
-    ...(flavor === 'llama-server' ? { timings: { prompt_n: usageOf(body, tokens.length, script).prompt_tokens, predicted_n: tokens.length, ...(isTruncated(body, script) ? { truncated: true } : {}) } } : {}),
+    ...(flavor === 'llama-server' ? { timings: { prompt_n: usageOf(body, tokens.length, script).prompt_tokens, predicted_n: tokens.length, ...(reportsTruncated(body, script) ? { truncated: true } : {}) } } : {}),
   });
   if (script.failure?.kind === 'stall') {
     response.writeHead(200, { 'content-type': 'application/json' });
@@ -418,8 +423,7 @@ function lastUserText(body: FakeRequestBody): string | undefined {
 function usageOf(body: FakeRequestBody, completionTokens: number, script: FakeChatScript): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
   let prompt: number;
   if ((script.flavor ?? 'openai') === 'llama-server') {
-    // A shifted context holds at most the slot (the front of the prompt was dropped).
-    prompt = Math.min(fakePromptTokens(body), script.contextShift && script.slotContext !== undefined ? script.slotContext : Number.POSITIVE_INFINITY);
+    prompt = promptTokensHeld(body, script);
   } else {
     prompt = (body.messages ?? []).reduce((total, message) => total + wordsOf(typeof message.content === 'string' ? message.content : JSON.stringify(message.content)).length, 0);
   }

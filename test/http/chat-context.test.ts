@@ -175,8 +175,11 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect((await read()).summary).toMatch(/^abc/);
   });
 
-  it('notices llama-server’s context shift (truncated: true) and sends prompts that fit from then on', async () => {
-    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, contextShift: true, reply: 'Noted.' });
+  it.each([
+    ['truncated: true', true],
+    ['only usage.prompt_tokens, as b4748', false],
+  ])('notices llama-server’s context shift (%s) and sends prompts that fit from then on', async (_, reportsTruncation) => {
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, contextShift: true, reportsTruncation, reply: 'Noted.' });
     for (let index = 0; index < 18; index++) expect((await chat(`Line ${index}: ${'plenty of words here '.repeat(6)}`)).status).toBe(200);
     const prompts = harness.llm.requests.filter(isChat).map((request) => fakePromptTokens(request.body));
     const cut = prompts.findIndex((tokens) => tokens > 600);
