@@ -165,7 +165,8 @@ export class ContextWindow {
       files: this.files,
     });
     const olderKept = Math.max(0, history.kept - 1 - later.length);
-    const sent = newestFirst.slice(0, history.kept);
+    // Replaced replies count as kept but are not sent.
+    const sent = newestFirst.slice(0, history.kept).filter((message) => !omit.has(message.id));
     const countedTokens = framing.promptTokens + systemTokens + sent.reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
     const textTokens = systemTokens - framing.messageTokens + sent.reduce((sum, message) => sum + (texts.get(message.id) ?? 0), 0);
     return {

@@ -187,6 +187,20 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(prompts.slice(cut + 1).every((tokens) => tokens <= 600)).toBe(true);
   });
 
+  it('does not take a regenerated reply, which the prompt leaves out, for a prompt the engine cut', async () => {
+    const cuts: unknown[] = [];
+    api = await startHarness({
+      script: { flavor: 'llama-server', reply: `A long first answer: ${'many words in it '.repeat(40)}` },
+      logDestination: { write: (text: string) => void (text.includes('cut the prompt') && cuts.push(JSON.parse(text))) },
+    });
+    const person = await api.account('again');
+    const id = (await api.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } })).body.id as string;
+    expect((await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: person.key, body: { data: 'Tell me more.' } })).status).toBe(200);
+    api.llm.setScript({ flavor: 'llama-server', reply: 'Short.' });
+    for (let index = 0; index < 2; index++) expect((await api.call('POST', `/api/v0/conversations/${id}/regenerate`, { key: person.key })).status).toBe(200);
+    expect(cuts).toEqual([]);
+  });
+
   it('says MODEL_CANNOT_SEE_IMAGES when the engine refuses image parts, keeps the image, and goes on in text, in every process', async () => {
     const { harness, chat, read } = await open({}, { flavor: 'llama-server', textOnly: true, reply: 'I hear you.' });
     const refused = await chat(png(8, 8), 'image/png');
