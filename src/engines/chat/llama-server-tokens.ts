@@ -97,8 +97,9 @@ export function createLlamaServerTokenCounter(options: LlamaServerTokenCounterOp
     promptFraming() {
       if (!supported) return Promise.resolve(undefined);
       framing ??= measurePromptFraming(client, tokenize).catch((error: unknown) => {
-        // Builds without /apply-template answer 404: never asked again. Other failures are, next time.
-        if (!(error instanceof EngineError && error.status === 404)) framing = undefined;
+        // An answered refusal (404 from builds without the route, 500 from a template that refuses
+        // the probe) stands: never asked again. A failure to reach the engine is asked again next time.
+        if (!(error instanceof EngineError && error.status !== undefined)) framing = undefined;
         options.logger?.info({ err: error }, 'the chat template could not be measured; a safe margin is counted for it');
         return undefined;
       });
