@@ -11,6 +11,7 @@ import { createEmbeddedEmbedder } from './engines/chat/embedded/embedded-embedde
 import { resolveModelFile } from './engines/chat/embedded/model-file.js';
 import { createEmbeddedTokenCounter } from './engines/chat/embedded/embedded-tokens.js';
 import { LlamaRuntime, type ModelFileSource, type RuntimeStatus } from './engines/chat/embedded/llama-runtime.js';
+import { checkEngineContext } from './engines/chat/engine-context-check.js';
 import { createLlamaServerTokenCounter } from './engines/chat/llama-server-tokens.js';
 import { createOpenAICompatibleChatModel } from './engines/chat/openai-compatible.js';
 import { createOpenAICompatibleEmbedder } from './engines/chat/openai-embeddings.js';
@@ -51,6 +52,8 @@ function createRemoteEngine(config: Config, logger: Logger): ChatEngine {
   const chatModel = createOpenAICompatibleChatModel({ baseURL, apiKey: config.llm.apiKey, model: config.llm.model, ...timeouts });
   // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
   const tokenCounter = createLlamaServerTokenCounter({ baseURL, apiKey: config.llm.apiKey, logger: logger.child({ module: 'tokens' }), ...timeouts });
+  // Read at start, so a slot smaller than configured is in the log before the first refusal.
+  void checkEngineContext({ tokenCounter, configuredContextTokens: config.llm.contextTokens ?? contextBeforeLoading, logger: logger.child({ module: 'tokens' }) });
   const embedder = config.embeddingsModel ? createOpenAICompatibleEmbedder({ baseURL, apiKey: config.llm.apiKey, model: config.embeddingsModel, ...timeouts }) : undefined;
   return {
     chatModel,

@@ -1,7 +1,8 @@
 /**
  * Node 22 prints an ExperimentalWarning when `node:sqlite` loads (it needs no flag since 22.13;
- * the API we use is stable in practice). The service imports this module first, so operators
- * do not read that warning on every start; every other warning is printed as before.
+ * the API we use is stable in practice). The service imports this module first and loads
+ * `node:sqlite` only when the store opens (see the SQLite dialect), so operators do not read that
+ * warning on every start; every other warning is printed as before.
  */
 const emitWarning = process.emitWarning.bind(process);
 

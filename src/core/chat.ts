@@ -351,8 +351,20 @@ export class Chat {
         }
       };
       let plan = await this.#plan(conversation, character, userMessage, 1, replaces);
+      // A reply that reached the end of the engine's context (llama-server without context
+      // shift fails it there) is kept with what arrived, as one cut by its token limit would be.
+      const runKeepingCut = async (request: ChatRequest) => {
+        try {
+          await run(request);
+        } catch (error) {
+          if (!(error instanceof EngineError && error.reason === 'context-exceeded' && text !== '')) throw error;
+          finishReason = 'length';
+          this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the reply reached the end of the engine context; it is kept as cut, and later prompts use a smaller context');
+          await this.#smallerContext(plan);
+        }
+      };
       try {
-        await run(plan.request);
+        await runKeepingCut(plan.request);
       } catch (error) {
         if (!(error instanceof EngineError) || text !== '') throw error;
         if (error.reason === 'images-unsupported' && plan.withImages) {
@@ -368,7 +380,7 @@ export class Chat {
         this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens }, 'the engine found the prompt too long; trying once more with less history');
         await this.#smallerContext(plan);
         plan = await this.#plan(conversation, character, userMessage, shrunkHistoryShare, replaces);
-        await run(plan.request);
+        await runKeepingCut(plan.request);
       }
       emit(filter.end());
       if (capped) finishReason = 'length';
@@ -402,12 +414,24 @@ export class Chat {
   /** What an answer teaches: the engine's prompt count, and whether it had to cut the prompt. */
   async #learn(plan: PromptPlan, finish: { usage?: ChatUsage | undefined; truncated?: boolean | undefined }, log: object): Promise<void> {
     const promptTokens = finish.usage?.promptTokens;
+    const truncated = finish.truncated === true || this.#cutSilently(plan, promptTokens);
     // Image tokens are the engine's own affair; only text prompts teach the text ratio.
-    if (promptTokens !== undefined && !plan.withImages && !finish.truncated) this.tokens.observe(plan.countedTokens, promptTokens);
-    if (finish.truncated) {
-      this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens, promptTokens }, 'the engine cut the prompt to fit its context (context shift); later prompts use a smaller context');
+    if (promptTokens !== undefined && !plan.withImages && !truncated) this.tokens.observe(plan.countedTokens, promptTokens);
+    if (truncated) {
+      this.logger.warn({ ...log, contextTokens: plan.contextTokens, countedTokens: plan.countedTokens, promptTokens, reported: finish.truncated === true }, 'the engine cut the prompt to fit its context (context shift); later prompts use a smaller context');
       await this.#smallerContext(plan);
     }
+  }
+
+  /**
+   * Whether the engine held fewer prompt tokens than the text we counted exactly: context shift
+   * cut it without saying so (llama-server b4748 marks nothing). Only exact counts tell; an
+   * estimate over-counts by design, and image tokens are the engine's own.
+   */
+  #cutSilently(plan: PromptPlan, promptTokens: number | undefined): boolean {
+    if (promptTokens === undefined || !this.tokens.exact || plan.withImages) return false;
+    // A token a message for the edges the tokenizer may split differently inside the whole prompt.
+    return promptTokens < plan.textTokens - plan.request.messages.length;
   }
 
   /**

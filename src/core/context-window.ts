@@ -7,12 +7,12 @@ import type { Conversations, NewMessage } from './conversations.js';
 import { AppError, ValidationError } from './errors.js';
 import type { Memories } from './memories.js';
 import type { ModelTraits } from './model-traits.js';
-import type { ChatRequest, FileStore, TokenCounter } from './ports.js';
+import type { ChatRequest, FileStore, PromptFraming, TokenCounter } from './ports.js';
 import { buildHistory, imageTokens, systemPrompt } from './prompt.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MemoryRecord, MessageRecord } from './records.js';
 import type { RepositoryStore, StoredMessage } from './repositories.js';
 import { type ConversationSummaries, withCharacterNames } from './summaries.js';
-import { messageFramingTokens } from './tokens.js';
+import { promptFramingOf } from './tokens.js';
 
 /** How many of the latest messages stand for "what is being talked about" when choosing memories. */
 const memoryQueryMessages = 4;
@@ -24,6 +24,11 @@ export interface PromptPlan {
   request: ChatRequest;
   /** Our count of the prompt's text (images aside), to learn from the engine's `usage.prompt_tokens`. */
   countedTokens: number;
+  /**
+   * Our count of the messages' text alone, without the template or labels: a whole prompt is
+   * never shorter (a token a message aside), so an engine reporting fewer cut it.
+   */
+  textTokens: number;
   withImages: boolean;
   /** The context the plan was made for. */
   contextTokens: number;
@@ -36,6 +41,11 @@ export interface PromptPlan {
 }
 
 export interface ContextWindowOptions {
+  /**
+   * The configured context, which start-up checked `maxReplyTokens` against; a function when it
+   * is the engine's own, known once loaded (the embedded engine's slot), which nothing checked.
+   */
+  contextTokens: number | (() => number);
   maxReplyTokens: number;
   memoryCount: number;
 }
@@ -63,19 +73,21 @@ export class ContextWindow {
     if (isImage && !seeImages) {
       throw new AppError('MODEL_CANNOT_SEE_IMAGES', `${character.name}'s chat model cannot see images; describe the picture in words instead.`);
     }
-    const [system = 0, text = 0] = await this.tokens.count([systemPrompt(character, []), message.content]);
-    const available = contextTokens - this.options.maxReplyTokens - system - messageFramingTokens;
+    const [[system = 0, text = 0], framing] = await Promise.all([this.tokens.count([systemPrompt(character, []), message.content]), promptFramingOf(this.tokens)]);
+    const { messageTokens } = framing;
+    const replyTokens = this.#replyTokens(contextTokens);
+    const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens;
     const pixels = isImage ? imageTokens(message.file?.width, message.file?.height) : 0;
-    const cost = text + pixels + messageFramingTokens + labelTokens;
+    const cost = text + pixels + messageTokens + labelTokens;
     if (cost <= available) return;
-    if (isImage && pixels + messageFramingTokens + labelTokens > available) {
+    if (isImage && pixels + messageTokens + labelTokens > available) {
       throw ValidationError.field('data', `is an image this character's context cannot hold: it takes about ${pixels} tokens and ${Math.max(0, available)} are left after the character and the reply; send a smaller image`);
     }
-    const room = available - pixels - messageFramingTokens - labelTokens;
+    const room = available - pixels - messageTokens - labelTokens;
     const characters = room <= 0 ? 0 : Math.floor((room * message.content.length) / Math.max(1, text));
     throw ValidationError.field(
       'data',
-      `is too long for this character's context: at most about ${characters} characters fit (the context holds ${contextTokens} tokens, ${this.options.maxReplyTokens} of them kept for the reply)`,
+      `is too long for this character's context: at most about ${characters} characters fit (the context holds ${contextTokens} tokens, ${replyTokens} of them kept for the reply)`,
     );
   }
 
@@ -97,25 +109,28 @@ export class ContextWindow {
     const later = after.filter((message) => message.participantType === 'character');
     const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
     // Only the answering character's own memories: each keeps its memories private in a scene.
-    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords] = await Promise.all([
+    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords, framing] = await Promise.all([
       this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount),
       this.summaries.get(conversationId),
       this.traits.read(),
       Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
       Promise.all(conversation.characterIds.map((id) => (id === character.id ? character : this.store.characters.get(id)))),
+      promptFramingOf(this.tokens),
     ]);
     const accounts = new Map(accountRecords.filter((account): account is AccountRecord => account !== undefined).map((account) => [account.id, account]));
     const sceneNames = new Map(sceneRecords.filter((each): each is CharacterRecord => each !== undefined).map((each) => [each.id, each.name]));
     const others = [...sceneNames].filter(([id]) => id !== character.id).map(([, name]) => name);
     const labelPeople = accounts.size > 1 || others.length > 0;
     const costs = new Map<string, number>();
-    const framing = messageFramingTokens + (labelPeople ? labelTokens : 0);
+    const texts = new Map<string, number>();
+    const perMessage = framing.messageTokens + (labelPeople ? labelTokens : 0);
     const measure = async (messages: readonly MessageRecord[]): Promise<number> => {
       const counts = await this.tokens.count(messages.map((message) => message.content));
       return messages.reduce((sum, message, index) => {
         const otherCharacter = message.participantType === 'character' && message.participantId !== character.id;
-        const cost = (counts[index] ?? 0) + framing + (message.file || otherCharacter ? labelTokens : 0);
+        const cost = (counts[index] ?? 0) + perMessage + (message.file || otherCharacter ? labelTokens : 0);
         costs.set(message.id, cost);
+        texts.set(message.id, counts[index] ?? 0);
         return sum + cost;
       }, 0);
     };
@@ -123,8 +138,10 @@ export class ContextWindow {
     let used = await measure(newestFirst);
     const newestCost = (costs.get(userMessage.id) ?? 0) + (userMessage.file && seeImages ? imageTokens(userMessage.file.width, userMessage.file.height) : 0);
 
-    const available = contextTokens - this.options.maxReplyTokens;
-    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others);
+    // The generation prompt that opens the reply, and what else the template adds once, count too.
+    const replyTokens = this.#replyTokens(contextTokens);
+    const available = contextTokens - replyTokens - framing.promptTokens;
+    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
     const older: StoredMessage[] = [];
     let exhausted = false;
@@ -151,16 +168,32 @@ export class ContextWindow {
       files: this.files,
     });
     const olderKept = Math.max(0, history.kept - 1 - later.length);
-    const countedTokens = systemTokens + newestFirst.slice(0, history.kept).reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    // Replaced replies count as kept but are not sent.
+    const sent = newestFirst.slice(0, history.kept).filter((message) => !omit.has(message.id));
+    const countedTokens = framing.promptTokens + systemTokens + sent.reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    const textTokens = systemTokens - framing.messageTokens + sent.reduce((sum, message) => sum + (texts.get(message.id) ?? 0), 0);
     return {
-      request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: this.options.maxReplyTokens },
+      request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: replyTokens },
       countedTokens,
+      textTokens,
       withImages: history.withImages,
       contextTokens,
       firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),
       anyFellOut: olderKept < older.length || !exhausted,
       characterNames,
     };
+  }
+
+  /**
+   * The reply's share of `contextTokens`: as configured (start-up checked it is smaller than the
+   * configured context), but at most half of a context learned smaller than that, so a small
+   * slot still holds a prompt. An engine's own context (a function) was never checked against
+   * the reply: it gets the same cap.
+   */
+  #replyTokens(contextTokens: number): number {
+    const configured = this.options.contextTokens;
+    if (typeof configured === 'number' && contextTokens >= configured) return this.options.maxReplyTokens;
+    return Math.min(this.options.maxReplyTokens, Math.floor(contextTokens / 2));
   }
 
   /** The system prompt beside the newest message: the least relevant memories, then the summary, give way. */
@@ -171,6 +204,7 @@ export class ContextWindow {
     available: number,
     newestCost: number,
     others: readonly string[],
+    framing: PromptFraming,
   ): Promise<{ system: string; systemTokens: number }> {
     const room = available - newestCost;
     let kept = [...memories];
@@ -178,12 +212,13 @@ export class ContextWindow {
     for (;;) {
       const system = systemPrompt(character, kept, withSummary, others);
       const [counted = 0] = await this.tokens.count([system]);
-      const systemTokens = counted + messageFramingTokens;
+      const systemTokens = counted + framing.messageTokens;
       if (systemTokens <= room) return { system, systemTokens };
       if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
       else if (withSummary !== undefined) withSummary = undefined;
       else if (systemTokens >= available) {
-        throw new AppError('CONFLICT', 'The character description and memories fill the whole context; shorten them or raise LLM_CONTEXT_TOKENS.');
+        // Raising LLM_CONTEXT_TOKENS alone does not help when the engine's own context is the smaller.
+        throw new AppError('CONFLICT', "The character description and memories fill the whole context the chat engine gives a request; shorten them, or give the engine a larger context (and LLM_CONTEXT_TOKENS with it).");
       } else {
         // Stored under a larger context than the model has now (or a changed character).
         throw new AppError('VALIDATION_FAILED', `The message is too long for this character's context: about ${available - systemTokens} tokens are left for it; send a shorter one.`);

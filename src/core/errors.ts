@@ -147,7 +147,8 @@ export class EngineError extends AppError {
 
   /** `detail` is what happened in the adapter's words, the engine's text included: it goes to the log only. */
   constructor(detail: string, options: EngineErrorOptions) {
-    const code = options.code ?? engineCodeFor(options.status, detail);
+    // A refusal read as too long for the context is that, whatever status carried it (llama-server: a 500).
+    const code = options.code ?? (options.reason === 'context-exceeded' ? 'ENGINE_CONTEXT_EXCEEDED' : engineCodeFor(options.status, detail));
     const message = options.publicMessage ?? engineMessage(code, options.purpose, options.status);
     super(code, message, { ...(options.cause === undefined ? {} : { cause: options.cause }), ...(options.details === undefined ? {} : { details: options.details }) });
     Object.defineProperty(this, 'upstream', { value: redactUpstream(detail), enumerable: false });

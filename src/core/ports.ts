@@ -140,6 +140,22 @@ export interface TokenCounter {
   observe(estimatedTokens: number, promptTokens: number): void;
   /** The context one request gets, when the engine tells (llama-server: per slot, `-c` / `-np`). */
   engineContext?(options?: CallOptions): Promise<number | undefined>;
+  /**
+   * What the model's chat template adds to a prompt, measured as the engine applies it
+   * (llama-server: `POST /apply-template`); undefined when the engine cannot tell.
+   */
+  promptFraming?(options?: CallOptions): Promise<PromptFraming | undefined>;
+}
+
+/** The tokens a chat template adds to the text of a prompt's messages. */
+export interface PromptFraming {
+  /** Around each message: role markers and separators (ChatML: five). */
+  messageTokens: number;
+  /**
+   * Once a prompt: the generation prompt that opens the reply (ChatML's `<|im_start|>assistant\n`:
+   * three), a begin-of-text token, any preamble the template writes itself.
+   */
+  promptTokens: number;
 }
 
 /** Text embeddings, used to rank a character's memories when configured. */

@@ -2,7 +2,7 @@ import type { Conversations } from './conversations.js';
 import type { ChatModel, Logger, TokenCounter } from './ports.js';
 import type { MessageRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
-import { messageFramingTokens } from './tokens.js';
+import { promptFramingOf } from './tokens.js';
 import { ThinkFilter } from './think-filter.js';
 
 export interface SummaryOptions {
@@ -94,13 +94,22 @@ export class ConversationSummaries {
     const lines = fallen.map((message) => `${message.participantType === 'character' ? (names.get(message.participantId) ?? 'Character') : 'User'}: ${message.content || '[an image]'}`);
     const head = previous ? `Summary so far: ${previous}\n\nWhat was said next:\n` : 'What was said:\n';
     // The newest lines matter most; the oldest give way when they do not all fit.
-    const budget = (await this.promptTokens()) - this.options.maxSummaryTokens - 3 * messageFramingTokens;
-    const [fixed = 0, ...costs] = await this.tokens.count([`${instruction}\n${head}`, ...lines]);
+    const [context, framing, [fixed = 0, ...costs]] = await Promise.all([
+      this.promptTokens(),
+      promptFramingOf(this.tokens),
+      this.tokens.count([`${instruction}\n${head}`, ...lines]),
+    ]);
+    const budget = context - this.options.maxSummaryTokens - 2 * framing.messageTokens - framing.promptTokens;
     let used = fixed;
     let first = lines.length;
     while (first > 0 && used + (costs[first - 1] ?? 0) + 1 <= budget) {
       first -= 1;
       used += (costs[first] ?? 0) + 1;
+    }
+    if (first === lines.length) {
+      // The instruction and the summary so far leave no room for a line: asking would only fail.
+      this.logger.info({ context, fixedTokens: fixed, maxSummaryTokens: this.options.maxSummaryTokens }, 'the rolling summary is not updated: the context has no room for it; lower LLM_SUMMARY_MAX_TOKENS');
+      return '';
     }
     const result = await this.model.generate({
       messages: [

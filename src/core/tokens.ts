@@ -5,10 +5,20 @@
  * (llama-server's `/tokenize`, see src/engines/chat/llama-server-tokens.ts); every engine's
  * `usage.prompt_tokens` teaches the estimate how far off it is for that model.
  */
-import type { TokenCounter } from './ports.js';
+import type { PromptFraming, TokenCounter } from './ports.js';
 
-/** Chat templates wrap each message in a few tokens of their own (role markers, separators). */
-export const messageFramingTokens = 4;
+/**
+ * What a chat template adds, when the engine cannot say: more than the common ones take.
+ * ChatML, Llama 3, Gemma and Granite put five tokens around each message, Mistral fewer; the
+ * generation prompt takes three or four, a begin-of-text token one, and Llama 3.1 writes a
+ * dated preamble of about twenty into the system message.
+ */
+export const defaultPromptFraming: PromptFraming = { messageTokens: 6, promptTokens: 32 };
+
+/** The framing the counter measured from the engine, else the default; never fails. */
+export async function promptFramingOf(counter: TokenCounter): Promise<PromptFraming> {
+  return (await counter.promptFraming?.().catch(() => undefined)) ?? defaultPromptFraming;
+}
 
 /**
  * Tokens per character by kind of character, from what common tokenizers (Llama 2/3, Mistral,
@@ -53,7 +63,7 @@ export function estimateTextTokens(text: string): number {
 
 /** A conservative count of one chat message of `text`, framing included. */
 export function estimateTokens(text: string): number {
-  return estimateTextTokens(text) + messageFramingTokens;
+  return estimateTextTokens(text) + defaultPromptFraming.messageTokens;
 }
 
 /** How many answers' ratios the learning estimate remembers; it uses the largest. */

@@ -35,6 +35,12 @@ export interface EngineClientOptions extends EngineTimeouts {
   /** A caller-owned dispatcher; when absent the client owns an `Agent` built from the timeouts. */
   dispatcher?: Dispatcher;
   /**
+   * Most connections the owned agent opens to the engine at once; further requests queue in the
+   * client. Unbounded by default. llama-server serves each open connection, idle ones included,
+   * with one of a few HTTP threads: a client that opens many starves every other.
+   */
+  connections?: number;
+  /**
    * Largest JSON answer `readJson` reads (default `DEFAULT_MAX_JSON_BYTES`); past it the body is
    * dropped and the call fails, so an endless answer cannot fill the memory.
    */
@@ -80,13 +86,14 @@ export interface EngineClient {
   close(): Promise<void>;
 }
 
-/** An agent whose every timeout is set explicitly. */
-export function createEngineAgent(timeouts: EngineTimeouts = {}): Agent {
+/** An agent whose every timeout is set explicitly, with at most `connections` per engine when given. */
+export function createEngineAgent(timeouts: EngineTimeouts = {}, connections?: number): Agent {
   const resolved = { ...DEFAULT_ENGINE_TIMEOUTS, ...timeouts };
   return new Agent({
     connectTimeout: resolved.connectTimeoutMs,
     headersTimeout: resolved.headersTimeoutMs,
     bodyTimeout: resolved.bodyTimeoutMs,
+    ...(connections === undefined ? {} : { connections }),
   });
 }
 
@@ -106,7 +113,7 @@ export function resolveEngineTimeouts(options: EngineTimeouts): Required<EngineT
 
 export function createEngineClient(options: EngineClientOptions): EngineClient {
   const timeouts = resolveEngineTimeouts(options);
-  const ownedAgent = options.dispatcher ? undefined : createEngineAgent(timeouts);
+  const ownedAgent = options.dispatcher ? undefined : createEngineAgent(timeouts, options.connections);
   const dispatcher: Dispatcher = options.dispatcher ?? (ownedAgent as Agent);
   const baseURL = options.baseURL.replace(/\/+$/, '');
   const displayURL = withoutCredentials(baseURL);

@@ -3,7 +3,7 @@ import { EngineError } from '../../src/core/errors.js';
 import type { ChatRequest } from '../../src/core/ports.js';
 import { createLlamaServerTokenCounter, serverRoot } from '../../src/engines/chat/llama-server-tokens.js';
 import { chatFailureReason } from '../../src/engines/chat/openai-wire.js';
-import { fakeTokenCount } from '../fakes/fake-openai.js';
+import { fakeTemplate, fakeTokenCount, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { collect, useFakeChat, userSays } from './chat-helpers.js';
 
 const withImage: ChatRequest = {
@@ -32,6 +32,20 @@ describe('llama-server context, tokens and images over the wire', () => {
     }
   });
 
+  it('counts many texts over two connections, leaving llama-server’s other HTTP threads to the chat', async () => {
+    // Three threads (-np 1 on two cores); idle connections held for as long as the test runs.
+    const engine = await startFakeOpenAI({ httpThreads: 3, keepAliveTimeoutMs: 60_000, script: { flavor: 'llama-server' } });
+    const counter = createLlamaServerTokenCounter({ baseURL: engine.baseURL, headersTimeoutMs: 1_000 });
+    try {
+      const texts = Array.from({ length: 30 }, (_, index) => `text number ${index} ${'word '.repeat(index)}`);
+      expect(await counter.count(texts)).toEqual(texts.map(fakeTokenCount));
+      expect(engine.connectionCount()).toBeLessThanOrEqual(2);
+    } finally {
+      await counter.close();
+      await engine.close();
+    }
+  });
+
   it('falls back to the estimate, for good, when the engine has no /tokenize', async () => {
     context.fake.setScript({ flavor: 'openai' });
     const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
@@ -46,6 +60,23 @@ describe('llama-server context, tokens and images over the wire', () => {
     }
   });
 
+  it('measures the chat template as the engine applies it (/apply-template), and says nothing where it cannot', async () => {
+    context.fake.setScript({ flavor: 'llama-server' });
+    const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    const older = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
+    try {
+      // A token more each, for a boundary the tokenizer may merge differently in the whole prompt.
+      expect(await counter.promptFraming()).toEqual({ messageTokens: fakeTemplate.messageTokens + 1, promptTokens: fakeTemplate.generationPromptTokens + 1 });
+      context.fake.setScript({ flavor: 'llama-server', noApplyTemplate: true });
+      expect(await older.promptFraming()).toBeUndefined();
+      // Measured once.
+      expect(await counter.promptFraming()).toEqual({ messageTokens: fakeTemplate.messageTokens + 1, promptTokens: fakeTemplate.generationPromptTokens + 1 });
+      expect(context.fake.requests.filter((request) => request.path === '/apply-template')).toHaveLength(3);
+    } finally {
+      await Promise.all([counter.close(), older.close()]);
+    }
+  });
+
   it('reads the per-slot context from /props', async () => {
     context.fake.setScript({ flavor: 'llama-server', slotContext: 2048, slots: 4 });
     const counter = createLlamaServerTokenCounter({ baseURL: context.fake.baseURL });
@@ -57,7 +88,7 @@ describe('llama-server context, tokens and images over the wire', () => {
     }
   });
 
-  it('marks the 400 exceed_context_size_error as context exceeded, streamed or not', async () => {
+  it('marks the 400 exceed_context_size_error as context exceeded, streamed (inside a 200 stream) or not', async () => {
     context.fake.setScript({ flavor: 'llama-server', slotContext: 16 });
     const model = context.model();
     const long = userSays('word '.repeat(100));
@@ -69,11 +100,31 @@ describe('llama-server context, tokens and images over the wire', () => {
     expect((whole as EngineError).reason).toBe('context-exceeded');
   });
 
-  it('reports truncated: true when the engine shifted the context', async () => {
-    context.fake.setScript({ flavor: 'llama-server', slotContext: 16, contextShift: true, tokens: ['ok'] });
+  it('reads a refusal reported inside a stream as the same refusal answered by status', async () => {
+    const model = context.model();
+    context.fake.setScript({ failure: { kind: 'error-event', afterTokens: 0, code: 400, type: 'exceed_context_size_error', message: 'the request exceeds the available context size' } });
+    expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: 'context-exceeded', code: 'ENGINE_CONTEXT_EXCEEDED' });
+    context.fake.setScript({ failure: { kind: 'error-event', afterTokens: 0, code: 500, message: 'image input is not supported - hint: you may need to provide the mmproj' } });
+    expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: 'images-unsupported' });
+    context.fake.setScript({ flavor: 'llama-server', failure: { kind: 'legacy-error-line', afterTokens: 0, message: 'slot unavailable' } });
+    expect(await collect(model.stream(userSays('x'))).catch((error: unknown) => error)).toMatchObject({ reason: undefined });
+  });
+
+  it('marks "context shift is disabled" (the reply reached the end of the slot) as context exceeded, by status and inside a stream', async () => {
+    // 'hi' takes 9 tokens of the 11-token slot: two reply tokens fit.
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 11, tokens: ['a ', 'b ', 'c '] });
+    const model = context.model();
+    expect(await model.generate(userSays('hi')).catch((error: unknown) => error)).toMatchObject({ status: 500, reason: 'context-exceeded', code: 'ENGINE_CONTEXT_EXCEEDED' });
+    const streamed = await collect(model.stream(userSays('hi'))).catch((error: unknown) => error);
+    expect(streamed).toMatchObject({ reason: 'context-exceeded', parts: [{ type: 'text', text: 'a ' }, { type: 'text', text: 'b ' }] });
+  });
+
+  it('reports truncated: true when the engine shifted the context and says so', async () => {
+    context.fake.setScript({ flavor: 'llama-server', slotContext: 16, contextShift: true, reportsTruncation: true, tokens: ['ok'] });
     const model = context.model();
     const { parts } = await collect(model.stream(userSays('word '.repeat(100))));
-    expect(parts.at(-1)).toMatchObject({ type: 'finish', truncated: true, usage: { promptTokens: 16 } });
+    // 133 tokens, less fifteen blocks of half the slot dropped from the front.
+    expect(parts.at(-1)).toMatchObject({ type: 'finish', truncated: true, usage: { promptTokens: 13 } });
     expect(await model.generate(userSays('word '.repeat(100)))).toMatchObject({ truncated: true });
     const fits = await collect(model.stream(userSays('hi')));
     expect(fits.parts.at(-1)).not.toHaveProperty('truncated');

@@ -61,7 +61,7 @@ describe('OpenAI-compatible chat model: answers', () => {
     expect(parts).toEqual([
       { type: 'text', text: 'Hello' },
       { type: 'text', text: ' there' },
-      { type: 'finish', finishReason: 'stop', usage: { promptTokens: 5, completionTokens: 2 } },
+      { type: 'finish', finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 2 } },
     ]);
   });
 

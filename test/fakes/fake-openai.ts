@@ -4,8 +4,11 @@
  * failures. Scriptable per test; cheap enough for benchmarks: one timer per open stream at most.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { answerLlamaServerRoute, generateLikeLlamaServer, promptTokensHeld, refuseImageParts, refuseLikeLlamaServer, reportsTruncated } from './fake-llama-server.js';
+import { listenWithThreads } from './http-threads.js';
+
+export { fakeChatPrompt, fakePromptTokens, fakeTemplate, fakeTokenCount } from './fake-llama-server.js';
 
 export type FakeFlavor = 'openai' | 'llama-server' | 'ollama';
 
@@ -56,16 +59,23 @@ export interface FakeChatScript {
   /**
    * llama-server only: the context of one slot (`-c` / `-np`), in the fake's tokens (see
    * `fakeTokenCount`). A longer prompt gets the 400 `exceed_context_size_error`, or with
-   * `contextShift` is cut from the front and answered with `truncated: true` in its timings.
+   * `contextShift` is cut from the front (see `reportsTruncation`).
    */
   slotContext?: number;
   /** llama-server only: how many slots `/props` reports (default 1). */
   slots?: number;
   contextShift?: boolean;
+  /**
+   * llama-server only: mark a prompt context shift cut with `truncated: true` in `timings`, as
+   * some builds do. b4748 does not: only `usage.prompt_tokens` smaller than the prompt tells.
+   */
+  reportsTruncation?: boolean;
   /** llama-server only: a model without a vision projector; image parts get the 500 that echoes the prompt. */
   textOnly?: boolean;
   /** llama-server only: no `/tokenize` (a proxy in front of it, say): 404 like any unknown route. */
   noTokenize?: boolean;
+  /** llama-server only: no `/apply-template` (builds before it): 404. */
+  noApplyTemplate?: boolean;
 }
 
 /** A JSON request body as received. */
@@ -114,6 +124,13 @@ export interface FakeOpenAIOptions {
   recordRequests?: boolean;
   recordChunkTimes?: boolean;
   onChunkWritten?: (event: FakeChunkWritten) => void;
+  /**
+   * Connections served at once, as llama-server's `--threads-http` (default there:
+   * max(np + 2, cores - 1)); further ones wait until a served one closes. Unbounded by default.
+   */
+  httpThreads?: number;
+  /** How long an idle kept-alive connection stays open (and holds its thread); llama-server's is 5 s, like Node's default. */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface FakeOpenAI {
@@ -125,6 +142,8 @@ export interface FakeOpenAI {
   openResponses(): number;
   /** TCP connections accepted so far; fewer than requests means sockets were reused. */
   connectionCount(): number;
+  /** Connections accepted but waiting for one of the `httpThreads`. */
+  waitingConnections(): number;
   close(): Promise<void>;
 }
 
@@ -167,7 +186,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (options.apiKey !== undefined && incoming.headers.authorization !== `Bearer ${options.apiKey}`) {
       return sendError(response, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
     }
-    const current = typeof script === 'function' ? script(body, path) : script;
+    let current = typeof script === 'function' ? script(body, path) : script;
     if ((current.flavor ?? 'openai') === 'llama-server' && answerLlamaServerRoute(response, incoming.method ?? 'GET', path, body, current)) return;
     const known = incoming.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/embeddings');
     if (!known) return sendError(response, 404, `Unknown route ${incoming.method} ${path}`, 'not_found_error', null);
@@ -175,13 +194,13 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     // A text-only model refuses image parts this way whatever the flavor (llama-server's words).
     if (current.textOnly && refuseImageParts(response, body)) return;
     if (failure?.kind === 'hang') return;
-    if (failure?.kind === 'http') {
-      const text = failure.rawBody ?? JSON.stringify({ error: { message: failure.message, type: failure.type ?? 'server_error', code: failure.code ?? null } });
-      response.writeHead(failure.status, { 'content-type': failure.rawBody === undefined ? 'application/json' : 'text/plain' });
-      return void response.end(text);
-    }
+    if (failure?.kind === 'http') return answerHttpFailure(response, failure);
     if (failure?.kind === 'drop' && body.stream !== true) return void drop(response, settle);
-    if (path === '/v1/chat/completions' && (current.flavor ?? 'openai') === 'llama-server' && refuseLikeLlamaServer(response, body, current)) return;
+    if (path === '/v1/chat/completions' && (current.flavor ?? 'openai') === 'llama-server') {
+      if (refuseLikeLlamaServer(response, body, current)) return;
+      current = generateLikeLlamaServer(body, current, tokensOf(body, current));
+      if (current.failure?.kind === 'http') return answerHttpFailure(response, current.failure);
+    }
     if (path === '/v1/embeddings') return answerEmbeddings(response, body, current, options.embeddingDimensions ?? 64);
     if (body.stream !== true || current.ignoreStream) return answerCompletion(response, body, current);
     streamCompletion(response, record, settle, current);
@@ -196,6 +215,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const keepAlive = (current.keepAlives ?? []).map((line) => `${line}${eol}${eol}`).join('');
     response.writeHead(200, { 'content-type': flavor === 'openai' ? 'text/event-stream; charset=utf-8' : 'text/event-stream', 'cache-control': 'no-cache' });
     response.flushHeaders();
+    // llama-server closes the connection after a streamed answer although it announced
+    // keep-alive, which frees its HTTP thread.
+    const socket = response.socket;
+    if (flavor === 'llama-server') response.once('finish', () => socket?.end());
     let timer: NodeJS.Timeout | undefined;
     response.on('close', () => clearTimeout(timer));
     const write = (kind: FakeChunkKind, text: string, token?: string): void => {
@@ -231,22 +254,19 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     step();
   }
 
-  let connections = 0;
-  server.on('connection', () => {
-    connections += 1;
-  });
-  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0, backlog: 4096 }, resolve));
-  const { port } = server.address() as AddressInfo;
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  const threads = await listenWithThreads(server, options.httpThreads);
+  const { port } = threads;
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
     setScript: (next) => { script = next; },
     openResponses: () => open.size,
-    connectionCount: () => connections,
+    connectionCount: () => threads.accepted(),
+    waitingConnections: () => threads.waiting(),
     close: async () => {
       for (const response of open) response.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await threads.close();
     },
   };
 }
@@ -295,7 +315,7 @@ function buildFrames(body: FakeRequestBody, script: FakeChatScript): Frame[] {
   if (includeUsage) {
     const usage = usageOf(body, tokens.length, script);
     const rest = flavor === 'llama-server'
-      ? `{"choices":[],"created":${created},"id":"${id}","model":${model},"system_fingerprint":"b6000-fake","object":"chat.completion.chunk","usage":{"completion_tokens":${usage.completion_tokens},"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},"timings":{"prompt_n":${usage.prompt_tokens},"predicted_n":${usage.completion_tokens}${isTruncated(body, script) ? ',"truncated":true' : ''}}}`
+      ? `{"choices":[],"created":${created},"id":"${id}","model":${model},"system_fingerprint":"b6000-fake","object":"chat.completion.chunk","usage":{"completion_tokens":${usage.completion_tokens},"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},"timings":{"prompt_n":${usage.prompt_tokens},"predicted_n":${usage.completion_tokens}${reportsTruncated(body, script) ? ',"truncated":true' : ''}}}`
       : `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${model},"system_fingerprint":"${flavor === 'ollama' ? 'fp_ollama' : 'fp_fake'}","choices":[],"usage":${JSON.stringify(usage)}}`;
     frames.push({ kind: 'usage', text: event(rest), delayMs: 0 });
   }
@@ -323,6 +343,12 @@ function failureFrames(failure: Exclude<FakeFailure, { kind: 'http' | 'hang' }>,
   }
 }
 
+function answerHttpFailure(response: ServerResponse, failure: Extract<FakeFailure, { kind: 'http' }>): void {
+  const text = failure.rawBody ?? JSON.stringify({ error: { message: failure.message, type: failure.type ?? 'server_error', code: failure.code ?? null } });
+  response.writeHead(failure.status, { 'content-type': failure.rawBody === undefined ? 'application/json' : 'text/plain' });
+  response.end(text);
+}
+
 function failStream(response: ServerResponse, how: 'end' | 'drop' | 'stall', settle: (outcome: FakeOutcome) => void): void {
   if (how === 'end') response.end();
   if (how === 'drop') drop(response, settle);
@@ -345,7 +371,7 @@ function answerCompletion(response: ServerResponse, body: FakeRequestBody, scrip
     system_fingerprint: flavor === 'ollama' ? 'fp_ollama' : 'fp_fake',
     choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: script.finishReason ?? 'stop' }],
     usage: usageOf(body, tokens.length, script),
-    ...(flavor === 'llama-server' ? { timings: { prompt_n: usageOf(body, tokens.length, script).prompt_tokens, predicted_n: tokens.length, ...(isTruncated(body, script) ? { truncated: true } : {}) } } : {}),
+    ...(flavor === 'llama-server' ? { timings: { prompt_n: usageOf(body, tokens.length, script).prompt_tokens, predicted_n: tokens.length, ...(reportsTruncated(body, script) ? { truncated: true } : {}) } } : {}),
   });
   if (script.failure?.kind === 'stall') {
     response.writeHead(200, { 'content-type': 'application/json' });
@@ -397,96 +423,11 @@ function lastUserText(body: FakeRequestBody): string | undefined {
 function usageOf(body: FakeRequestBody, completionTokens: number, script: FakeChatScript): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
   let prompt: number;
   if ((script.flavor ?? 'openai') === 'llama-server') {
-    // A shifted context holds at most the slot (the front of the prompt was dropped).
-    prompt = Math.min(fakePromptTokens(body), script.contextShift && script.slotContext !== undefined ? script.slotContext : Number.POSITIVE_INFINITY);
+    prompt = promptTokensHeld(body, script);
   } else {
     prompt = (body.messages ?? []).reduce((total, message) => total + wordsOf(typeof message.content === 'string' ? message.content : JSON.stringify(message.content)).length, 0);
   }
   return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens };
-}
-
-/**
- * The fake's tokenizer, deterministic and shaped like real ones: about four ASCII characters a
- * token, one token per CJK character (kana, Hangul), three per emoji (byte fallback), one per
- * other non-ASCII character.
- */
-export function fakeTokenCount(text: string): number {
-  let ascii = 0;
-  let tokens = 0;
-  for (const character of text) {
-    const code = character.codePointAt(0) ?? 0;
-    if (code < 0x80) ascii += 1;
-    else if ((code >= 0x2e80 && code <= 0x9fff) || (code >= 0xac00 && code <= 0xd7af) || (code >= 0xff00 && code <= 0xffef)) tokens += 1;
-    else if (/\p{Extended_Pictographic}/u.test(character) || code > 0xffff) tokens += 3;
-    else tokens += 1;
-  }
-  return tokens + Math.ceil(ascii / 4);
-}
-
-/** Tokens of a whole chat prompt as the fake's template frames it: 4 per message, 256 per image. */
-export function fakePromptTokens(body: FakeRequestBody): number {
-  return (body.messages ?? []).reduce((total, message) => {
-    if (typeof message.content === 'string') return total + 4 + fakeTokenCount(message.content);
-    if (!Array.isArray(message.content)) return total + 4;
-    return total + 4 + message.content.reduce((sum: number, part: { type?: string; text?: string }) => sum + (part.type === 'image_url' ? 256 : fakeTokenCount(part.text ?? '')), 0);
-  }, 0);
-}
-
-function isTruncated(body: FakeRequestBody, script: FakeChatScript): boolean {
-  return script.contextShift === true && script.slotContext !== undefined && fakePromptTokens(body) > script.slotContext;
-}
-
-function hasImageParts(body: FakeRequestBody): boolean {
-  return (body.messages ?? []).some((message) => Array.isArray(message.content) && message.content.some((part: { type?: string }) => part.type === 'image_url'));
-}
-
-/** llama-server's own routes beside `/v1`; true when answered. */
-function answerLlamaServerRoute(response: ServerResponse, method: string, path: string, body: FakeRequestBody, script: FakeChatScript): boolean {
-  if (method === 'POST' && path === '/tokenize' && !script.noTokenize) {
-    const content = typeof body['content'] === 'string' ? body['content'] : '';
-    const tokens = Array.from({ length: fakeTokenCount(content) }, (_, index) => 1000 + index);
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({ tokens }));
-    return true;
-  }
-  if (method === 'GET' && path === '/props') {
-    const slots = script.slots ?? 1;
-    const nCtx = script.slotContext ?? 4096;
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({ default_generation_settings: { n_ctx: nCtx, params: {} }, total_slots: slots, model_path: 'fake.gguf', n_ctx_train: 32768 }));
-    return true;
-  }
-  return false;
-}
-
-/** llama-server's 500 for image parts on a model without a vision projector. True when it refused. */
-function refuseImageParts(response: ServerResponse, body: FakeRequestBody): boolean {
-  if (!hasImageParts(body)) return false;
-  // The real message echoes the whole prompt, system prompt and memories included.
-  const message = `Failed to parse messages: Unsupported content part type: "image_url"; messages = ${JSON.stringify(body.messages)}`;
-  response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-  response.end(JSON.stringify({ error: { code: 500, message, type: 'server_error' } }));
-  return true;
-}
-
-/** What llama-server answers before generating: the image-part 500, the context 400. True when it refused. */
-function refuseLikeLlamaServer(response: ServerResponse, body: FakeRequestBody, script: FakeChatScript): boolean {
-  if (script.textOnly && refuseImageParts(response, body)) return true;
-  const prompt = fakePromptTokens(body);
-  if (script.slotContext !== undefined && !script.contextShift && prompt > script.slotContext) {
-    response.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
-    response.end(JSON.stringify({
-      error: {
-        code: 400,
-        message: 'the request exceeds the available context size. try increasing the context size or enable context shift',
-        type: 'exceed_context_size_error',
-        n_prompt_tokens: prompt,
-        n_ctx: script.slotContext,
-      },
-    }));
-    return true;
-  }
-  return false;
 }
 
 function wordsOf(text: string): string[] {

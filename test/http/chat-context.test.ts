@@ -78,13 +78,13 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(harness.llm.requests.some((request) => request.path === '/tokenize')).toBe(true);
   });
 
-  it('when the engine finds the prompt too long, drops older history, tries once more, and learns the slot context', async () => {
+  it.each(['streamed', 'whole'])('when the engine finds the prompt too long (%s), drops older history, tries once more, and learns the slot context', async (mode) => {
     // The README mistake: LLM_CONTEXT_TOKENS set to -c while -np 4 gives each slot a quarter.
     const { harness, chat, read, stream } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, slots: 4, reply: 'Noted.' });
     for (let index = 0; index < 18; index++) {
       const data = `Line ${index}: ${'plenty of words here '.repeat(6)}`;
-      // Streamed and not: the refusal comes before the first piece either way.
-      if (index % 2 === 0) expect((await chat(data)).status).toBe(200);
+      // A streamed refusal comes inside a 200 stream (b4748), before the first piece: retried all the same.
+      if (mode === 'whole') expect((await chat(data)).status).toBe(200);
       else {
         const answer = await stream(data);
         expect(answer.status).toBe(200);
@@ -97,8 +97,7 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(chats.length).toBe(19);
     const refusedAt = chats.findIndex((request) => fakePromptTokens(request.body) > 600);
     expect(refusedAt).toBeGreaterThan(0);
-    // The refusal fell on a streamed request: retried before any piece was sent.
-    expect(chats[refusedAt]!.body.stream).toBe(true);
+    expect(chats[refusedAt]!.body.stream).toBe(mode === 'streamed');
     expect(chats.slice(refusedAt + 1).every((request) => fakePromptTokens(request.body) <= 600 - 100)).toBe(true);
     expect(JSON.stringify(chats.at(-1)!.body.messages!.at(-1))).toContain('Line 17');
     // Nothing stored twice.
@@ -106,13 +105,100 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(harness.llm.requests.some((request) => request.path === '/props')).toBe(true);
   });
 
-  it('notices llama-server’s context shift (truncated: true) and sends prompts that fit from then on', async () => {
-    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, contextShift: true, reply: 'Noted.' });
+  it('warns at start, before any failure, when the engine gives each request less context than LLM_CONTEXT_TOKENS', async () => {
+    let warned: (line: Record<string, unknown>) => void = () => {};
+    const warning = new Promise<Record<string, unknown>>((resolve) => (warned = resolve));
+    api = await startHarness({
+      environment: { LLM_CONTEXT_TOKENS: '8192' },
+      script: { flavor: 'llama-server', slotContext: 2048, slots: 4 },
+      logDestination: {
+        write: (text: string) => {
+          const line = JSON.parse(text) as Record<string, unknown>;
+          if (line['engine'] !== undefined) warned(line);
+        },
+      },
+    });
+    expect(await warning).toMatchObject({ level: 40, configured: 8192, engine: 2048 });
+    expect(api.llm.requests.filter(isChat)).toHaveLength(0);
+  });
+
+  it('still answers when the slot it learned is no larger than LLM_MAX_REPLY_TOKENS: the reply gets at most half of it', async () => {
+    // -c 2048 -np 4: 512 tokens a slot, while LLM_MAX_REPLY_TOKENS alone asks for 1024.
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '2048', LLM_MAX_REPLY_TOKENS: '1024' }, { flavor: 'llama-server', slotContext: 512, slots: 4, reply: 'Noted.' });
+    // Fits what is configured, not the slot: refused by the engine, which teaches the slot.
+    expect((await chat('word '.repeat(480).trim())).status).toBeGreaterThanOrEqual(400);
+    for (let index = 0; index < 4; index++) {
+      const answer = await chat(`Short line ${index}.`);
+      expect(answer.status).toBe(200);
+    }
+    const last = harness.llm.requests.filter(isChat).at(-1)!.body;
+    expect(last['max_tokens']).toBe(256);
+    expect(fakePromptTokens(last) + 256).toBeLessThanOrEqual(512);
+  });
+
+  it('leaves room for a reply of the whole LLM_MAX_REPLY_TOKENS beside the fullest prompt, the chat template counted', async () => {
+    // Without context shift llama-server fails a reply that reaches the end of its slot. Each
+    // reply is cut at max_tokens, and stored short (the spaces trimmed), so many messages fit.
+    const long = ['Aye.', ...Array.from({ length: 400 }, () => ' ')];
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' }, { flavor: 'llama-server', slotContext: 512, tokens: long });
+    for (let index = 0; index < 30; index++) expect((await chat(`Line ${index}`)).status).toBe(200);
+    const chats = harness.llm.requests.filter(isChat);
+    expect(chats.every((request) => fakePromptTokens(request.body) + 128 <= 512)).toBe(true);
+    // The history filled the context: the test reached the slot's end.
+    // The history filled the context (our count keeps a token a message spare): the test reached the slot's end.
+    expect(Math.max(...chats.map((request) => fakePromptTokens(request.body)))).toBeGreaterThan(512 - 128 - 64);
+  });
+
+  it('keeps a streamed reply the end of the slot cut short, with what arrived and finish reason length', async () => {
+    const script: FakeScriptSource = (body) =>
+      isChat({ path: '/v1/chat/completions', body }) ? { flavor: 'llama-server', tokens: ['Once ', 'upon ', 'a ', 'time'], failure: { kind: 'legacy-error-line', code: 500, message: 'context shift is disabled', afterTokens: 3 } } : { flavor: 'llama-server' };
+    const { stream, read } = await open({}, script);
+    const answer = await stream('Tell me a story.');
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain('"finish_reason":"length"');
+    expect(answer.text).toContain('[DONE]');
+    const stored = (await read()).messages.at(-1);
+    expect(stored).toMatchObject({ content: 'Once upon a', finish_reason: 'length' });
+  });
+
+  it('sends the rolling summary only with room for its reply, and not at all when its fixed part alone does not fit', async () => {
+    // A summary of the whole LLM_SUMMARY_MAX_TOKENS (300): the next one's instruction and summary so far leave no room for lines.
+    const script: FakeScriptSource = (body) =>
+      String(body.messages?.[0]?.content).includes('running summary') ? { flavor: 'llama-server', slotContext: 512, tokens: Array.from({ length: 400 }, () => 'abc ') } : { flavor: 'llama-server', slotContext: 512, reply: 'Aye.' };
+    const { harness, chat, read } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' }, script);
+    for (let index = 0; index < 30; index++) expect((await chat(`Tale ${index}: ${'the boat sailed to the lighthouse '.repeat(2)}`)).status).toBe(200);
+    // A restart waits for the summaries still being written.
+    await harness.restart();
+    const summaries = harness.llm.requests.filter((request) => !isChat(request) && request.path.endsWith('/chat/completions'));
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(summaries.every((request) => fakePromptTokens(request.body) + Number(request.body['max_tokens']) <= 512)).toBe(true);
+    expect((await read()).summary).toMatch(/^abc/);
+  });
+
+  it.each([
+    ['truncated: true', true],
+    ['only usage.prompt_tokens, as b4748', false],
+  ])('notices llama-server’s context shift (%s) and sends prompts that fit from then on', async (_, reportsTruncation) => {
+    const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '2400', LLM_MAX_REPLY_TOKENS: '100' }, { flavor: 'llama-server', slotContext: 600, contextShift: true, reportsTruncation, reply: 'Noted.' });
     for (let index = 0; index < 18; index++) expect((await chat(`Line ${index}: ${'plenty of words here '.repeat(6)}`)).status).toBe(200);
     const prompts = harness.llm.requests.filter(isChat).map((request) => fakePromptTokens(request.body));
     const cut = prompts.findIndex((tokens) => tokens > 600);
     expect(cut).toBeGreaterThan(0);
     expect(prompts.slice(cut + 1).every((tokens) => tokens <= 600)).toBe(true);
+  });
+
+  it('does not take a regenerated reply, which the prompt leaves out, for a prompt the engine cut', async () => {
+    const cuts: unknown[] = [];
+    api = await startHarness({
+      script: { flavor: 'llama-server', reply: `A long first answer: ${'many words in it '.repeat(40)}` },
+      logDestination: { write: (text: string) => void (text.includes('cut the prompt') && cuts.push(JSON.parse(text))) },
+    });
+    const person = await api.account('again');
+    const id = (await api.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } })).body.id as string;
+    expect((await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: person.key, body: { data: 'Tell me more.' } })).status).toBe(200);
+    api.llm.setScript({ flavor: 'llama-server', reply: 'Short.' });
+    for (let index = 0; index < 2; index++) expect((await api.call('POST', `/api/v0/conversations/${id}/regenerate`, { key: person.key })).status).toBe(200);
+    expect(cuts).toEqual([]);
   });
 
   it('says MODEL_CANNOT_SEE_IMAGES when the engine refuses image parts, keeps the image, and goes on in text, in every process', async () => {
@@ -128,11 +214,12 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect(sent).not.toContain('image_url');
     expect(sent).toContain('cannot see images');
     await harness.restart();
-    const before = harness.llm.requests.length;
+    // Chats only: the restarted service also asks /props in the background.
+    const before = harness.llm.requests.filter(isChat).length;
     const again = await chat(png(8, 8), 'image/png');
     expect(again.status).toBe(422);
     expect(again.body.error.code).toBe('MODEL_CANNOT_SEE_IMAGES');
-    expect(harness.llm.requests.length).toBe(before);
+    expect(harness.llm.requests.filter(isChat).length).toBe(before);
     expect((await read()).messages).toHaveLength(3);
   });
 

@@ -6,7 +6,7 @@ import type { DestinationStream } from 'pino';
 import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
-import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
+import { type FakeOpenAI, type FakeOpenAIOptions, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
 
 export const adminKey = 'test-admin-key-0123456789';
 
@@ -37,12 +37,14 @@ export async function freePort(): Promise<number> {
 export async function startHarness(
   options: {
     script?: FakeScriptSource;
+    /** How the fake chat engine serves, beside its script (its HTTP threads, say). */
+    llm?: Omit<FakeOpenAIOptions, 'script'>;
     environment?: Record<string, string>;
     /** Where the service logs (at info and above), for tests that read the log; silent otherwise. */
     logDestination?: DestinationStream;
   } = {},
 ): Promise<Harness> {
-  const llm = await startFakeOpenAI({ script: options.script });
+  const llm = await startFakeOpenAI({ ...options.llm, script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-http-'));
   const port = await freePort();
   const config = parseConfig({

@@ -5,13 +5,16 @@
  * Nothing is keyed on chunk ids: Ollama repeats them.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { EngineError } from '../../core/errors.js';
+import type { EngineError, EngineFailureReason } from '../../core/errors.js';
 import type { ChatStreamPart, ChatUsage } from '../../core/ports.js';
 import { truncate } from '../http.js';
-import { contentOf, errorOf, field, finishReasonOf, firstChoice, truncatedOf, usageOf } from './openai-wire.js';
+import { chatFailureReason, contentOf, errorOf, field, finishReasonOf, firstChoice, truncatedOf, usageOf, type WireError } from './openai-wire.js';
 
-/** Builds the error to throw; `status` is set when the engine named one. */
-export type StreamFailure = (message: string, options: { status?: number; retryable?: boolean }) => EngineError;
+/**
+ * Builds the error to throw; `status` is set when the engine named one, `reason` when its
+ * words are a refusal the core acts on, read as from an error answer's body.
+ */
+export type StreamFailure = (message: string, options: { status?: number; retryable?: boolean; reason?: EngineFailureReason }) => EngineError;
 
 export type FinishPart = Extract<ChatStreamPart, { type: 'finish' }>;
 
@@ -33,7 +36,7 @@ export interface ChatStreamDecoder {
   finish(): FinishPart;
 }
 
-type Item = { kind: 'event'; event: EventSourceMessage } | { kind: 'failure'; message: string; status?: number };
+type Item = { kind: 'event'; event: EventSourceMessage } | { kind: 'failure'; error: WireError; body: string };
 
 /** An SSE event may not exceed this; a chat delta is a few hundred bytes. */
 const MAXIMUM_EVENT_CHARACTERS = 8 * 1024 * 1024;
@@ -53,19 +56,31 @@ export function createChatStreamDecoder(fail: StreamFailure): ChatStreamDecoder 
       // Older llama-server builds report failures as a bare `error: {...}` line, which is not
       // an SSE field; the parser hands it over as an unknown field.
       if (error.type === 'unknown-field' && error.field === 'error') {
-        items.push({ kind: 'failure', ...legacyError(error.value ?? '') });
+        items.push({ kind: 'failure', error: legacyError(error.value ?? ''), body: error.value ?? '' });
       } else if (error.type === 'max-buffer-size-exceeded') {
-        items.push({ kind: 'failure', message: 'an event larger than 8 MiB' });
+        items.push({ kind: 'failure', error: { message: 'an event larger than 8 MiB' }, body: '' });
       }
     },
   });
+
+  /**
+   * A failure the engine reported inside a 200 stream is read as one it answered by status:
+   * llama-server (b4748) refuses a streamed prompt longer than its slot only this way.
+   */
+  function engineFailure(error: WireError, body: string): EngineError {
+    const reason = chatFailureReason(error.status ?? 500, body);
+    return fail(`Chat engine failed mid-answer: ${error.message}`, {
+      ...(error.status === undefined ? {} : { status: error.status }),
+      ...(reason === undefined ? {} : { reason }),
+    });
+  }
 
   function drain(): string[] {
     const texts: string[] = [];
     for (const item of items) {
       if (done || failure !== undefined) break;
       if (item.kind === 'failure') {
-        failure = fail(`Chat engine failed mid-answer: ${item.message}`, item.status === undefined ? {} : { status: item.status });
+        failure = engineFailure(item.error, item.body);
         break;
       }
       try {
@@ -92,9 +107,7 @@ export function createChatStreamDecoder(fail: StreamFailure): ChatStreamDecoder 
       throw fail(`Chat engine sent a malformed stream event: ${truncate(data, 120)}`, { retryable: false });
     }
     const error = errorOf(chunk) ?? (event.event === 'error' ? { message: truncate(data) } : undefined);
-    if (error !== undefined) {
-      throw fail(`Chat engine failed mid-answer: ${error.message}`, error.status === undefined ? {} : { status: error.status });
-    }
+    if (error !== undefined) throw engineFailure(error, data);
     // llama-server's include_usage chunk has `choices: []`; OpenAI's has `usage: null` elsewhere.
     usage = usageOf(chunk) ?? usage;
     truncated ||= truncatedOf(chunk);
@@ -138,7 +151,7 @@ export function createChatStreamDecoder(fail: StreamFailure): ChatStreamDecoder 
   };
 }
 
-function legacyError(value: string): { message: string; status?: number } {
+function legacyError(value: string): WireError {
   try {
     const found = errorOf({ error: JSON.parse(value) as unknown });
     if (found !== undefined) return found;

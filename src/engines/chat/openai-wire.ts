@@ -105,11 +105,13 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 /**
  * The refusals the core acts on, read from an error body: a prompt longer than the context
  * (llama-server's 400 `exceed_context_size_error`, OpenAI's `context_length_exceeded`, vLLM's
- * "maximum context length") and image parts on a text-only model (llama-server's 500
+ * "maximum context length"), or prompt and reply together longer (llama-server with
+ * `--no-context-shift`: 500 "context shift is disabled" when the reply reaches the end of the
+ * slot), and image parts on a text-only model (llama-server's 500
  * "Unsupported content part type", or a 4xx saying images are not supported).
  */
 export function chatFailureReason(status: number, body: string): EngineFailureReason | undefined {
-  if (/exceed_context_size_error|context_length_exceeded|exceeds the available context|maximum context length/i.test(body)) return 'context-exceeded';
+  if (/exceed_context_size_error|context_length_exceeded|exceeds the available context|maximum context length|context shift is disabled/i.test(body)) return 'context-exceeded';
   if (/Unsupported content part type:?\s*\\?"?image_url/i.test(body)) return 'images-unsupported';
   if (status >= 400 && status < 500 && /image/i.test(body) && /not (be )?supported|unsupported|does not support|cannot (see|process|accept)|mmproj/i.test(body)) return 'images-unsupported';
   if (status >= 500 && /image input is not supported/i.test(body)) return 'images-unsupported';
@@ -132,6 +134,8 @@ export interface OpenAICompatibleOptions extends EngineTimeouts {
   model: string;
   /** A caller-owned undici dispatcher; by default the client owns an agent with the timeouts. */
   dispatcher?: Dispatcher;
+  /** Most connections open to the server at once (see `EngineClientOptions.connections`); unbounded by default. */
+  connections?: number;
   /** Largest whole (unstreamed) JSON answer read; see `EngineClientOptions.maxJsonBytes`. */
   maxJsonBytes?: number;
 }
@@ -145,6 +149,7 @@ export function createOpenAICompatibleClient(label: string, options: Omit<OpenAI
     baseURL: options.baseURL,
     headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     dispatcher: options.dispatcher,
+    ...(options.connections === undefined ? {} : { connections: options.connections }),
     connectTimeoutMs: options.connectTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -91,6 +91,10 @@ class NodeSqliteDriver implements Driver {
   constructor(private readonly options: NodeSqliteDialectOptions) {}
 
   async init(): Promise<void> {
+    // Loaded here, not by a static import: ESM links every static import (and a builtin's
+    // ExperimentalWarning with it) before any module body runs, so src/silence-sqlite-warning.ts
+    // could never filter that warning. Taken before the lookup below, which must not yield.
+    const { DatabaseSync } = await import('node:sqlite');
     const key = this.options.path === ':memory:' ? undefined : path.resolve(this.options.path);
     const existing = key === undefined ? undefined : openDatabases.get(key);
     if (existing) {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineError } from '../../../src/core/errors.js';
 import type { ChatRequest } from '../../../src/core/ports.js';
 import { createEmbeddedChatModel } from '../../../src/engines/chat/embedded/embedded-chat.js';
+import { createEmbeddedTokenCounter } from '../../../src/engines/chat/embedded/embedded-tokens.js';
 import { type FetchProgress, LlamaRuntime, type LlamaRuntimeOptions } from '../../../src/engines/chat/embedded/llama-runtime.js';
 import { writeTinyModel } from '../../fixtures/tiny-gguf.js';
 import { collect } from '../chat-helpers.js';
@@ -127,5 +128,33 @@ describe('embedded engine: slots', () => {
     const evaluated = slotAt(anaSlot!).chat.sequence.tokenMeter.usedInputTokens - before;
     expect(evaluated).toBeGreaterThan(0);
     expect(evaluated).toBeLessThan(next.usage!.promptTokens! / 2);
+  });
+});
+
+describe('embedded engine: token counts', () => {
+  it("counts text with the model's tokenizer and measures its template exactly: the prompt it reports adds up", async () => {
+    const counting = runtime({ modelFile: async () => knownPath, parallel: 1 });
+    await counting.ready();
+    const counter = createEmbeddedTokenCounter(counting);
+    expect(counter.exact).toBe(true);
+    const request = says('You are Ana, from the harbour.', 'Tell me of the harbour.', reply, 'And the boats? 海 🚢');
+    const texts = request.messages.map((message) => String(message.content));
+    const counts = await counter.count(texts);
+    const framing = (await counter.promptFraming!())!;
+    const result = await createEmbeddedChatModel(counting, 'tiny').generate(request);
+    // Each text counted alone may take one token more than inside the template (a word's leading space): never fewer.
+    const counted = counts.reduce((sum, count) => sum + count, 0) + texts.length * framing.messageTokens + framing.promptTokens;
+    expect(counted).toBeGreaterThanOrEqual(result.usage!.promptTokens!);
+    expect(counted).toBeLessThanOrEqual(result.usage!.promptTokens! + texts.length);
+    expect(await counter.engineContext!()).toBe(counting.contextTokens);
+  });
+
+  it('estimates, never under-counting, until the model is loaded', async () => {
+    const waiting = runtime({ modelFile: () => new Promise(() => {}) });
+    waiting.start();
+    const counter = createEmbeddedTokenCounter(waiting);
+    expect(counter.exact).toBe(false);
+    expect((await counter.count(['hello there']))[0]).toBeGreaterThan(0);
+    expect(await counter.promptFraming!()).toBeUndefined();
   });
 });

@@ -142,9 +142,11 @@ export class LlamaRuntime {
   async #start(): Promise<void> {
     const { logger } = this.options;
     const signal = this.#stop.signal;
-    const modelPath = await this.options.modelFile((progress) => {
+    const fetching = this.options.modelFile((progress) => {
       this.#status = { state: 'fetching', percent: progress.percent, detail: progress.detail };
     }, signal);
+    // Closing must not wait on a source that does not heed the signal.
+    const modelPath = await Promise.race([fetching, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
     signal.throwIfAborted();
     await checkGgufHeader(modelPath);
     this.#status = { state: 'loading' };

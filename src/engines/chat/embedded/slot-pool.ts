@@ -24,10 +24,17 @@ export class SlotPool<Slot> {
   readonly #free: Slot[];
   readonly #waiters: Waiter<Slot>[] = [];
   readonly #size: number;
+  readonly #all: readonly Slot[];
 
   constructor(slots: readonly Slot[]) {
     this.#free = [...slots];
+    this.#all = [...slots];
     this.#size = slots.length;
+  }
+
+  /** Any one slot, lent or not, to read what every slot shares (its model, its template). */
+  peek(): Slot {
+    return this.#all[0]!;
   }
 
   /** How many requests wait for a slot now. */
