@@ -21,7 +21,6 @@ import { percentile, round } from './stats.js';
 /** Replies generated together, and the tokens of each. */
 const parallel = 8;
 const replyTokens = Number(process.env.BENCH_REPLY_TOKENS ?? 96);
-const system = 'You are Ana, a sailor who tells short stories about the sea.';
 
 export interface GenerationFigures {
   conversations: number;
@@ -37,7 +36,7 @@ export async function benchmarkEmbedded(scratch: string): Promise<unknown> {
   await mkdir(scratch, { recursive: true });
   const threads = availableCores();
   const model = await writeTinyModel(path.join(scratch, 'bench-model.gguf'), {
-    reply: 'the waves rolled under a grey sky and the old ship groaned',
+    reply: 'waves rolled under a grey sky while the old ship groaned',
     endless: true,
     embeddingLength: 768,
     blockCount: 12,
@@ -47,7 +46,9 @@ export async function benchmarkEmbedded(scratch: string): Promise<unknown> {
     contextLength: 32_768,
   });
   const contextTokens = 1024;
+  console.error(`embedded: model written (${model.bytes} bytes); node-llama-cpp directly…`);
   const direct = await directFigures(model.path, threads, contextTokens);
+  console.error('embedded: the service…');
   const service = await serviceFigures(path.join(scratch, 'service'), model.path, threads, contextTokens);
   const ratio = (serviceValue: number, directValue: number) => round(serviceValue / directValue, 3);
   return {
@@ -71,19 +72,24 @@ async function directFigures(modelPath: string, threads: number, contextTokens: 
   const context = await model.createContext({ sequences: parallel, contextSize: contextTokens, threads });
   const chatWrapper = resolveChatWrapper(model);
   const chats = Array.from({ length: parallel }, () => new LlamaChat({ contextSequence: context.getSequence(), chatWrapper }));
+  // Each conversation's history as the service keeps it: its system prompt (the core's, for an
+  // account's own character named sailorN), then every turn so far, the reply as text.
+  const histories: ChatHistoryItem[][] = chats.map((_, index) => [{ type: 'system', text: `You are sailor${index}. Stay in character and answer as sailor${index} only.` }]);
   const run = async (count: number, round: number): Promise<GenerationFigures> => {
     const began = performance.now();
     const timings = await Promise.all(
       chats.slice(0, count).map(async (chat, index) => {
-        const history: ChatHistoryItem[] = [{ type: 'system', text: system }, { type: 'user', text: `Round ${round}, tell story number ${index}.` }, { type: 'model', response: [] }];
+        const history = histories[index]!;
+        history.push({ type: 'user', text: turnText(round, index) });
         let first = 0;
-        await chat.generateResponse(history, {
+        const answer = await chat.generateResponse([...history, { type: 'model', response: [] }], {
           maxTokens: replyTokens,
           temperature: 0.8,
           onTextChunk: () => {
             first ||= performance.now();
           },
         });
+        history.push({ type: 'model', response: [answer.response.trim()] });
         return { first, last: performance.now() };
       }),
     );
@@ -113,7 +119,8 @@ async function serviceFigures(dataDir: string, modelPath: string, threads: numbe
     LLM_MAX_REPLY_TOKENS: String(replyTokens),
     API_RATE_LIMIT_PER_MINUTE: '1000000',
     METRICS_TOKEN: 'bench-metrics-token-0123456789',
-    LOG_LEVEL: 'warn',
+    // The start-up line the benchmark waits for is at info.
+    LOG_LEVEL: 'info',
   });
   const admin = new ApiClient(service.url, adminKey);
   try {
@@ -131,7 +138,7 @@ async function serviceFigures(dataDir: string, modelPath: string, threads: numbe
       const timings = await Promise.all(
         clients.slice(0, count).map(async ({ client, conversationId }, index) => {
           let first = 0;
-          const answer = await client.stream(conversationId, `Round ${round}, tell story number ${index}.`, () => {
+          const answer = await client.stream(conversationId, turnText(round, index), () => {
             first ||= performance.now();
           });
           if (!answer.done) throw new Error(`a stream did not end: ${answer.error ?? 'no [DONE]'}`);
@@ -182,6 +189,11 @@ async function serviceFigures(dataDir: string, modelPath: string, threads: numbe
     await admin.close();
     await service.stop();
   }
+}
+
+/** What conversation `index` says in `round`, the same to the service and to the library. */
+function turnText(round: number, index: number): string {
+  return `Round ${round}, tell story number ${index}.`;
 }
 
 /** The service's event-loop delay p99 since the last scrape, in ms (prom-client resets it at each). */
