@@ -34,6 +34,8 @@ describe('ROLES: an API process and worker processes on one PostgreSQL database'
     environment = {
       STORE_URL: database.url,
       ADMIN_API_KEY: adminKey,
+      // No chat here: a chat server on a closed loopback port, so no process fetches a model.
+      LLM_BASE_URL: 'http://127.0.0.1:9/v1',
       IMAGE_ENGINE: 'cog',
       COG_BASE_URL: cog.url,
       API_RATE_LIMIT_PER_MINUTE: '100000',

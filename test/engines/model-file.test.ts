@@ -334,7 +334,7 @@ describe('npm run model:fetch', () => {
   function runFetch(environment: Record<string, string>, onLine: (line: string) => void = () => undefined): Promise<Run> {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/model-fetch.ts'], {
       cwd: repositoryRoot,
-      env: { ...process.env, HF_TOKEN: '', DATA_DIR: dataDir, ...environment },
+      env: { ...process.env, HF_TOKEN: '', LLM_BASE_URL: '', DATA_DIR: dataDir, ...environment },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
