@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeTinyModel } from '../fixtures/tiny-gguf.js';
 import { type Harness, readEvents, startHarness } from './harness.js';
@@ -88,6 +89,20 @@ describe('chat on the embedded engine', () => {
     expect(answers.map((answer) => answer.body.data)).toEqual([reply, reply, reply, reply]);
   });
 
+  it('answers an image MODEL_CANNOT_SEE_IMAGES and keeps it; later chats go on without it', async () => {
+    const id = await conversation();
+    const image = new PNG({ width: 4, height: 4 });
+    image.data.fill(200);
+    const bytes = PNG.sync.write(image);
+    const refused = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: `data:image/png;base64,${bytes.toString('base64')}`, mimeType: 'image/png' } });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.code).toBe('MODEL_CANNOT_SEE_IMAGES');
+    const next = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: 'Did you see it?' } });
+    expect(next.body.data).toBe(reply);
+    const read = await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key });
+    expect(read.body.messages.map((message: { mimetype: string }) => message.mimetype)).toEqual(['image/png', 'text/plain', 'text/plain']);
+  });
+
   it("refuses a message longer than the model's context before storing it, counting with its tokenizer", async () => {
     const id = await conversation();
     // Byte-fallback tokens: every character of this text is several tokens in the tiny model.
@@ -151,5 +166,27 @@ describe('a process that does not chat', () => {
     const ready = await api.call('GET', '/readyz', { key: null });
     expect(ready.status).toBe(200);
     expect(ready.body.chatModel).toBeUndefined();
+  });
+});
+
+describe('the rolling summary on the embedded engine', () => {
+  let api: Harness;
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('writes the summary of what fell out of a small context with the model itself', async () => {
+    api = await embedded(known, { LLM_CONTEXT_TOKENS: '512', LLM_SUMMARY_MIN_MESSAGES: '2', LLM_SUMMARY_MAX_TOKENS: '64' });
+    const user = await api.account('longtalker');
+    await whenReady(api);
+    const id = (await api.call('POST', '/api/v0/conversations', { key: user.key, body: { characterId: user.characterId } })).body.id;
+    let summary: string | null = null;
+    for (let turn = 0; turn < 40 && summary === null; turn++) {
+      const answer = await api.call('POST', `/api/v0/conversations/${id}/chat`, { key: user.key, body: { data: `This is line ${turn} of a long talk about boats.` } });
+      expect(answer.body.data).toBe(reply);
+      summary = (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.summary;
+    }
+    // The summary is written in the background after a reply; wait for it if the last turn started it.
+    await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.summary, { timeout: 10_000 }).toBe(reply);
   });
 });
