@@ -289,6 +289,25 @@ function withoutCredentials(url: string): string {
   }
 }
 
+/**
+ * The whole body, or undefined (and the body destroyed) once it passes `limit` bytes: what an
+ * engine or a model host sends is bounded before it costs memory.
+ */
+export async function readBodyWithin(body: EngineResponse['body'], limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > limit) {
+      body.destroy();
+      return undefined;
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
 async function readLimited(body: EngineResponse['body'], limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;

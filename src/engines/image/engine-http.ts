@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Dispatcher, request } from 'undici';
 import type { EngineError, EnginePurpose } from '../../core/errors.js';
-import { type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, resolveEngineTimeouts, truncate, upstreamMessage } from '../http.js';
+import { type EngineClient, type EngineTimeouts, createEngineAgent, createEngineClient, readBodyWithin, resolveEngineTimeouts, truncate, upstreamMessage } from '../http.js';
 
 /**
  * Default wait for response headers on engines that answer only once the images exist
@@ -101,7 +101,7 @@ export function createImageHttp(options: ImageHttpOptions): ImageHttp {
         headersTimeout: timeouts.headersTimeoutMs,
         bodyTimeout: timeouts.bodyTimeoutMs,
       });
-      const data = await readLimited(response.body, httpRequest.maxBytes ?? DEFAULT_MAX_BYTES);
+      const data = await readBodyWithin(response.body, httpRequest.maxBytes ?? DEFAULT_MAX_BYTES);
       if (data === undefined) {
         throw client.error(`${label} sent more than ${Math.round((httpRequest.maxBytes ?? DEFAULT_MAX_BYTES) / 1024 / 1024)} MB from ${url.split('?')[0]}.`, { retryable: false });
       }
@@ -138,18 +138,3 @@ export function createImageHttp(options: ImageHttpOptions): ImageHttp {
   };
 }
 
-/** The whole body, or undefined (and the body destroyed) once it passes `limit` bytes. */
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) {
-      body.destroy();
-      return undefined;
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks);
-}

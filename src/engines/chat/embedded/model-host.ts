@@ -9,6 +9,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Logger } from '../../../core/ports.js';
 import { ModelFileError } from './model-file-error.js';
+import { readBodyWithin } from '../../http.js';
 
 export interface ModelHostOptions {
   /** The Hugging Face endpoint; only requests to its origin carry the token. */
@@ -84,7 +85,9 @@ export class ModelHost {
         discard(response.body);
         throw this.statusFailure(response.statusCode, url, label);
       }
-      const text = await readLimited(response.body, MAX_LISTING_BYTES);
+      const bytes = await readBodyWithin(response.body, MAX_LISTING_BYTES);
+      if (bytes === undefined) throw new ModelFileError('MODEL_DOWNLOAD_FAILED', `A repository listing larger than ${MAX_LISTING_BYTES} bytes was refused: check HF_ENDPOINT.`);
+      const text = bytes.toString('utf8');
       let listing: z.infer<typeof listingSchema>;
       try {
         listing = listingSchema.parse(JSON.parse(text));
@@ -231,17 +234,3 @@ export function sizeHeader(value: string | string[] | undefined): number | undef
   return Number(text.trim());
 }
 
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) {
-      body.destroy();
-      throw new ModelFileError('MODEL_DOWNLOAD_FAILED', `A repository listing larger than ${limit} bytes was refused: check HF_ENDPOINT.`);
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
