@@ -7,6 +7,7 @@ import type { ChatRequest } from '../../../src/core/ports.js';
 import { createEmbeddedChatModel } from '../../../src/engines/chat/embedded/embedded-chat.js';
 import { createEmbeddedTokenCounter } from '../../../src/engines/chat/embedded/embedded-tokens.js';
 import { type FetchProgress, LlamaRuntime, type LlamaRuntimeOptions } from '../../../src/engines/chat/embedded/llama-runtime.js';
+import { ModelFileError } from '../../../src/engines/chat/embedded/model-file-error.js';
 import { writeTinyModel } from '../../fixtures/tiny-gguf.js';
 import { collect } from '../chat-helpers.js';
 
@@ -68,6 +69,30 @@ describe('embedded engine: before the model is ready', () => {
     const refused = await createEmbeddedChatModel(missing, 'tiny').generate(says('x', 'hi')).catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: 'MODEL_UNAVAILABLE', retryable: false });
     expect((refused as Error).message).toContain('/nowhere.gguf');
+  });
+
+  it('fetches again later when the network failed it, and answers once it succeeds', async () => {
+    let calls = 0;
+    const offlineFirst = runtime({
+      retryMs: 20,
+      modelFile: async () => {
+        calls += 1;
+        if (calls === 1) throw new ModelFileError('MODEL_HOST_UNREACHABLE', 'Could not reach the model host: check the network.');
+        return knownPath;
+      },
+    });
+    const first = await offlineFirst.ready();
+    expect(first).toMatchObject({ state: 'failed' });
+    expect(first.state === 'failed' && first.reason).toContain('trying again in');
+    await expect.poll(() => offlineFirst.status.state, { timeout: 10_000 }).toBe('ready');
+    expect(calls).toBe(2);
+    expect((await createEmbeddedChatModel(offlineFirst, 'tiny').generate(says('x', 'back online?'))).text).toBe(reply);
+  });
+
+  it('does not fetch again what needs a change of settings (a model that does not exist)', async () => {
+    const wrong = runtime({ retryMs: 20, modelFile: async () => Promise.reject(new ModelFileError('MODEL_NOT_FOUND', 'No such model: set LLM_MODEL.')) });
+    const status = await wrong.ready();
+    expect(status).toEqual({ state: 'failed', reason: 'No such model: set LLM_MODEL.' });
   });
 
   it('fails clearly on a file that is not a GGUF model', async () => {

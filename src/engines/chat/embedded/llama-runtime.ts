@@ -8,10 +8,13 @@ import { getLlama, LlamaChat, LlamaLogLevel, resolveChatWrapper, type ChatHistor
 import { EngineError } from '../../../core/errors.js';
 import type { Logger } from '../../../core/ports.js';
 import { checkGgufHeader } from './gguf-header.js';
+import { ModelFileError } from './model-file-error.js';
 import { availableCores, defaultParallel } from './machine.js';
 import { SlotPool } from './slot-pool.js';
 
 export const EMBEDDED_PROVIDER = 'embedded';
+
+const defaultRetryMs = 5 * 60_000;
 
 /** One parallel slot: a context sequence, its chat, and what it last held (for prefix reuse). */
 export interface LlamaSlot {
@@ -60,6 +63,8 @@ export interface LlamaRuntimeOptions {
   parallel: number;
   /** Tokens per slot; undefined: what the model was trained for, split by the slots, capped by memory. */
   contextTokens?: number | undefined;
+  /** How long after a fetch the network failed the model is fetched again (default five minutes). */
+  retryMs?: number | undefined;
   logger: Logger;
 }
 
@@ -68,18 +73,42 @@ export class LlamaRuntime {
   #loaded: LoadedLlama | undefined;
   #llama: Llama | undefined;
   #starting: Promise<void> | undefined;
+  #retry: NodeJS.Timeout | undefined;
   readonly #stop = new AbortController();
 
   constructor(private readonly options: LlamaRuntimeOptions) {}
 
   /** Fetches and loads the model in the background; `ready()` follows it. */
   start(): void {
-    this.#starting ??= this.#start().catch((error: unknown) => {
+    this.#starting ??= this.#attempt();
+  }
+
+  /**
+   * One try at fetching and loading. A failure the network may mend by itself (the host
+   * unreachable, a download cut too often) is tried again later, so a service started offline
+   * answers once it is back online; one that needs a change (a wrong LLM_MODEL, a damaged file)
+   * waits for that change and a restart.
+   */
+  async #attempt(): Promise<void> {
+    try {
+      await this.#start();
+    } catch (error) {
       if (this.#stop.signal.aborted) return;
+      const again = error instanceof ModelFileError && error.transient ? (this.options.retryMs ?? defaultRetryMs) : undefined;
       const reason = error instanceof Error ? error.message : String(error);
-      this.#status = { state: 'failed', reason };
-      this.options.logger.error({ err: error, model: this.options.modelName }, 'the chat model could not be made ready; chats answer MODEL_UNAVAILABLE until it is fixed and the service restarted');
-    });
+      this.#status = { state: 'failed', reason: again === undefined ? reason : `${reason} (trying again in ${Math.round(again / 1000)} s)` };
+      this.options.logger.error(
+        { err: error, model: this.options.modelName, ...(again === undefined ? {} : { retryInSeconds: Math.round(again / 1000) }) },
+        again === undefined
+          ? 'the chat model could not be made ready; chats answer MODEL_UNAVAILABLE until it is fixed and the service restarted'
+          : 'the chat model could not be fetched; chats answer MODEL_UNAVAILABLE, and it is tried again later',
+      );
+      if (again !== undefined) {
+        this.#retry = setTimeout(() => {
+          this.#starting = this.#attempt();
+        }, again).unref();
+      }
+    }
   }
 
   /** Marks the engine as never to be loaded here, saying why, so a chat that reaches it is told. */
@@ -130,6 +159,7 @@ export class LlamaRuntime {
 
   async close(): Promise<void> {
     this.#stop.abort();
+    clearTimeout(this.#retry);
     await this.#starting?.catch(() => undefined);
     const loaded = this.#loaded;
     this.#loaded = undefined;

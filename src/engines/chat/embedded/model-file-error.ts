@@ -23,4 +23,9 @@ export class ModelFileError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
   }
+
+  /** Whether trying again later may succeed by itself (the network, the host), with nothing changed. */
+  get transient(): boolean {
+    return this.code === 'MODEL_HOST_UNREACHABLE' || this.code === 'MODEL_DOWNLOAD_FAILED';
+  }
 }
