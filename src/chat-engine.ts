@@ -29,8 +29,8 @@ export interface ChatEngine {
   close(): Promise<void>;
 }
 
-/** Until the embedded model is loaded its slot size is unknown; prompts are refused meanwhile anyway. */
-const contextBeforeLoading = 4096;
+/** A server's context when LLM_CONTEXT_TOKENS is unset (config gives 8192; this is only the type's fallback). */
+const remoteContextFallback = 8192;
 
 /**
  * Whether this process answers chats: the API does, and the bot does where it runs in this
@@ -53,13 +53,13 @@ function createRemoteEngine(config: Config, logger: Logger): ChatEngine {
   // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
   const tokenCounter = createLlamaServerTokenCounter({ baseURL, apiKey: config.llm.apiKey, logger: logger.child({ module: 'tokens' }), ...timeouts });
   // Read at start, so a slot smaller than configured is in the log before the first refusal.
-  void checkEngineContext({ tokenCounter, configuredContextTokens: config.llm.contextTokens ?? contextBeforeLoading, logger: logger.child({ module: 'tokens' }) });
+  void checkEngineContext({ tokenCounter, configuredContextTokens: config.llm.contextTokens ?? remoteContextFallback, logger: logger.child({ module: 'tokens' }) });
   const embedder = config.embeddingsModel ? createOpenAICompatibleEmbedder({ baseURL, apiKey: config.llm.apiKey, model: config.embeddingsModel, ...timeouts }) : undefined;
   return {
     chatModel,
     tokenCounter,
     embedder,
-    contextTokens: config.llm.contextTokens ?? contextBeforeLoading,
+    contextTokens: config.llm.contextTokens ?? remoteContextFallback,
     // A remote engine's health is its own: it is asked at every chat, not probed here.
     health: () => ({ ready: true, engine: 'openai-compatible', model: config.llm.model }),
     close: async () => {
@@ -104,7 +104,9 @@ function createEmbeddedEngine(config: Config, logger: Logger): ChatEngine {
     chatModel,
     tokenCounter: createEmbeddedTokenCounter(runtime),
     embedder,
-    contextTokens: () => runtime.contextTokens ?? config.llm.contextTokens ?? contextBeforeLoading,
+    // Until the model is loaded its slot is unknown: no message is refused as too long for a guess,
+    // the engine itself refuses the chat with MODEL_LOADING (the message is kept).
+    contextTokens: () => runtime.contextTokens ?? config.llm.contextTokens ?? Number.MAX_SAFE_INTEGER,
     health: () => (chats ? healthOf(runtime.status, config.llm.model) : undefined),
     close: async () => {
       await Promise.allSettled([runtime.close(), embedder?.close()]);

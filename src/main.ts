@@ -157,7 +157,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     stop: async () => {
       await bot?.stop();
       await server.close();
-      // Replies still being written for clients that left are finished and stored first.
+      // Replies still being written for callers still connected (and for Discord) are finished and stored first.
       await core.chat.idle(30_000);
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();

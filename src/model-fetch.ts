@@ -11,7 +11,7 @@ import { createLogger } from './logger.js';
 /** What to fetch and where, as the service reads it: LLM_MODEL, DATA_DIR, HF_ENDPOINT, HF_TOKEN. */
 function modelSettings(environment: NodeJS.ProcessEnv) {
   const { llm } = parseConfig(environment);
-  return { model: llm.model, directory: llm.embedded.modelsDir, huggingFace: llm.embedded.huggingFace };
+  return { engine: llm.engine, model: llm.model, directory: llm.embedded.modelsDir, huggingFace: llm.embedded.huggingFace };
 }
 
 /** At most one progress line a second: enough to watch, few enough to read in a CI log. */
@@ -26,7 +26,7 @@ async function main(): Promise<number> {
     console.error(error.message);
     return 2;
   }
-  if (process.env.LLM_BASE_URL?.trim()) {
+  if (settings.engine !== 'embedded') {
     console.error('LLM_BASE_URL is set: chats go to that server, which has its own models. Unset it to fetch the embedded engine\'s model.');
     return 2;
   }
@@ -48,7 +48,7 @@ async function main(): Promise<number> {
   };
 
   try {
-    const file = await resolveModelFile({ ...settings, logger, onState, signal: stop.signal });
+    const file = await resolveModelFile({ model: settings.model, directory: settings.directory, huggingFace: settings.huggingFace, logger, onState, signal: stop.signal });
     console.log(file);
     return 0;
   } catch (error) {

@@ -101,7 +101,8 @@ describe('the bot without its model', () => {
     await whenModelSettled(bot);
     const thread = await openThread(bot, alice, 'Anyone home?');
     const explained = await bot.discord.waitFor(() => bot.botTexts(thread.id).find((text) => text.startsWith('⚠️')), 15_000);
-    expect(explained).toContain('The chat model could not be loaded');
+    expect(explained).toContain('The chat model is not available');
+    expect(explained).not.toContain(models);
     expect(explained).toContain('Your message is saved.');
   });
 });

@@ -40,10 +40,14 @@ describe('the first start of the embedded engine', () => {
     expect(early.body.error.code).toBe('MODEL_LOADING');
     expect(early.body.error.details.percent).toBe(waiting.body.chatModel.percent);
     expect(early.body.error.message).toMatch(/\d+% of it is fetched/);
+    // A long message is not measured against a guess of the slot meanwhile: the answer is the same.
+    const long = await api.call('POST', `/api/v0/conversations/${conversation}/chat`, { key: user.key, body: { data: 'a long story about the sea '.repeat(500) } });
+    expect(long.status).toBe(503);
+    expect(long.body.error.code).toBe('MODEL_LOADING');
 
     resume();
     await expect.poll(async () => (await api!.call('GET', '/readyz', { key: null })).status, { timeout: 15_000 }).toBe(200);
-    const answer = await api.call('POST', `/api/v0/conversations/${conversation}/regenerate`, { key: user.key, body: {} });
+    const answer = await api.call('POST', `/api/v0/conversations/${conversation}/chat`, { key: user.key, body: { data: 'Are you there now?' } });
     expect(answer.body.data).toBe(reply);
     expect(await readdir(path.join(api.dataDir, 'models', 'owner', 'tiny-GGUF'))).toContain('tiny-Q4_K_M.gguf');
   });

@@ -52,7 +52,7 @@ async function* stream(runtime: LlamaRuntime, request: ChatRequest, options: Cal
     signal?.throwIfAborted();
     const promptTokens = countPrompt(loaded, slot, history);
     const room = loaded.contextTokens - promptTokens;
-    if (room < 1) {
+    if (room < 2) {
       throw new EngineError(`the prompt takes ${promptTokens} tokens and the slot holds ${loaded.contextTokens}: exceeds the available context size`, {
         provider: EMBEDDED_PROVIDER,
         purpose: 'chat',
@@ -61,7 +61,8 @@ async function* stream(runtime: LlamaRuntime, request: ChatRequest, options: Cal
         retryable: false,
       });
     }
-    const maxTokens = Math.min(request.maxTokens ?? room, room);
+    // One token short of the slot's end: LlamaChat shifts the context (cutting history) on the last one.
+    const maxTokens = Math.max(1, Math.min(request.maxTokens ?? room - 1, room - 1));
     const pieces = new AsyncQueue<string>();
     let completionTokens = 0;
     let stopReason: string | undefined;

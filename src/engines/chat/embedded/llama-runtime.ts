@@ -40,7 +40,8 @@ export type RuntimeStatus =
   | { state: 'fetching'; percent?: number | undefined; detail?: string | undefined }
   | { state: 'loading' }
   | { state: 'ready'; contextTokens: number; parallel: number; threads: number }
-  | { state: 'failed'; reason: string };
+  /** `reason` is for the operator (/readyz, the log) and may name files; `publicReason` is what a person who chats reads. */
+  | { state: 'failed'; reason: string; publicReason: string };
 
 /** Progress the model file reports while it is fetched. */
 export interface FetchProgress {
@@ -96,7 +97,7 @@ export class LlamaRuntime {
       if (this.#stop.signal.aborted) return;
       const again = error instanceof ModelFileError && error.transient ? (this.options.retryMs ?? defaultRetryMs) : undefined;
       const reason = error instanceof Error ? error.message : String(error);
-      this.#status = { state: 'failed', reason: again === undefined ? reason : `${reason} (trying again in ${Math.round(again / 1000)} s)` };
+      this.#status = { state: 'failed', reason: again === undefined ? reason : `${reason} (trying again in ${Math.round(again / 1000)} s)`, publicReason: publicReasonOf(error) };
       this.options.logger.error(
         { err: error, model: this.options.modelName, ...(again === undefined ? {} : { retryInSeconds: Math.round(again / 1000) }) },
         again === undefined
@@ -113,7 +114,7 @@ export class LlamaRuntime {
 
   /** Marks the engine as never to be loaded here, saying why, so a chat that reaches it is told. */
   stand(reason: string): void {
-    this.#status = { state: 'failed', reason };
+    this.#status = { state: 'failed', reason, publicReason: 'this part of the service does not answer chats.' };
   }
 
   /** Settles once the model is loaded or has failed for good. */
@@ -137,7 +138,7 @@ export class LlamaRuntime {
         purpose: 'chat',
         code: 'MODEL_UNAVAILABLE',
         retryable: false,
-        publicMessage: `The chat model could not be loaded: ${status.reason}`,
+        publicMessage: `The chat model is not available: ${status.publicReason}`,
       });
     }
     const percent = status.state === 'fetching' ? status.percent : undefined;
@@ -169,14 +170,42 @@ export class LlamaRuntime {
     await disposeLlama(this.#llama);
   }
 
+  /** The context and its slots: LLM_PARALLEL sequences, each with its chat on the model's own template. */
+  async #createSlots(model: LlamaModel, threads: number): Promise<LoadedLlama> {
+    const configured = this.options.contextTokens;
+    const parallel = this.options.parallel > 0 ? this.options.parallel : defaultParallel(threads, await slotBytes(model, configured ?? Math.min(model.trainContextSize, 8192)));
+    const perSlot = configured ?? Math.max(256, Math.floor(model.trainContextSize / parallel));
+    const context = await model.createContext({
+      sequences: parallel,
+      // A configured size is taken as it is (an error if memory is short); the default may shrink to fit memory.
+      contextSize: configured ?? { max: perSlot, min: Math.min(perSlot, 1024) },
+      threads,
+    });
+    try {
+      // The model's own template, worked out once (it costs a few hundred ms) and shared by every slot.
+      const chatWrapper = resolveChatWrapper(model);
+      const slots: LlamaSlot[] = [];
+      for (let index = 0; index < parallel; index += 1) slots.push({ index, chat: new LlamaChat({ contextSequence: context.getSequence(), chatWrapper }), history: [] });
+      return { model, context, slots: new SlotPool(slots), contextTokens: context.contextSize, parallel, threads };
+    } catch (error) {
+      await context.dispose().catch(() => undefined);
+      throw error;
+    }
+  }
+
   async #start(): Promise<void> {
     const { logger } = this.options;
     const signal = this.#stop.signal;
     const fetching = this.options.modelFile((progress) => {
       this.#status = { state: 'fetching', percent: progress.percent, detail: progress.detail };
     }, signal);
-    // Closing must not wait on a source that does not heed the signal.
-    const modelPath = await Promise.race([fetching, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+    // Closing must not wait on a source that does not heed the signal; the listener goes with the attempt.
+    let onAbort: () => void = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    const modelPath = await Promise.race([fetching, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
     signal.throwIfAborted();
     await checkGgufHeader(modelPath);
     this.#status = { state: 'loading' };
@@ -186,24 +215,16 @@ export class LlamaRuntime {
     this.#llama = llama;
     signal.throwIfAborted();
     const model = await llama.loadModel({ modelPath, loadSignal: signal, ...(this.options.gpu === 'off' ? { gpuLayers: 0 } : {}) });
-    const parallel = this.options.parallel > 0 ? this.options.parallel : defaultParallel(threads, await slotBytes(model, Math.min(model.trainContextSize, 8192)));
-    const perSlot = this.options.contextTokens ?? Math.max(256, Math.floor(model.trainContextSize / parallel));
-    const context = await model.createContext({
-      sequences: parallel,
-      // A configured size is taken as it is (an error if memory is short); the default may shrink to fit memory.
-      contextSize: this.options.contextTokens ?? { max: perSlot, min: Math.min(perSlot, 1024) },
-      threads,
-    });
-    // The model's own template, worked out once (it costs a few hundred ms) and shared by every slot.
-    const chatWrapper = resolveChatWrapper(model);
-    const slots: LlamaSlot[] = [];
-    for (let index = 0; index < parallel; index += 1) slots.push({ index, chat: new LlamaChat({ contextSequence: context.getSequence(), chatWrapper }), history: [] });
-    const loaded: LoadedLlama = { model, context, slots: new SlotPool(slots), contextTokens: context.contextSize, parallel, threads };
-    if (signal.aborted) {
-      await context.dispose();
-      await model.dispose();
+    let loaded: LoadedLlama;
+    try {
+      loaded = await this.#createSlots(model, threads);
       signal.throwIfAborted();
+    } catch (error) {
+      // A model that never serves must not stay in memory (about a gigabyte) while chats are refused.
+      await model.dispose().catch(() => undefined);
+      throw error;
     }
+    const { parallel } = loaded;
     this.#loaded = loaded;
     this.#status = { state: 'ready', contextTokens: loaded.contextTokens, parallel, threads };
     logger.info(
@@ -219,6 +240,22 @@ export class LlamaRuntime {
       },
       'the chat model is loaded',
     );
+  }
+}
+
+/**
+ * What a person who chats may read of why the model is missing: what it is and who can fix
+ * it, never a file's path nor the library's own words (those are in the log and /readyz).
+ */
+function publicReasonOf(error: unknown): string {
+  if (!(error instanceof ModelFileError)) return 'it could not be loaded. The operator has to fix it (the service log and /readyz say why).';
+  switch (error.code) {
+    case 'MODEL_HOST_UNREACHABLE':
+      return 'the host it is downloaded from cannot be reached. It is tried again every few minutes; if it lasts, tell the operator.';
+    case 'MODEL_DOWNLOAD_FAILED':
+      return 'its download failed. It is tried again every few minutes; if it lasts, tell the operator.';
+    default:
+      return 'the configured model (LLM_MODEL) could not be found or used. The operator has to fix it (the service log and /readyz say why).';
   }
 }
 
