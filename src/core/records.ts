@@ -212,3 +212,69 @@ export interface JobRecord {
    */
   settled: boolean;
 }
+
+/**
+ * Where a learned memory was said, which decides where it may be used again (see
+ * `memory-scope.ts`): `private` (a DM, or an API conversation with one person), `server:<id>` (a
+ * Discord server's channel or thread, others can read), `conversation:<id>` (an API conversation
+ * several people share).
+ */
+export type MemoryOrigin = 'private' | `server:${string}` | `conversation:${string}`;
+
+/** `person`: about someone who talked with the character; `own`: the character's own, proposed from its owner's words. */
+export type LearnedMemoryKind = 'person' | 'own';
+
+/**
+ * `active`: used; `pending`: an own memory awaiting its owner's review; `rejected`: refused by
+ * the owner, kept only so it is never proposed again; `superseded`: stopped being true
+ * (`supersededMicros`), kept for the record and shown as changed, never used.
+ */
+export type LearnedMemoryStatus = 'active' | 'pending' | 'rejected' | 'superseded';
+
+/** A fact a character learned from a conversation. */
+export interface LearnedMemoryRecord {
+  id: string;
+  characterId: string;
+  /** The account it is about (`person`), or the owner whose words proposed it (`own`). */
+  subjectAccountId: string;
+  kind: LearnedMemoryKind;
+  /** One short fact: third person about a person, first person for the character's own. */
+  text: string;
+  status: LearnedMemoryStatus;
+  origin: MemoryOrigin;
+  /** Where it was said. */
+  conversationId: string;
+  messageIds: string[];
+  /** How much it matters to the person, 1 (trivia) to 5 (life-changing), as the extractor judged. */
+  importance: number;
+  /** When it was said (the message's time). */
+  statedMicros: number;
+  createdMicros: number;
+  updatedMicros: number;
+  /** When it stopped being true, and the memory that replaced it. */
+  supersededMicros: number | null;
+  supersededBy: string | null;
+}
+
+/** `queued` → `running` (leased) → `done`, or back to `queued` to be retried later. */
+export type MemoryBatchStatus = 'queued' | 'running' | 'done';
+
+/**
+ * Messages of a conversation waiting to be learned from: positions `fromPosition` to
+ * `throughPosition`, both included. Run exactly once across processes, by lease.
+ */
+export interface MemoryBatchRecord {
+  id: string;
+  conversationId: string;
+  fromPosition: number;
+  throughPosition: number;
+  status: MemoryBatchStatus;
+  attempts: number;
+  /** Not claimed before this time (a retry's backoff, or the quiet time a conversation is given). */
+  runAfterMillis: number;
+  leaseOwner: string | null;
+  leaseUntilMillis: number | null;
+  createdMicros: number;
+  /** Why the last attempt failed (our words, bounded), for the log and the operator. */
+  lastError: string | null;
+}
