@@ -6,6 +6,10 @@ import type {
   JobStatus,
   JobStatusEntry,
   JobType,
+  LearnedMemoryRecord,
+  LearnedMemoryStatus,
+  MemoryBatchRecord,
+  MemoryOrigin,
   MemoryRecord,
   MessageRecord,
   TransactionRecord,
@@ -392,6 +396,66 @@ export interface FactRepository {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Learned memories (issue 21)
+
+/**
+ * Facts characters learned from conversations. Deduplication and supersession hold in the
+ * database: one non-superseded memory per (character, subject, kind, normalised text), where
+ * the normalised text is lower case with runs of spaces and the end's punctuation removed.
+ */
+export interface LearnedMemoryRepository {
+  /**
+   * Stores `memory` unless one of the same character, subject, kind and normalised text exists
+   * that is not superseded (active, pending or rejected): then that one is answered, `created` false.
+   */
+  add(memory: LearnedMemoryRecord): Promise<{ memory: LearnedMemoryRecord; created: boolean }>;
+  get(memoryId: string): Promise<LearnedMemoryRecord | undefined>;
+  /**
+   * Active `person` memories `characterId` holds about `subjectAccountId`, newest first; only
+   * those learned in one of `origins` when given.
+   */
+  usableAbout(characterId: string, subjectAccountId: string, origins?: readonly MemoryOrigin[]): Promise<LearnedMemoryRecord[]>;
+  /** What every character (or one) learned about a person, active and superseded, newest first. */
+  about(subjectAccountId: string, options?: { characterId?: string | undefined }): Promise<LearnedMemoryRecord[]>;
+  /** A character's own learned memories with one of `statuses`, newest first. */
+  own(characterId: string, statuses: readonly LearnedMemoryStatus[]): Promise<LearnedMemoryRecord[]>;
+  /**
+   * In one transaction: marks `oldMemoryId` superseded at `nowMicros` by `replacement` and stores
+   * the replacement (active). `NOT_FOUND` when the old one is not there or already superseded.
+   */
+  supersede(oldMemoryId: string, replacement: LearnedMemoryRecord, nowMicros: number): Promise<LearnedMemoryRecord>;
+  /** Sets a memory's status (approve: `active`; reject: `rejected`); false when it is not there. */
+  setStatus(memoryId: string, status: LearnedMemoryStatus, nowMicros: number): Promise<boolean>;
+  /**
+   * Deletes for good what is known about a person: one memory, every memory one character
+   * holds, or all (and the memories they superseded); answers how many rows went.
+   */
+  deleteAbout(subjectAccountId: string, filter?: { memoryId?: string | undefined; characterId?: string | undefined }): Promise<number>;
+}
+
+/** The queue of messages to learn from: each batch claimed and run by one process at a time. */
+export interface MemoryBatchRepository {
+  /**
+   * Queues the conversation's messages after the last queued one through `throughPosition`,
+   * in one transaction (so two processes queueing at once make one batch); undefined when
+   * nothing new is there. `runAfterMillis` lets a conversation go quiet first.
+   */
+  enqueue(conversationId: string, throughPosition: number, batch: Pick<MemoryBatchRecord, 'id' | 'createdMicros' | 'runAfterMillis'>): Promise<MemoryBatchRecord | undefined>;
+  /** The next due batch (queued and due, or running with its lease run out), leased to `workerId`. */
+  claim(options: { workerId: string; nowMillis: number; leaseMs: number }): Promise<MemoryBatchRecord | undefined>;
+  /** Done, if `workerId` still holds it; false when it lost the lease. */
+  complete(batchId: string, workerId: string): Promise<boolean>;
+  /** Back to the queue after a failure, due at `runAfterMillis`, attempts counted; false when the lease was lost. */
+  retry(batchId: string, workerId: string, runAfterMillis: number, error: string): Promise<boolean>;
+  get(batchId: string): Promise<MemoryBatchRecord | undefined>;
+  /**
+   * Adds `tokens` to what extraction spent for `characterId` on `day` (YYYY-MM-DD) unless that
+   * would pass `limit`; atomic across processes. Answers whether they fit.
+   */
+  spend(characterId: string, day: string, tokens: number, limit: number): Promise<boolean>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Signals between processes
 
 /**
@@ -419,6 +483,8 @@ export interface Repositories {
   jobDeliveries: JobDeliveryRepository;
   facts: FactRepository;
   signals: SignalRepository;
+  learnedMemories: LearnedMemoryRepository;
+  memoryBatches: MemoryBatchRepository;
 }
 
 /** The store: repositories, and transactions across them. */
