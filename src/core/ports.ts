@@ -87,6 +87,8 @@ export interface ChatRequest {
   messages: ChatMessage[];
   maxTokens?: number;
   temperature?: number;
+  /** Asks for one JSON value following `schema` where the engine can; the caller still validates. */
+  responseFormat?: { name: string; schema: Record<string, unknown> };
 }
 
 export interface ChatUsage {

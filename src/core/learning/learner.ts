@@ -1,0 +1,248 @@
+/**
+ * Learning in the background: a conversation's new messages are queued in the database as a
+ * batch once a few have come (or it has gone quiet), and a worker claims each batch by lease,
+ * so every batch is learned once across any number of processes. A reply never waits for it.
+ * The engine's cost is bounded per character and day; a failure (the engine down, an answer
+ * that is not the schema's) is logged and the batch tried again later, nothing stored.
+ */
+import { EngineError, redactUpstream } from '../errors.js';
+import { lessonsOf, originOf, placeOf } from '../memory-scope.js';
+import type { ChatModel, Clock, IdGenerator, Logger, TokenCounter } from '../ports.js';
+import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord } from '../records.js';
+import type { ConversationState, RepositoryStore, StoredMessage } from '../repositories.js';
+import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
+import { LearningSettings } from './learning-settings.js';
+
+export interface LearnerOptions {
+  /** New messages that make a batch due at once. */
+  batchMessages: number;
+  /** A conversation quiet this long has the rest of its messages learned. */
+  quietMs: number;
+  /** Engine tokens extraction may spend per character and day (prompt and answer). */
+  dailyTokensPerCharacter: number;
+  /** The longest answer asked of the engine. */
+  maxAnswerTokens: number;
+  /** How often an idle worker looks for a due batch. */
+  pollMs: number;
+  leaseMs: number;
+  /** The longest wait before a failed batch is tried again. */
+  maxBackoffMs: number;
+}
+
+export const defaultLearnerOptions: LearnerOptions = {
+  batchMessages: 6,
+  quietMs: 2 * 60_000,
+  dailyTokensPerCharacter: 200_000,
+  maxAnswerTokens: 512,
+  pollMs: 2_000,
+  leaseMs: 2 * 60_000,
+  maxBackoffMs: 60 * 60_000,
+};
+
+/** Known facts shown to the engine per person, newest first. */
+const knownFactsShown = 40;
+const dayMillis = 24 * 60 * 60_000;
+
+export class Learner {
+  /** Per conversation: messages noticed since it was last queued here, and the quiet timer. */
+  readonly #pending = new Map<string, { count: number; timer: NodeJS.Timeout }>();
+  readonly #settings: LearningSettings;
+  #loop: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly store: RepositoryStore,
+    private readonly model: ChatModel,
+    private readonly tokens: TokenCounter,
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+    private readonly logger: Logger,
+    private readonly workerId: string,
+    private readonly options: LearnerOptions = defaultLearnerOptions,
+  ) {
+    this.#settings = new LearningSettings(store);
+  }
+
+  /**
+   * A message of the conversation was stored at `position`: its batch is queued once
+   * `batchMessages` came, or after `quietMs` without another. A process that stops first
+   * loses only the timer: the next batch of the conversation takes these messages too.
+   */
+  noticed(conversationId: string, position: number): void {
+    if (this.#stopped) return;
+    const pending = this.#pending.get(conversationId);
+    if (pending) clearTimeout(pending.timer);
+    const count = (pending?.count ?? 0) + 1;
+    if (count >= this.options.batchMessages) {
+      this.#pending.delete(conversationId);
+      this.#queue(conversationId, position);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#pending.delete(conversationId);
+      this.#queue(conversationId, position);
+    }, this.options.quietMs);
+    timer.unref();
+    this.#pending.set(conversationId, { count, timer });
+  }
+
+  /** Claims and learns due batches until stopped, one at a time. */
+  start(): void {
+    if (this.#loop || this.#stopped) return;
+    const tick = async () => {
+      try {
+        while (!this.#stopped && (await this.runOnce())) {
+          // Another due batch may wait: go on at once.
+        }
+      } finally {
+        if (!this.#stopped) this.#loop = setTimeout(() => void (this.#running = tick()), this.options.pollMs).unref();
+      }
+    };
+    this.#loop = setTimeout(() => void (this.#running = tick()), 0).unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#loop);
+    for (const pending of this.#pending.values()) clearTimeout(pending.timer);
+    this.#pending.clear();
+    await this.#running?.catch(() => undefined);
+  }
+
+  /** Learns one due batch, if any; answers whether there was one. Never rejects. */
+  async runOnce(): Promise<boolean> {
+    let batch: MemoryBatchRecord | undefined;
+    try {
+      batch = await this.store.memoryBatches.claim({ workerId: this.workerId, nowMillis: this.clock.nowMillis(), leaseMs: this.options.leaseMs });
+      if (!batch) return false;
+      const outcome = await this.#learn(batch);
+      if (outcome.retryAtMillis !== undefined) {
+        await this.store.memoryBatches.retry(batch.id, this.workerId, outcome.retryAtMillis, outcome.reason ?? 'deferred');
+      } else {
+        await this.store.memoryBatches.complete(batch.id, this.workerId);
+      }
+      return true;
+    } catch (error) {
+      this.logger.warn({ err: error, batchId: batch?.id, conversationId: batch?.conversationId }, 'learning from a batch failed; it is tried again later');
+      if (batch) {
+        const backoff = Math.min(this.options.maxBackoffMs, 30_000 * 2 ** Math.min(batch.attempts, 10));
+        await this.store.memoryBatches.retry(batch.id, this.workerId, this.clock.nowMillis() + backoff, failureText(error)).catch(() => undefined);
+      }
+      return batch !== undefined;
+    }
+  }
+
+  #queue(conversationId: string, throughPosition: number): void {
+    const nowMillis = this.clock.nowMillis();
+    void this.store.memoryBatches
+      .enqueue(conversationId, throughPosition, { id: this.ids.uuid(), createdMicros: this.clock.nowMicros(), runAfterMillis: nowMillis })
+      .catch((error: unknown) => this.logger.warn({ err: error, conversationId }, 'could not queue messages to learn from; the next batch takes them'));
+  }
+
+  /** Learns a batch; answers when to try again instead (the day's budget spent). */
+  async #learn(batch: MemoryBatchRecord): Promise<{ retryAtMillis?: number; reason?: string }> {
+    const state = await this.store.conversations.state(batch.conversationId);
+    // A conversation cleared or gone: nothing left to learn.
+    if (!state) return {};
+    const messages = (await this.store.conversations.messages(batch.conversationId, { afterPosition: batch.fromPosition - 1, beforePosition: batch.throughPosition + 1 })).filter(
+      (message) => message.content.trim() !== '',
+    );
+    if (messages.length === 0) return {};
+    const discord = await this.store.discordLinks.forConversation(batch.conversationId);
+    const place = placeOf({ conversationId: batch.conversationId, speakerAccountIds: state.speakers.map((speaker) => speaker.id), discord: discord ? { guildId: discord.guildId } : undefined });
+    // Each character of the conversation (a scene holds several) hears and learns.
+    for (const character of state.characters) {
+      const deferred = await this.#learnFor(character, state, messages, originOf(place));
+      if (deferred) return deferred;
+    }
+    return {};
+  }
+
+  async #learnFor(
+    character: CharacterRecord,
+    state: ConversationState,
+    messages: readonly StoredMessage[],
+    origin: LearnedMemoryRecord['origin'],
+  ): Promise<{ retryAtMillis: number; reason: string } | undefined> {
+    const learnsFromOwner = await this.#settings.learnsFromOwner(character.id);
+    const learningOff = new Set<string>();
+    for (const speaker of state.speakers) if (!(await this.#settings.learningOn(speaker.id, character.id))) learningOff.add(speaker.id);
+    const lessons = new Map(messages.map((message) => [message.id, lessonsOf(message, { ownerAccountId: character.accountId, learnsFromOwner }, (id) => !learningOff.has(id))]));
+    // Nothing said by anyone who may be learned from: no engine call at all.
+    if (![...lessons.values()].some((lesson) => lesson !== undefined)) return undefined;
+    const names = new Map<string, string>([...state.speakers.map((speaker): [string, string] => [speaker.id, speaker.username]), ...state.characters.map((each): [string, string] => [each.id, each.name])]);
+    // Lines of people who turned learning off stay out of the prompt altogether.
+    const lines: ExtractionLine[] = messages
+      .filter((message) => message.participantType === 'character' || lessons.get(message.id) !== undefined)
+      .map((message) => ({ message, speaker: names.get(message.participantId) ?? 'someone' }));
+    const known = await this.#known(character, lines);
+    const request = extractionRequest(character.name, lines, known, this.options.maxAnswerTokens);
+    const promptTokens = (await this.tokens.count(request.messages.map((message) => String(message.content)))).reduce((sum, count) => sum + count, 0);
+    const day = new Date(this.clock.nowMillis()).toISOString().slice(0, 10);
+    if (!(await this.store.memoryBatches.spend(character.id, day, promptTokens + this.options.maxAnswerTokens, this.options.dailyTokensPerCharacter))) {
+      this.logger.info({ characterId: character.id, day }, "the character's daily learning budget is spent; the batch waits for tomorrow");
+      return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
+    }
+    const answer = await this.model.generate(request);
+    const { facts, dropped } = parseExtraction(answer.text, lines, known);
+    if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
+    for (const fact of facts) {
+      const kind = lessons.get(fact.messageId);
+      if (kind === undefined) continue;
+      await this.#store(character, fact, kind, origin, known, state.conversation.id);
+    }
+    return undefined;
+  }
+
+  /** What the character already knows of the people in these lines: their active memories, and its own. */
+  async #known(character: CharacterRecord, lines: readonly ExtractionLine[]): Promise<KnownFact[]> {
+    const people = [...new Set(lines.filter((line) => line.message.participantType === 'account').map((line) => line.message.participantId))];
+    const known: KnownFact[] = [];
+    for (const accountId of people) {
+      const memories = accountId === character.accountId ? await this.store.learnedMemories.own(character.id, ['active', 'pending']) : await this.store.learnedMemories.usableAbout(character.id, accountId);
+      for (const memory of memories.slice(0, knownFactsShown)) known.push({ key: `k${known.length + 1}`, memoryId: memory.id, accountId, text: memory.text });
+    }
+    return known;
+  }
+
+  async #store(character: CharacterRecord, fact: LearnedFact, kind: 'person' | 'own', origin: LearnedMemoryRecord['origin'], known: readonly KnownFact[], conversationId: string): Promise<void> {
+    const now = this.clock.nowMicros();
+    const memory: LearnedMemoryRecord = {
+      id: this.ids.uuid(),
+      characterId: character.id,
+      subjectAccountId: fact.subjectAccountId,
+      kind,
+      text: kind === 'own' ? fact.firstPerson : fact.text,
+      // A character's own memory is told to anyone: its owner approves it first.
+      status: kind === 'own' ? 'pending' : 'active',
+      origin: kind === 'own' ? 'private' : origin,
+      conversationId,
+      messageIds: [fact.messageId],
+      importance: fact.importance,
+      statedMicros: fact.statedMicros,
+      createdMicros: now,
+      updatedMicros: now,
+      supersededMicros: null,
+      supersededBy: null,
+    };
+    const replaced = fact.replaces === undefined ? undefined : known.find((each) => each.key === fact.replaces);
+    if (replaced !== undefined && kind === 'person') {
+      try {
+        await this.store.learnedMemories.supersede(replaced.memoryId, memory, now);
+        return;
+      } catch (error) {
+        // Replaced meanwhile (a correction by the person): store the new fact on its own.
+        this.logger.info({ err: error, memoryId: replaced.memoryId }, 'the fact to replace is gone; storing the new one alone');
+      }
+    }
+    await this.store.learnedMemories.add(memory);
+  }
+}
+
+/** What the batch records of a failure: ours, bounded; an engine's words are redacted. */
+function failureText(error: unknown): string {
+  if (error instanceof MalformedExtraction) return error.message.slice(0, 500);
+  if (error instanceof EngineError) return `${error.code}: ${redactUpstream(error.upstream, 300)}`;
+  return error instanceof Error ? error.message.slice(0, 500) : 'failed';
+}
