@@ -89,8 +89,11 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       adminApiKey: config.adminApiKey,
       chat: { contextTokens: chat.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary, maxReplyCharacters: config.llm.maxReplyCharacters },
       images: { ...config.images, workerName: `${os.hostname()}:${process.pid}` },
+      workerName: `${os.hostname()}:${process.pid}`,
     },
   });
+  // Batches of messages to learn from, claimed by lease from the shared queue like image jobs.
+  if (roles.has('worker')) core.learner.start();
   if (roles.has('worker')) {
     // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
     await core.images.start();
@@ -159,6 +162,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       await server.close();
       // Replies still being written for callers still connected (and for Discord) are finished and stored first.
       await core.chat.idle(30_000);
+      await core.learner.stop();
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
       await metricsServer?.close();

@@ -5,6 +5,7 @@ import type { Conversations } from './conversations.js';
 import { AppError, EngineError, ValidationError, notFound } from './errors.js';
 import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
+import type { LearnedRecall } from './learning/recall.js';
 import { ModelTraits } from './model-traits.js';
 import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, SpeechToText, TokenCounter, Transcription } from './ports.js';
 import { maxImageSide } from './prompt.js';
@@ -131,10 +132,12 @@ export class Chat {
     private readonly options: ChatOptions,
     /** Voice messages; without it they are refused with `TRANSCRIPTION_UNAVAILABLE`. */
     private readonly speechToText?: SpeechToText,
+    /** What the character learned from conversations, recalled into its prompts. */
+    recall?: LearnedRecall,
   ) {
     this.#traits = new ModelTraits(store, clock, model.modelId, options.contextTokens);
     this.#summaries = new ConversationSummaries(store, conversations, model, tokens, logger, options.summary, async () => (await this.#traits.read()).contextTokens);
-    this.#window = new ContextWindow(store, conversations, memories, files, tokens, this.#traits, this.#summaries, options);
+    this.#window = new ContextWindow(store, conversations, memories, files, tokens, this.#traits, this.#summaries, options, recall);
   }
 
   /**

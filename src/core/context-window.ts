@@ -5,6 +5,7 @@
  */
 import type { Conversations, NewMessage } from './conversations.js';
 import { AppError, ValidationError } from './errors.js';
+import type { LearnedRecall } from './learning/recall.js';
 import type { Memories } from './memories.js';
 import type { ModelTraits } from './model-traits.js';
 import type { ChatRequest, FileStore, PromptFraming, TokenCounter } from './ports.js';
@@ -60,6 +61,8 @@ export class ContextWindow {
     private readonly traits: ModelTraits,
     private readonly summaries: ConversationSummaries,
     private readonly options: ContextWindowOptions,
+    /** What the character learned from conversations; absent, it knows only what it was told. */
+    private readonly recall?: LearnedRecall,
   ) {}
 
   /**
@@ -109,13 +112,16 @@ export class ContextWindow {
     const later = after.filter((message) => message.participantType === 'character');
     const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
     // Only the answering character's own memories: each keeps its memories private in a scene.
-    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords, framing] = await Promise.all([
-      this.memories.relevant(character, recent.map((message) => message.content).join('\n'), this.options.memoryCount),
+    const query = recent.map((message) => message.content).join('\n');
+    const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords, framing, recalled] = await Promise.all([
+      this.memories.relevant(character, query, this.options.memoryCount),
       this.summaries.get(conversationId),
       this.traits.read(),
       Promise.all(conversation.speakerAccountIds.map((id) => this.store.accounts.get(id))),
       Promise.all(conversation.characterIds.map((id) => (id === character.id ? character : this.store.characters.get(id)))),
       promptFramingOf(this.tokens),
+      // What it learned about the person it answers, where the rules allow (memory-scope.ts).
+      this.recall?.about(character, conversation, userMessage, query, this.options.memoryCount),
     ]);
     const accounts = new Map(accountRecords.filter((account): account is AccountRecord => account !== undefined).map((account) => [account.id, account]));
     const sceneNames = new Map(sceneRecords.filter((each): each is CharacterRecord => each !== undefined).map((each) => [each.id, each.name]));
@@ -141,7 +147,8 @@ export class ContextWindow {
     // The generation prompt that opens the reply, and what else the template adds once, count too.
     const replyTokens = this.#replyTokens(contextTokens);
     const available = contextTokens - replyTokens - framing.promptTokens;
-    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing);
+    const person = recalled && { name: accounts.get(recalled.accountId)?.username ?? 'them', facts: recalled.facts.map((fact) => fact.text) };
+    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing, person);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
     const older: StoredMessage[] = [];
     let exhausted = false;
@@ -205,16 +212,20 @@ export class ContextWindow {
     newestCost: number,
     others: readonly string[],
     framing: PromptFraming,
+    person?: { name: string; facts: readonly string[] },
   ): Promise<{ system: string; systemTokens: number }> {
     const room = available - newestCost;
     let kept = [...memories];
+    let known = [...(person?.facts ?? [])];
     let withSummary = summary;
     for (;;) {
-      const system = systemPrompt(character, kept, withSummary, others);
+      const system = systemPrompt(character, kept, withSummary, others, person && known.length > 0 ? { name: person.name, facts: known } : undefined);
       const [counted = 0] = await this.tokens.count([system]);
       const systemTokens = counted + framing.messageTokens;
       if (systemTokens <= room) return { system, systemTokens };
-      if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
+      // What it knows of the person gives way first, the least relevant first, then its memories.
+      if (known.length > 0) known = known.slice(0, -Math.max(1, Math.ceil(known.length / 4)));
+      else if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
       else if (withSummary !== undefined) withSummary = undefined;
       else if (systemTokens >= available) {
         // Raising LLM_CONTEXT_TOKENS alone does not help when the engine's own context is the smaller.

@@ -168,10 +168,15 @@ export class Conversations {
    * reply (`replaces`) marks the reply it replaces superseded in the same transaction, so no
    * reader ever sees both or neither.
    */
-  appendMessage(conversationId: string, message: NewMessage): Promise<StoredMessage> {
+  async appendMessage(conversationId: string, message: NewMessage): Promise<StoredMessage> {
     const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
-    return this.store.conversations.append(conversationId, record, message.replaces === undefined ? {} : { supersedes: message.replaces });
+    const stored = await this.store.conversations.append(conversationId, record, message.replaces === undefined ? {} : { supersedes: message.replaces });
+    this.onAppended?.(stored);
+    return stored;
   }
+
+  /** Hears every message stored through this use case (learning notices them); never awaited. */
+  onAppended: ((message: StoredMessage) => void) | undefined;
 
   /** Deletes every message of the conversation, and the summary that speaks of them. */
   async clear(actor: Actor, conversationId: string): Promise<void> {

@@ -9,6 +9,9 @@ import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
 import { Files } from './files.js';
 import { Ledger } from './ledger.js';
+import { LearnedMemories } from './learning/learned-memories.js';
+import { Learner, type LearnerOptions, defaultLearnerOptions } from './learning/learner.js';
+import { LearnedRecall } from './learning/recall.js';
 import { Memories } from './memories.js';
 import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
@@ -42,6 +45,10 @@ export interface CoreDependencies {
     startingBalance: number;
     adminApiKey: string | undefined;
     chat: Pick<ChatOptions, 'contextTokens' | 'maxReplyTokens'> & Partial<ChatOptions>;
+    /** Learning from conversations (issue 21). */
+    learning?: Partial<LearnerOptions> | undefined;
+    /** Names this process in the leases it takes on shared queues. */
+    workerName?: string | undefined;
   };
 }
 
@@ -57,6 +64,10 @@ export interface Core {
   images: Images;
   files: Files;
   chatModel: ChatModel;
+  /** Learns from conversations in the background; worker processes `start()` it. */
+  learner: Learner;
+  /** What people see and change of what characters learned. */
+  learnedMemories: LearnedMemories;
 }
 
 export const defaultImageOptions = {
@@ -75,7 +86,25 @@ export function createCore(dependencies: CoreDependencies): Core {
   const conversations = new Conversations(repositories, characters, clock, ids);
   const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
   const chatOptions = { ...defaultChatOptions, ...options.chat };
-  const chat = new Chat(repositories, conversations, memories, files, dependencies.chatModel, tokenCounter, dependencies.imageCodec, clock, ids, logger, chatOptions, dependencies.speechToText);
+  const chat = new Chat(
+    repositories,
+    conversations,
+    memories,
+    files,
+    dependencies.chatModel,
+    tokenCounter,
+    dependencies.imageCodec,
+    clock,
+    ids,
+    logger,
+    chatOptions,
+    dependencies.speechToText,
+    new LearnedRecall(repositories, clock),
+  );
+  // Every stored message is noticed; a batch of them is learned from in the background.
+  const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning });
+  conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
+  const learnedMemories = new LearnedMemories(repositories, characters, clock, ids);
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
@@ -86,5 +115,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel };
+  return { accounts, characters, memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories };
 }

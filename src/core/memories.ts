@@ -53,7 +53,9 @@ export class Memories {
 
   /** The memories most relevant to `query`, best first; all of them when there are few. */
   async relevant(character: CharacterRecord, query: string, limit: number): Promise<MemoryRecord[]> {
-    const memories = await this.store.memories.list(character.id);
+    // What its owner wrote, and what the character learned of its owner and the owner approved.
+    const [written, learned] = await Promise.all([this.store.memories.list(character.id), this.store.learnedMemories.own(character.id, ['active'])]);
+    const memories = [...written, ...learned.map((memory) => ({ id: memory.id, text: memory.text, createdMicros: memory.createdMicros }))];
     if (memories.length <= limit) return memories;
     if (this.embedder) {
       try {

@@ -33,7 +33,14 @@ export function imageTokens(width = maxImageSide, height = maxImageSide): number
  * The answering character's own system prompt: who it is, its own memories only, the summary,
  * and in a scene, who else is present (their lines come as user turns headed by their names).
  */
-export function systemPrompt(character: CharacterRecord, memories: readonly MemoryRecord[], summary?: string, others: readonly string[] = []): string {
+export function systemPrompt(
+  character: CharacterRecord,
+  memories: readonly MemoryRecord[],
+  summary?: string,
+  others: readonly string[] = [],
+  /** What the character learned about the person it answers (memory-scope.ts decides which). */
+  person?: { name: string; facts: readonly string[] },
+): string {
   const lines = [`You are ${character.name}. Stay in character and answer as ${character.name} only.`];
   if (others.length > 0) {
     lines.push(
@@ -45,6 +52,9 @@ export function systemPrompt(character: CharacterRecord, memories: readonly Memo
   if (character.personalitySummary.trim()) lines.push('', `Your personality: ${character.personalitySummary.trim()}`);
   if (memories.length > 0) {
     lines.push('', 'Things you remember:', ...memories.map((memory) => `- ${memory.text}`));
+  }
+  if (person && person.facts.length > 0) {
+    lines.push('', `What you know about ${person.name} from earlier conversations:`, ...person.facts.map((fact) => `- ${fact}`));
   }
   if (summary?.trim()) lines.push('', `Earlier in this conversation: ${summary.trim()}`);
   return lines.join('\n');

@@ -1,0 +1,119 @@
+/**
+ * What people do with what characters learned: a person sees, corrects and deletes what any
+ * character remembers about them, and turns learning off; a character's owner reviews the
+ * character's own proposed memories. What is about a person is theirs: the character's owner
+ * never reads it (memory-scope.ts, rule 5).
+ */
+import type { Actor } from '../actor.js';
+import type { Characters } from '../characters.js';
+import { AppError, ValidationError, notFound } from '../errors.js';
+import { mayRead } from '../memory-scope.js';
+import type { Clock, IdGenerator } from '../ports.js';
+import type { LearnedMemoryRecord } from '../records.js';
+import type { RepositoryStore } from '../repositories.js';
+import { type LearningChoice, LearningSettings } from './learning-settings.js';
+
+const maxTextLength = 300;
+
+export class LearnedMemories {
+  readonly settings: LearningSettings;
+
+  constructor(
+    private readonly store: RepositoryStore,
+    private readonly characters: Characters,
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+  ) {
+    this.settings = new LearningSettings(store);
+  }
+
+  /** What characters (or one) learned about the caller, still true and replaced, newest first. */
+  async aboutMe(actor: Actor, options: { characterId?: string | undefined } = {}): Promise<LearnedMemoryRecord[]> {
+    return this.store.learnedMemories.about(personOf(actor), options);
+  }
+
+  /** The person's own words replace what a character learned about them; the old one is kept as replaced. */
+  async correct(actor: Actor, memoryId: string, text: string): Promise<LearnedMemoryRecord> {
+    const old = await this.#mine(actor, memoryId);
+    if (old.status !== 'active') throw new AppError('CONFLICT', 'Only a memory still in use can be corrected; this one was already replaced.');
+    const now = this.clock.nowMicros();
+    const replacement: LearnedMemoryRecord = { ...old, id: this.ids.uuid(), text: checkText(text), messageIds: [], statedMicros: now, createdMicros: now, updatedMicros: now, importance: old.importance };
+    return this.store.learnedMemories.supersede(old.id, replacement, now);
+  }
+
+  /** Deletes for good one memory about the caller, all one character holds, or all of them; answers how many. */
+  async forget(actor: Actor, filter: { memoryId?: string | undefined; characterId?: string | undefined } = {}): Promise<number> {
+    if (filter.memoryId !== undefined) await this.#mine(actor, filter.memoryId);
+    return this.store.learnedMemories.deleteAbout(personOf(actor), filter);
+  }
+
+  learningChoice(actor: Actor): Promise<LearningChoice> {
+    return this.settings.choice(personOf(actor));
+  }
+
+  /** Off: nothing more is learned from the caller's messages (everywhere, or with those characters). */
+  setLearningChoice(actor: Actor, choice: LearningChoice): Promise<LearningChoice> {
+    return this.settings.setChoice(personOf(actor), choice);
+  }
+
+  /** The character's own memories awaiting its owner (and, with `all`, approved and rejected ones too). */
+  async proposed(actor: Actor, characterId: string, all = false): Promise<LearnedMemoryRecord[]> {
+    await this.characters.getOwned(actor, characterId, 'read');
+    return this.store.learnedMemories.own(characterId, all ? ['pending', 'active', 'rejected'] : ['pending']);
+  }
+
+  /** The owner approves a proposed memory as written or in their words: from then on the character uses it. */
+  async approve(actor: Actor, characterId: string, memoryId: string, text?: string): Promise<LearnedMemoryRecord> {
+    const memory = await this.#proposal(actor, characterId, memoryId);
+    const now = this.clock.nowMicros();
+    if (text === undefined || text.trim() === memory.text) {
+      await this.store.learnedMemories.setStatus(memory.id, 'active', now);
+      return { ...memory, status: 'active', updatedMicros: now };
+    }
+    return this.store.learnedMemories.supersede(memory.id, { ...memory, id: this.ids.uuid(), text: checkText(text), status: 'active', createdMicros: now, updatedMicros: now }, now);
+  }
+
+  /** The owner refuses a proposed memory: never used, never proposed again. */
+  async reject(actor: Actor, characterId: string, memoryId: string): Promise<void> {
+    const memory = await this.#proposal(actor, characterId, memoryId);
+    await this.store.learnedMemories.setStatus(memory.id, 'rejected', this.clock.nowMicros());
+  }
+
+  /** Whether the owner's own facts are proposed as the character's memories (on by default). */
+  async learnsFromOwner(actor: Actor, characterId: string): Promise<boolean> {
+    await this.characters.getOwned(actor, characterId, 'read');
+    return this.settings.learnsFromOwner(characterId);
+  }
+
+  async setLearnsFromOwner(actor: Actor, characterId: string, on: boolean): Promise<void> {
+    await this.characters.getOwned(actor, characterId);
+    await this.settings.setLearnsFromOwner(characterId, on);
+  }
+
+  /** A memory about the caller, or NOT_FOUND (one about someone else is not theirs to see). */
+  async #mine(actor: Actor, memoryId: string): Promise<LearnedMemoryRecord> {
+    const memory = await this.store.learnedMemories.get(memoryId);
+    if (!memory || !mayRead(memory, personOf(actor), '') || memory.kind !== 'person') throw notFound('Memory', memoryId);
+    return memory;
+  }
+
+  async #proposal(actor: Actor, characterId: string, memoryId: string): Promise<LearnedMemoryRecord> {
+    await this.characters.getOwned(actor, characterId);
+    const memory = await this.store.learnedMemories.get(memoryId);
+    if (!memory || memory.characterId !== characterId || memory.kind !== 'own') throw notFound('Memory', memoryId);
+    if (memory.status !== 'pending') throw new AppError('CONFLICT', `This memory was already ${memory.status === 'active' ? 'approved' : memory.status}.`);
+    return memory;
+  }
+}
+
+/** Memories about a person are asked for by that person; the admin has no "about me". */
+function personOf(actor: Actor): string {
+  if (actor.type !== 'account') throw new AppError('FORBIDDEN', 'What characters learned about a person is for that person: ask with their key.');
+  return actor.accountId;
+}
+
+function checkText(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed.length === 0 || trimmed.length > maxTextLength) throw ValidationError.field('text', `must be 1 to ${maxTextLength} characters`);
+  return trimmed;
+}
