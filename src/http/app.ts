@@ -9,6 +9,7 @@ import type { HttpDependencies, HttpEnv } from './context.js';
 import { handleError } from './errors.js';
 import { accountRoutes } from './routes/accounts.js';
 import { avatarRoutes } from './routes/avatars.js';
+import { memoryRoutes, proposedMemoryRoutes } from './routes/memories.js';
 import { characterRoutes } from './routes/characters.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
@@ -83,6 +84,8 @@ export function createApp(dependencies: HttpDependencies) {
   api.route('/conversations', conversationRoutes(routes));
   api.route('/accounts', accountRoutes(routes));
   api.route('/characters', characterRoutes(routes));
+  api.route('/characters', proposedMemoryRoutes(routes));
+  api.route('/memories', memoryRoutes(routes));
   api.route('/voices', voiceRoutes(routes));
   api.route('/', imageRoutes(routes));
   app.route('/api/v0', api);

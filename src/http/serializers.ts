@@ -7,6 +7,7 @@ import type {
   CharacterRecord,
   FaceModelRecord,
   JobRecord,
+  LearnedMemoryRecord,
   MemoryRecord,
   MessageRecord,
   OutputFileRecord,
@@ -213,6 +214,23 @@ export class Serializers {
 
   memory(memory: MemoryRecord) {
     return { id: memory.id, text: memory.text, created: isoMicros(memory.createdMicros) };
+  }
+
+  learnedMemory(memory: LearnedMemoryRecord) {
+    return {
+      id: memory.id,
+      character_id: memory.characterId,
+      kind: memory.kind,
+      text: memory.text,
+      status: memory.status,
+      origin: memory.origin,
+      conversation_id: memory.conversationId,
+      importance: memory.importance,
+      stated: isoMicros(memory.statedMicros),
+      created: isoMicros(memory.createdMicros),
+      superseded: memory.supersededMicros === null ? null : isoMicros(memory.supersededMicros),
+      superseded_by: memory.supersededBy,
+    };
   }
 
   transaction(transaction: TransactionRecord) {

@@ -3,6 +3,7 @@ import * as accounts from '../routes/accounts.js';
 import * as characters from '../routes/characters.js';
 import * as conversations from '../routes/conversations.js';
 import * as images from '../routes/images.js';
+import * as memories from '../routes/memories.js';
 import { pageQuery } from '../validation.js';
 import * as resources from './resources.js';
 
@@ -202,6 +203,61 @@ const characterOperations: Operation[] = [
   {
     method: 'delete', path: '/api/v0/characters/:characterId/memories/:memoryId', tag: 'Characters', summary: 'Forget a memory (owner)',
     answers: [ok(answer('Success', {}))],
+  },
+  {
+    method: 'get', path: '/api/v0/characters/:characterId/memories/proposed', tag: 'Characters', summary: 'Memories proposed from the owner\'s conversations (owner)',
+    query: memories.proposedQuery,
+    answers: [ok(answer('LearnedMemoryList', { memories: z.array(resources.learnedMemory) }))],
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/memories/proposed/:memoryId/approve', tag: 'Characters', summary: 'Approve a proposed memory, as written or edited (owner)',
+    body: memories.approvalBody,
+    answers: [ok(answer('LearnedMemoryAnswer', { memory: resources.learnedMemory }))],
+    description: '409 CONFLICT when it was already approved or rejected; 404 when it is not a proposal of this character.',
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/memories/proposed/:memoryId/reject', tag: 'Characters', summary: 'Reject a proposed memory: never used, never proposed again (owner)',
+    answers: [ok(answer('Success', {}))],
+    description: '409 CONFLICT when it was already approved or rejected; 404 when it is not a proposal of this character.',
+  },
+  {
+    method: 'get', path: '/api/v0/characters/:characterId/learning', tag: 'Characters', summary: 'Whether the owner\'s facts are proposed as the character\'s memories (owner)',
+    answers: [ok(answer('CharacterLearning', { learning: z.object({ fromOwner: z.boolean() }) }))],
+  },
+  {
+    method: 'put', path: '/api/v0/characters/:characterId/learning', tag: 'Characters', summary: 'Turn proposals from the owner\'s conversations on or off (owner)',
+    body: memories.ownerLearningBody,
+    answers: [ok(answer('CharacterLearning', { learning: z.object({ fromOwner: z.boolean() }) }))],
+  },
+  {
+    method: 'get', path: '/api/v0/memories/about-me', tag: 'Characters', summary: 'What characters learned about you',
+    description: 'Yours alone: a character\'s owner cannot read what it learned about you. Replaced facts are listed with when they stopped being true. 403 FORBIDDEN with the admin key: ask with the person\'s key.',
+    query: memories.aboutMeQuery,
+    answers: [ok(answer('LearnedMemoryList', { memories: z.array(resources.learnedMemory) }))],
+  },
+  {
+    method: 'patch', path: '/api/v0/memories/about-me/:memoryId', tag: 'Characters', summary: 'Correct what a character learned about you',
+    description: 'Your words replace it; the old one is kept as replaced and no longer used. 409 CONFLICT when it was already replaced; 404 when it is not about you.',
+    body: memories.correctionBody,
+    answers: [ok(answer('LearnedMemoryAnswer', { memory: resources.learnedMemory }))],
+  },
+  {
+    method: 'delete', path: '/api/v0/memories/about-me/:memoryId', tag: 'Characters', summary: 'Delete a memory about you, for good',
+    answers: [ok(answer('Deleted', { deleted: z.int() }))],
+  },
+  {
+    method: 'delete', path: '/api/v0/memories/about-me', tag: 'Characters', summary: 'Delete everything characters (or one) learned about you, for good',
+    query: memories.aboutMeQuery,
+    answers: [ok(answer('Deleted', { deleted: z.int() }))],
+  },
+  {
+    method: 'get', path: '/api/v0/memories/learning', tag: 'Characters', summary: 'Whether characters learn from your messages',
+    answers: [ok(answer('Learning', { learning: z.object({ enabled: z.boolean(), disabledCharacterIds: z.array(z.uuid()) }) }))],
+  },
+  {
+    method: 'put', path: '/api/v0/memories/learning', tag: 'Characters', summary: 'Turn learning from your messages on or off, everywhere or per character',
+    body: memories.learningBody,
+    answers: [ok(answer('Learning', { learning: z.object({ enabled: z.boolean(), disabledCharacterIds: z.array(z.uuid()) }) }))],
   },
   {
     method: 'get', path: '/api/v0/voices', tag: 'Characters', summary: 'List the speech engine\'s voices',

@@ -141,6 +141,23 @@ export const faceModel = z
 
 export const memory = z.object({ id: uuid, text: z.string(), created: micros }).register(documented, { id: 'Memory' });
 
+export const learnedMemory = z
+  .object({
+    id: uuid,
+    character_id: uuid.describe('The character that learned it'),
+    kind: z.enum(['person', 'own']).describe("person: about the person it was learned from; own: the character's own, from its owner's words"),
+    text: z.string(),
+    status: z.enum(['active', 'pending', 'rejected', 'superseded']).describe('superseded: no longer true, replaced by superseded_by'),
+    origin: z.string().describe('private (a DM, a conversation of one person), server:<id>, or conversation:<id> (shared): where it may be used again'),
+    conversation_id: uuid.describe('Where it was said'),
+    importance: z.int().min(1).max(5),
+    stated: micros.describe('When it was said'),
+    created: micros,
+    superseded: micros.nullable().describe('When it stopped being true'),
+    superseded_by: uuid.nullable(),
+  })
+  .register(documented, { id: 'LearnedMemory' });
+
 export const voice = z
   .object({ id: z.string(), name: z.string(), language: z.string().optional(), description: z.string().optional() })
   .register(documented, { id: 'Voice' });
