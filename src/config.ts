@@ -112,6 +112,11 @@ const variables = {
   LLM_SUMMARY_MAX_TOKENS: integer(defaultSummaryOptions.maxSummaryTokens, 32, 100_000),
   UPLOAD_IMAGE_MAX_PIXELS: integer(defaultImageLimits.maxPixels, 1_000_000, 400_000_000),
   EMBEDDINGS_MODEL: text(),
+  /** Characters learn from conversations (each person can still turn it off for themselves). */
+  LEARNING: oneOf(['on', 'off'], 'on'),
+  LEARNING_DAILY_TOKENS: integer(200_000, 1_000, 1_000_000_000),
+  LEARNING_BATCH_MESSAGES: integer(6, 1, 200),
+  LEARNING_QUIET_SECONDS: integer(120, 1, 86_400),
   STARTING_BALANCE: integer(100, 0, 1_000_000_000),
   API_RATE_LIMIT_PER_MINUTE: integer(120, 1, 1_000_000),
   TTS_ENGINE: oneOf(['espeak', 'elevenlabs', 'openai'], 'espeak'),
@@ -268,6 +273,13 @@ function toConfig(values: Variables, workingDirectory: string) {
     /** Largest width × height of an image people send (chat, avatar, face photos). */
     uploadImageMaxPixels: values.UPLOAD_IMAGE_MAX_PIXELS,
     embeddingsModel: values.EMBEDDINGS_MODEL,
+    /** Learning from conversations: off stops it for everyone; the budget is per character and day, in engine tokens. */
+    learning: {
+      enabled: values.LEARNING === 'on',
+      dailyTokensPerCharacter: values.LEARNING_DAILY_TOKENS,
+      batchMessages: values.LEARNING_BATCH_MESSAGES,
+      quietMs: values.LEARNING_QUIET_SECONDS * 1000,
+    },
     startingBalance: values.STARTING_BALANCE,
     /** Chat and image requests allowed per account per minute over the API. */
     apiRateLimitPerMinute: values.API_RATE_LIMIT_PER_MINUTE,

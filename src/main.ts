@@ -90,10 +90,11 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       chat: { contextTokens: chat.contextTokens, maxReplyTokens: config.llm.maxReplyTokens, summary: config.llm.summary, maxReplyCharacters: config.llm.maxReplyCharacters },
       images: { ...config.images, workerName: `${os.hostname()}:${process.pid}` },
       workerName: `${os.hostname()}:${process.pid}`,
+      learning: config.learning,
     },
   });
   // Batches of messages to learn from, claimed by lease from the shared queue like image jobs.
-  if (roles.has('worker')) core.learner.start();
+  if (roles.has('worker') && config.learning.enabled) core.learner.start();
   if (roles.has('worker')) {
     // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
     await core.images.start();

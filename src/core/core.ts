@@ -46,7 +46,7 @@ export interface CoreDependencies {
     adminApiKey: string | undefined;
     chat: Pick<ChatOptions, 'contextTokens' | 'maxReplyTokens'> & Partial<ChatOptions>;
     /** Learning from conversations (issue 21). */
-    learning?: Partial<LearnerOptions> | undefined;
+    learning?: (Partial<LearnerOptions> & { enabled?: boolean }) | undefined;
     /** Names this process in the leases it takes on shared queues. */
     workerName?: string | undefined;
   };
@@ -103,7 +103,7 @@ export function createCore(dependencies: CoreDependencies): Core {
   );
   // Every stored message is noticed; a batch of them is learned from in the background.
   const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning });
-  conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
+  if (options.learning?.enabled ?? true) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
   const learnedMemories = new LearnedMemories(repositories, characters, clock, ids);
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);

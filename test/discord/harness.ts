@@ -65,6 +65,8 @@ export async function startBotHarness(
     DATA_DIR: dataDir,
     LLM_BASE_URL: llm.baseURL,
     LLM_MODEL: 'fake-model',
+    // Learning calls the engine in the background: on only in the tests of learning.
+    LEARNING: 'off',
     LLM_IDLE_TIMEOUT_MS: '2000',
     LLM_HEADERS_TIMEOUT_MS: '2000',
     DISCORD_TOKEN: discord.token,

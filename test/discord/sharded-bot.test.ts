@@ -66,7 +66,7 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     await deployCommands({ token: discord.token, apiBase: discord.apiBase });
     // One files directory, as processes on shared storage have: the worker writes the images the shards upload.
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-sharded-'));
-    const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: llm.baseURL, LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url };
+    const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: llm.baseURL, LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url, LEARNING: 'off' };
     // Images are made by a worker process of their own; the shards only deliver them.
     worker = await startService('worker', { ...shared, ROLES: 'worker' });
     // The shard processes trust the fake voice server's certificate, as this process does.

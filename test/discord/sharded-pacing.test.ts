@@ -61,6 +61,7 @@ describe('two shards streaming at once', () => {
       DISCORD_COMMANDS_PER_MINUTE: '1000',
       LLM_BASE_URL: llm.baseURL,
       LLM_MODEL: 'fake-model',
+      LEARNING: 'off',
     });
     await waitUntilServing(service);
     await discord.waitFor(() => Object.keys(discord.shardingStats.identifiesByShard).length === 2, 60_000);

@@ -43,7 +43,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     cog = await startFakeCog({ capacity: 1, steps: 10, stepMs: 500 });
     await deployCommands({ token: discord.token, apiBase: discord.apiBase });
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-sharded-restart-'));
-    const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url };
+    const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url, LEARNING: 'off' };
     environment = { ...shared, ROLES: 'bot,api', DISCORD_SHARDS: '2', DISCORD_TOKEN: discord.token, DISCORD_API_BASE: discord.apiBase };
     worker = await startService('restart-worker', { ...shared, ROLES: 'worker' });
     await waitUntilServing(worker);

@@ -55,6 +55,8 @@ export async function startHarness(
     ADMIN_API_KEY: adminKey,
     LLM_BASE_URL: llm.baseURL,
     LLM_MODEL: 'fake-model',
+    // Learning calls the engine in the background: on only in the tests of learning.
+    LEARNING: 'off',
     LLM_IDLE_TIMEOUT_MS: '1500',
     LLM_HEADERS_TIMEOUT_MS: '1500',
     LOG_LEVEL: 'silent',
