@@ -8,6 +8,7 @@ import { SqlCharacterRepository, SqlMemoryRepository } from './character-reposit
 import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
+import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
@@ -103,6 +104,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly jobDeliveries;
   readonly facts;
   readonly signals;
+  readonly learnedMemories;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -123,6 +125,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.jobDeliveries = repositories.jobDeliveries;
     this.facts = repositories.facts;
     this.signals = repositories.signals;
+    this.learnedMemories = repositories.learnedMemories;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -157,5 +160,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     jobDeliveries: new SqlJobDeliveryRepository(context),
     facts: new SqlFactRepository(context),
     signals: new SqlSignalRepository(context),
+    learnedMemories: new SqlLearnedMemoryRepository(context),
   };
 }
