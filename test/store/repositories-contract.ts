@@ -6,6 +6,7 @@ import { conversationsAndCharactersContract } from './contract/conversations-cha
 import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
+import { memoryBatchesContract } from './contract/memory-batches.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
 /** One database under test. `open` may be called many times: each store is a separate pool, as another process would hold. */
@@ -55,5 +56,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     jobsAndTheRestContract(context);
     discordVoiceRepliesContract(context);
     learnedMemoriesContract(context);
+    memoryBatchesContract(context);
   });
 }

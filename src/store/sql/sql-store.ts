@@ -10,6 +10,7 @@ import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
 import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
+import { SqlMemoryBatchRepository } from './memory-batch-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
 import type { Database } from './schema.js';
@@ -105,6 +106,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly facts;
   readonly signals;
   readonly learnedMemories;
+  readonly memoryBatches;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -126,6 +128,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.facts = repositories.facts;
     this.signals = repositories.signals;
     this.learnedMemories = repositories.learnedMemories;
+    this.memoryBatches = repositories.memoryBatches;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -161,5 +164,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     facts: new SqlFactRepository(context),
     signals: new SqlSignalRepository(context),
     learnedMemories: new SqlLearnedMemoryRepository(context),
+    memoryBatches: new SqlMemoryBatchRepository(context),
   };
 }
