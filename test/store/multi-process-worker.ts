@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../src/core/errors.js';
-import type { JobType } from '../../src/core/records.js';
+import type { JobType, LearnedMemoryRecord } from '../../src/core/records.js';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { messageRecord, newAccountRecords, transactionRecord } from './repository-fixtures.js';
 
@@ -19,7 +19,9 @@ export type WorkerCommand =
   | { type: 'read-messages'; conversationId: string }
   | { type: 'append'; accountId: string; conversationId: string; content: string }
   | { type: 'change-token' }
-  | { type: 'cast'; conversationId: string; characterIds: string[]; channelId: string; guildId: string; channelConversationId: string };
+  | { type: 'cast'; conversationId: string; characterIds: string[]; channelId: string; guildId: string; channelConversationId: string }
+  | { type: 'learn'; conversationIds: string[]; throughPosition: number }
+  | { type: 'add-memories'; memories: LearnedMemoryRecord[] };
 
 const [url, name = 'worker'] = process.argv.slice(2);
 if (!url) throw new Error('usage: multi-process-worker <store url> <name>');
@@ -128,6 +130,31 @@ async function handle(command: WorkerCommand): Promise<unknown> {
         ),
       );
       return { added: added.filter(Boolean).length, channelConversations: [...new Set(channels.map((channel) => channel.conversationId))] };
+    }
+    case 'learn': {
+      // What the memory runner does: queue each conversation's new messages, then work the
+      // queue until it is empty, every batch completed by whoever holds its lease.
+      const queued = await Promise.all(
+        command.conversationIds.map((conversationId) =>
+          store.memoryBatches.enqueue(conversationId, command.throughPosition, { id: randomUUID(), createdMicros: Date.now() * 1000, runAfterMillis: 0 }),
+        ),
+      );
+      const completed: string[] = [];
+      const work = async () => {
+        for (;;) {
+          const batch = await store.memoryBatches.claim({ workerId: name, nowMillis: Date.now(), leaseMs: 60_000 });
+          if (!batch) return;
+          if (!(await store.memoryBatches.complete(batch.id, name))) throw new Error(`batch ${batch.id} was taken from ${name}`);
+          completed.push(batch.id);
+        }
+      };
+      // Several claimers in this process too, as several runners on the pool would be.
+      await Promise.all([work(), work(), work()]);
+      return { queued: queued.flatMap((batch) => (batch ? [batch.id] : [])), completed };
+    }
+    case 'add-memories': {
+      const added = await Promise.all(command.memories.map((memory) => store.learnedMemories.add(memory)));
+      return added.map(({ memory, created }) => ({ id: memory.id, created }));
     }
     case 'read-messages':
       return (await store.conversations.messages(command.conversationId)).map((message) => message.id);

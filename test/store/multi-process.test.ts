@@ -11,7 +11,7 @@ import type { TransactionRecord } from '../../src/core/records.js';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import type { WorkerCommand } from './multi-process-worker.js';
 import { createTestDatabase } from './postgres-database.js';
-import { hashKey, jobRecord, messageRecord, newAccountRecords, transactionRecord, uniqueUsername } from './repository-fixtures.js';
+import { hashKey, jobRecord, learnedMemoryRecord, messageRecord, newAccountRecords, transactionRecord, uniqueUsername } from './repository-fixtures.js';
 
 const workerPath = fileURLToPath(new URL('./multi-process-worker.ts', import.meta.url));
 
@@ -176,6 +176,43 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(channelConversations).toContain(channel.conversationId);
       expect([...channel.characterIds].sort()).toEqual([...others].sort());
     }, 60_000);
+
+    it('queues each conversation\'s messages once and completes each memory batch exactly once across processes', async () => {
+      const conversationIds: string[] = [];
+      for (let index = 0; index < 12; index++) conversationIds.push((await ownerWithConversation('learner', 0)).conversationId);
+      const results = await Promise.all(
+        workers.map((worker) => worker.ask<{ queued: string[]; completed: string[] }>({ type: 'learn', conversationIds, throughPosition: 50 })),
+      );
+      const queued = results.flatMap((result) => result.queued);
+      const completed = results.flatMap((result) => result.completed);
+      expect(queued).toHaveLength(conversationIds.length);
+      expect([...completed].sort()).toEqual([...queued].sort());
+      for (const batchId of queued) expect(await store.memoryBatches.get(batchId)).toMatchObject({ status: 'done', attempts: 1 });
+      // Every range was queued: nothing is left to queue, in any process.
+      for (const conversationId of conversationIds) {
+        expect(await store.memoryBatches.enqueue(conversationId, 50, { id: randomUUID(), createdMicros: 1, runAfterMillis: 0 })).toBeUndefined();
+      }
+    }, 60_000);
+
+    it('stores a fact once when every process learns it at once, however each spells it', async () => {
+      const { owner } = await ownerWithConversation('rememberer', 0);
+      const person = newAccountRecords(uniqueUsername('remembered'), 0);
+      await store.accounts.create(person);
+      const spellings = ['Has a cat named Miso.', 'has a cat named miso', 'HAS A CAT NAMED MISO!', ' has  a cat named Miso ?'];
+      const results = await Promise.all(
+        workers.map((worker) =>
+          worker.ask<Array<{ id: string; created: boolean }>>({
+            type: 'add-memories',
+            memories: spellings.map((text) => learnedMemoryRecord(owner.character.id, person.account.id, text)),
+          }),
+        ),
+      );
+      const answers = results.flat();
+      expect(answers.filter((answer) => answer.created)).toHaveLength(1);
+      expect(new Set(answers.map((answer) => answer.id)).size).toBe(1);
+      const stored = await store.learnedMemories.about(person.account.id);
+      expect(stored.map((memory) => memory.id)).toEqual([answers[0]!.id]);
+    }, 30_000);
 
     it('revokes a rotated key in every process at once', async () => {
       const records = newAccountRecords(uniqueUsername('keys'), 0);

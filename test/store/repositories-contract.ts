@@ -5,6 +5,8 @@ import type { ContractContext } from './contract/contract-context.js';
 import { conversationsAndCharactersContract } from './contract/conversations-characters.js';
 import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
+import { learnedMemoriesContract } from './contract/learned-memories.js';
+import { memoryBatchesContract } from './contract/memory-batches.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
 /** One database under test. `open` may be called many times: each store is a separate pool, as another process would hold. */
@@ -53,5 +55,7 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     conversationsAndCharactersContract(context);
     jobsAndTheRestContract(context);
     discordVoiceRepliesContract(context);
+    learnedMemoriesContract(context);
+    memoryBatchesContract(context);
   });
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { NewAccountRecords, NewStoredMessage } from '../../src/core/repositories.js';
-import type { CharacterRecord, JobRecord, JobType, TransactionRecord } from '../../src/core/records.js';
+import type { CharacterRecord, JobRecord, JobType, LearnedMemoryRecord, TransactionRecord } from '../../src/core/records.js';
 
 /** Records as the core would build them, for the repository contract and the multi-process test. */
 
@@ -103,6 +103,34 @@ export function jobRecord(accountId: string, type: JobType = 'IMAGE_INFERENCE'):
     startedMillis: null,
     failure: null,
     settled: false,
+  };
+}
+
+/** An active person memory of `characterId` about `subjectAccountId`, said now in `conversationId`. */
+export function learnedMemoryRecord(
+  characterId: string,
+  subjectAccountId: string,
+  text: string,
+  change: Partial<LearnedMemoryRecord> = {},
+): LearnedMemoryRecord {
+  const now = Date.now() * 1000;
+  return {
+    id: randomUUID(),
+    characterId,
+    subjectAccountId,
+    kind: 'person',
+    text,
+    status: 'active',
+    origin: 'private',
+    conversationId: randomUUID(),
+    messageIds: [randomUUID()],
+    importance: 3,
+    statedMicros: now,
+    createdMicros: now,
+    updatedMicros: now,
+    supersededMicros: null,
+    supersededBy: null,
+    ...change,
   };
 }
 

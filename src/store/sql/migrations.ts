@@ -331,5 +331,72 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
         await db.schema.createIndex('discord_character_messages_created').on('discord_character_messages').column('created_millis').execute();
       },
     },
+    '0009-learned-memories': {
+      // Issue 21: what characters learn from conversations, the queue of messages to learn
+      // from, and what learning spent per character and day.
+      async up(db: Kysely<unknown>) {
+        await position(db.schema.createTable('learned_memories'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('subject_account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('kind', 'text', notNull)
+          .addColumn('text', 'text', notNull)
+          .addColumn('normalised_text', 'text', notNull)
+          .addColumn('status', 'text', notNull)
+          .addColumn('origin', 'text', notNull)
+          .addColumn('conversation_id', 'text', notNull)
+          .addColumn('message_ids', 'text', notNull)
+          .addColumn('importance', 'integer', notNull)
+          .addColumn('stated_micros', 'bigint', notNull)
+          .addColumn('created_micros', 'bigint', notNull)
+          .addColumn('updated_micros', 'bigint', notNull)
+          .addColumn('superseded_micros', 'bigint')
+          .addColumn('superseded_by', 'text')
+          .execute();
+        // One fact once: the index itself refuses a second copy, from any process. Superseded
+        // rows stay for the record and leave their place free. `add` names this predicate, word
+        // for word, as its ON CONFLICT target.
+        await db.schema
+          .createIndex('learned_memories_once')
+          .unique()
+          .on('learned_memories')
+          .columns(['character_id', 'subject_account_id', 'kind', 'normalised_text'])
+          .where(sql<boolean>`status <> 'superseded'`)
+          .execute();
+        await db.schema.createIndex('learned_memories_subject').on('learned_memories').columns(['subject_account_id', 'character_id', 'stated_micros']).execute();
+        await db.schema.createIndex('learned_memories_character').on('learned_memories').columns(['character_id', 'kind', 'status', 'stated_micros']).execute();
+
+        await position(db.schema.createTable('memory_batches'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('conversation_id', 'text', (column) => column.notNull().references('conversations.id').onDelete('cascade'))
+          .addColumn('from_position', 'bigint', notNull)
+          .addColumn('through_position', 'bigint', notNull)
+          .addColumn('status', 'text', notNull)
+          .addColumn('attempts', 'integer', (column) => column.notNull().defaultTo(0))
+          .addColumn('run_after_millis', 'bigint', notNull)
+          .addColumn('lease_owner', 'text')
+          .addColumn('lease_until_millis', 'bigint')
+          .addColumn('created_micros', 'bigint', notNull)
+          .addColumn('last_error', 'text')
+          // Two processes that read the same last batch start the same range: one insert wins.
+          .addUniqueConstraint('memory_batches_from', ['conversation_id', 'from_position'])
+          .execute();
+        // The queue: done batches leave this index, so it stays as small as the backlog.
+        await db.schema
+          .createIndex('memory_batches_due')
+          .on('memory_batches')
+          .columns(['run_after_millis', 'position'])
+          .where(sql<boolean>`status <> 'done'`)
+          .execute();
+
+        await db.schema
+          .createTable('memory_spending')
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('day', 'text', notNull)
+          .addColumn('tokens', 'bigint', notNull)
+          .addPrimaryKeyConstraint('memory_spending_key', ['character_id', 'day'])
+          .execute();
+      },
+    },
   };
 }

@@ -30,6 +30,9 @@ export interface Database {
   job_deliveries: JobDeliveriesTable;
   facts: FactsTable;
   job_signals: JobSignalsTable;
+  learned_memories: LearnedMemoriesTable;
+  memory_batches: MemoryBatchesTable;
+  memory_spending: MemorySpendingTable;
 }
 
 export interface AccountsTable {
@@ -249,4 +252,49 @@ export interface JobSignalsTable {
   position: Generated<number>;
   job_id: string;
   created_millis: number;
+}
+
+export interface LearnedMemoriesTable {
+  position: Generated<number>;
+  id: string;
+  character_id: string;
+  subject_account_id: string;
+  kind: string;
+  text: string;
+  /** `normaliseMemoryText(text)`: unique per character, subject and kind among rows not superseded. */
+  normalised_text: string;
+  status: string;
+  origin: string;
+  conversation_id: string;
+  /** JSON array of message ids. */
+  message_ids: string;
+  importance: number;
+  stated_micros: number;
+  created_micros: number;
+  updated_micros: number;
+  superseded_micros: number | null;
+  superseded_by: string | null;
+}
+
+export interface MemoryBatchesTable {
+  position: Generated<number>;
+  id: string;
+  conversation_id: string;
+  /** Unique per conversation: two processes queueing the same messages make one batch. */
+  from_position: number;
+  through_position: number;
+  status: string;
+  attempts: Generated<number>;
+  run_after_millis: number;
+  lease_owner: string | null;
+  lease_until_millis: number | null;
+  created_micros: number;
+  last_error: string | null;
+}
+
+/** Tokens memory extraction spent per character and day (YYYY-MM-DD). */
+export interface MemorySpendingTable {
+  character_id: string;
+  day: string;
+  tokens: number;
 }

@@ -8,7 +8,9 @@ import { SqlCharacterRepository, SqlMemoryRepository } from './character-reposit
 import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
+import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
+import { SqlMemoryBatchRepository } from './memory-batch-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
 import type { Database } from './schema.js';
@@ -103,6 +105,8 @@ class KyselyRepositoryStore implements SqlStore {
   readonly jobDeliveries;
   readonly facts;
   readonly signals;
+  readonly learnedMemories;
+  readonly memoryBatches;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -123,6 +127,8 @@ class KyselyRepositoryStore implements SqlStore {
     this.jobDeliveries = repositories.jobDeliveries;
     this.facts = repositories.facts;
     this.signals = repositories.signals;
+    this.learnedMemories = repositories.learnedMemories;
+    this.memoryBatches = repositories.memoryBatches;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -157,5 +163,7 @@ function repositoriesFor(context: SqlContext): Repositories {
     jobDeliveries: new SqlJobDeliveryRepository(context),
     facts: new SqlFactRepository(context),
     signals: new SqlSignalRepository(context),
+    learnedMemories: new SqlLearnedMemoryRepository(context),
+    memoryBatches: new SqlMemoryBatchRepository(context),
   };
 }

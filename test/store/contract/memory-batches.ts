@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { RepositoryStore } from '../../../src/core/repositories.js';
+import type { ContractContext } from './contract-context.js';
+
+/** The queue of messages to learn from (consecutive ranges, one holder per batch) and the daily spending limit. */
+export function memoryBatchesContract(context: ContractContext): void {
+  const { createAccount } = context;
+  let store: RepositoryStore;
+  let other: RepositoryStore;
+  beforeEach(() => {
+    store = context.store();
+    other = context.other();
+  });
+
+  const openConversation = async () => {
+    const { account, character } = await createAccount('learner');
+    const conversation = await store.conversations.create(
+      { id: randomUUID(), accountId: account.id, characterId: character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
+      account.id,
+    );
+    return { conversationId: conversation.id, characterId: character.id };
+  };
+  const batch = (runAfterMillis = 0) => ({ id: randomUUID(), createdMicros: Date.now() * 1000, runAfterMillis });
+  /** Batches of earlier tests stay in the one queue; finish them so each test sees its own. */
+  const drainQueue = async () => {
+    for (;;) {
+      const claimed = await store.memoryBatches.claim({ workerId: 'drain', nowMillis: 4_000_000_000_000, leaseMs: 1 });
+      if (!claimed) return;
+      await store.memoryBatches.complete(claimed.id, 'drain');
+    }
+  };
+
+  describe('memory batches', () => {
+    it('queues consecutive ranges per conversation, and nothing when nothing is new', async () => {
+      const { conversationId } = await openConversation();
+      const { conversationId: neighbourId } = await openConversation();
+      const first = await store.memoryBatches.enqueue(conversationId, 40, batch(5));
+      expect(first).toMatchObject({ conversationId, fromPosition: 1, throughPosition: 40, status: 'queued', attempts: 0, runAfterMillis: 5, leaseOwner: null, lastError: null });
+      expect(await other.memoryBatches.get(first!.id)).toEqual(first);
+      expect(await other.memoryBatches.enqueue(conversationId, 55, batch())).toMatchObject({ fromPosition: 41, throughPosition: 55 });
+      expect(await store.memoryBatches.enqueue(conversationId, 55, batch())).toBeUndefined();
+      expect(await store.memoryBatches.enqueue(conversationId, 50, batch())).toBeUndefined();
+      expect(await store.memoryBatches.enqueue(neighbourId, 0, batch())).toBeUndefined();
+      expect(await store.memoryBatches.enqueue(neighbourId, 50, batch())).toMatchObject({ fromPosition: 1, throughPosition: 50 });
+      expect(await store.memoryBatches.get(randomUUID())).toBeUndefined();
+    });
+
+    it('makes one batch of concurrent enqueues of the same messages, and never overlapping ones', async () => {
+      const { conversationId } = await openConversation();
+      const made = await Promise.all(Array.from({ length: 8 }, (_, index) => (index % 2 ? other : store).memoryBatches.enqueue(conversationId, 30, batch())));
+      expect(made.filter((each) => each !== undefined)).toHaveLength(1);
+      // Each asks for more: whichever order they run in, the ranges made follow each other.
+      const next = await Promise.all(Array.from({ length: 8 }, (_, index) => (index % 2 ? other : store).memoryBatches.enqueue(conversationId, 31 + index, batch())));
+      const queued = next.filter((each) => each !== undefined).sort((left, right) => left.fromPosition - right.fromPosition);
+      expect(queued.length).toBeGreaterThan(0);
+      let expectedFrom = 31;
+      for (const each of queued) {
+        expect(each.fromPosition).toBe(expectedFrom);
+        expect(each.throughPosition).toBeGreaterThanOrEqual(each.fromPosition);
+        expectedFrom = each.throughPosition + 1;
+      }
+      expect(expectedFrom).toBeLessThanOrEqual(39);
+    });
+
+    it('claims due batches by due time then age, each by one of many concurrent claimers', async () => {
+      await drainQueue();
+      const now = Date.now();
+      const conversations = await Promise.all([1, 2, 3, 4].map(() => openConversation()));
+      const later = (await store.memoryBatches.enqueue(conversations[0]!.conversationId, 10, batch(now - 1_000)))!;
+      const sooner = (await store.memoryBatches.enqueue(conversations[1]!.conversationId, 10, batch(now - 2_000)))!;
+      const sameTime = (await store.memoryBatches.enqueue(conversations[2]!.conversationId, 10, batch(now - 1_000)))!;
+      const notYet = (await store.memoryBatches.enqueue(conversations[3]!.conversationId, 10, batch(now + 60_000)))!;
+
+      const claims = await Promise.all(
+        Array.from({ length: 10 }, (_, index) => (index % 2 ? other : store).memoryBatches.claim({ workerId: `worker-${index}`, nowMillis: now, leaseMs: 30_000 })),
+      );
+      const claimed = claims.filter((claim) => claim !== undefined);
+      expect(claimed.map((claim) => claim.id).sort()).toEqual([later.id, sooner.id, sameTime.id].sort());
+      expect(new Set(claimed.map((claim) => claim.leaseOwner)).size).toBe(3);
+      for (const claim of claimed) expect(claim).toMatchObject({ status: 'running', attempts: 1, leaseUntilMillis: now + 30_000 });
+      expect(await store.memoryBatches.get(notYet.id)).toMatchObject({ status: 'queued', leaseOwner: null });
+
+      // One claimer at a time sees the order: by due time, then by age.
+      await drainQueue();
+      const first = (await store.memoryBatches.enqueue(conversations[0]!.conversationId, 20, batch(now - 1_000)))!;
+      const second = (await store.memoryBatches.enqueue(conversations[1]!.conversationId, 20, batch(now - 1_000)))!;
+      const earliest = (await store.memoryBatches.enqueue(conversations[2]!.conversationId, 20, batch(now - 5_000)))!;
+      const order = [];
+      for (let index = 0; index < 3; index++) order.push((await other.memoryBatches.claim({ workerId: 'one', nowMillis: now, leaseMs: 30_000 }))?.id);
+      expect(order).toEqual([earliest.id, first.id, second.id]);
+      expect(await other.memoryBatches.claim({ workerId: 'one', nowMillis: now, leaseMs: 30_000 })).toBeUndefined();
+    });
+
+    it('completes or retries only under a lease still held, and lets an expired lease be taken over', async () => {
+      await drainQueue();
+      const now = Date.now();
+      const { conversationId } = await openConversation();
+      const queued = (await store.memoryBatches.enqueue(conversationId, 10, batch(now)))!;
+      const held = (await store.memoryBatches.claim({ workerId: 'first', nowMillis: now, leaseMs: 1_000 }))!;
+      expect(held.id).toBe(queued.id);
+      // Held and not run out: nobody else gets it.
+      expect(await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 1_000, leaseMs: 1_000 })).toBeUndefined();
+      expect(await other.memoryBatches.complete(held.id, 'second')).toBe(false);
+      expect(await other.memoryBatches.retry(held.id, 'second', now, 'not mine')).toBe(false);
+
+      // The first worker fails; the batch waits until its new due time, attempts counted.
+      expect(await store.memoryBatches.retry(held.id, 'first', now + 5_000, 'The chat model timed out.')).toBe(true);
+      expect(await other.memoryBatches.get(held.id)).toMatchObject({ status: 'queued', attempts: 1, runAfterMillis: now + 5_000, leaseOwner: null, leaseUntilMillis: null, lastError: 'The chat model timed out.' });
+      expect(await store.memoryBatches.retry(held.id, 'first', now, 'again')).toBe(false);
+      expect(await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 4_999, leaseMs: 1_000 })).toBeUndefined();
+      const retried = (await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 5_000, leaseMs: 1_000 }))!;
+      expect(retried).toMatchObject({ id: held.id, attempts: 2, leaseOwner: 'second' });
+
+      // Its worker stalls past the lease: a third takes it over, and the stalled one's word counts no more.
+      expect(await store.memoryBatches.claim({ workerId: 'third', nowMillis: now + 6_000, leaseMs: 1_000 })).toBeUndefined();
+      const takenOver = (await store.memoryBatches.claim({ workerId: 'third', nowMillis: now + 6_001, leaseMs: 1_000 }))!;
+      expect(takenOver).toMatchObject({ id: held.id, attempts: 3, leaseOwner: 'third', leaseUntilMillis: now + 7_001 });
+      expect(await other.memoryBatches.complete(held.id, 'second')).toBe(false);
+      expect(await store.memoryBatches.complete(held.id, 'third')).toBe(true);
+      expect(await other.memoryBatches.get(held.id)).toMatchObject({ status: 'done', leaseOwner: null, leaseUntilMillis: null });
+      expect(await store.memoryBatches.complete(held.id, 'third')).toBe(false);
+      // Done is done, however late the clock.
+      expect(await store.memoryBatches.claim({ workerId: 'late', nowMillis: 4_000_000_000_000, leaseMs: 1 })).toBeUndefined();
+    });
+
+    it('spends tokens per character and day only within the limit, across concurrent spenders', async () => {
+      const { characterId } = await openConversation();
+      const { characterId: otherCharacterId } = await openConversation();
+      expect(await store.memoryBatches.spend(characterId, '2026-11-26', 600, 1_000)).toBe(true);
+      expect(await other.memoryBatches.spend(characterId, '2026-11-26', 401, 1_000)).toBe(false);
+      expect(await other.memoryBatches.spend(characterId, '2026-11-26', 400, 1_000)).toBe(true);
+      expect(await store.memoryBatches.spend(characterId, '2026-11-26', 1, 1_000)).toBe(false);
+      expect(await store.memoryBatches.spend(characterId, '2026-11-26', 0, 1_000)).toBe(true);
+      // Another day or another character starts from nothing; a first spend is held to the limit too.
+      expect(await store.memoryBatches.spend(characterId, '2026-11-27', 1_001, 1_000)).toBe(false);
+      expect(await store.memoryBatches.spend(characterId, '2026-11-27', 1_000, 1_000)).toBe(true);
+
+      const spends = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => (index % 2 ? other : store).memoryBatches.spend(otherCharacterId, '2026-11-26', 10, 100)),
+      );
+      expect(spends.filter(Boolean)).toHaveLength(10);
+      expect(await store.memoryBatches.spend(otherCharacterId, '2026-11-26', 1, 100)).toBe(false);
+    });
+  });
+}
