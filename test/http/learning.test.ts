@@ -1,0 +1,147 @@
+/**
+ * Characters that learn (issue 21), through the API with the fake engine answering the
+ * extraction requests in the real wire format: what is learned, where it is used, and what a
+ * person can see, correct and delete.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { extractionAnswer, type FakeExtractorOptions, isExtraction } from '../fakes/fake-extractor.js';
+import type { FakeRequestBody } from '../fakes/fake-openai.js';
+import { type Harness, startHarness } from './harness.js';
+
+describe('characters learn from conversations', () => {
+  let api: Harness;
+  let extractor: FakeExtractorOptions = {};
+  let owner: { id: string; characterId: string; key: string };
+  let ana: { id: string; characterId: string; key: string };
+  let bo: { id: string; characterId: string; key: string };
+
+  const chatPrompts = () => api.llm.requests.filter((request) => request.path.endsWith('/chat/completions') && !isExtraction(request.body));
+  const lastSystemPrompt = () => String(chatPrompts().at(-1)?.body.messages?.[0]?.content ?? '');
+  const conversation = async (key: string, characterId = owner.characterId) => (await api.call('POST', '/api/v0/conversations', { key, body: { characterId } })).body.id as string;
+  const say = async (conversationId: string, key: string, data: string) => {
+    const answer = await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key, body: { data } });
+    expect(answer.status).toBe(200);
+  };
+  const aboutMe = async (key: string) => (await api.call('GET', '/api/v0/memories/about-me', { key })).body.memories as Array<{ id: string; text: string; status: string; origin: string; kind: string }>;
+  const learned = (key: string, text: string) => expect.poll(async () => (await aboutMe(key)).map((memory) => memory.text), { timeout: 15_000 }).toContain(text);
+
+  beforeAll(async () => {
+    api = await startHarness({
+      script: (body: FakeRequestBody) => (isExtraction(body) ? extractionAnswer(body, extractor) : { reply: 'Aye.' }),
+      environment: { LEARNING: 'on', LEARNING_BATCH_MESSAGES: '2', LEARNING_QUIET_SECONDS: '1' },
+    });
+    owner = await api.account('captain');
+    ana = await api.account('ana');
+    bo = await api.account('bo');
+    // The captain's character is public, so others can talk with it.
+    await api.call('PATCH', `/api/v0/characters/${owner.characterId}`, { key: owner.key, body: { is_public: true } });
+  });
+  beforeEach(() => {
+    extractor = {};
+  });
+  afterAll(async () => {
+    await api.close();
+  });
+
+  it('learns what a person says about themselves, in the third person, and recalls it in a later conversation', async () => {
+    const first = await conversation(ana.key);
+    await say(first, ana.key, 'My sister is called Mia.');
+    await learned(ana.key, "ana's sister is called Mia.");
+    const [memory] = await aboutMe(ana.key);
+    expect(memory).toMatchObject({ kind: 'person', status: 'active', origin: 'private' });
+    const later = await conversation(ana.key);
+    await say(later, ana.key, 'Do you remember my family?');
+    expect(lastSystemPrompt()).toContain("What you know about ana from earlier conversations:\n- ana's sister is called Mia.");
+  });
+
+  it("never takes a character's line as a fact, nor one person's words as another's", async () => {
+    const talk = await conversation(bo.key);
+    // The fake extractor also claims the character's reply (message 2) as a fact: it is refused.
+    extractor = { citeAlso: 2 };
+    await say(talk, bo.key, 'I live by the lighthouse.');
+    await learned(bo.key, 'bo live by the lighthouse.');
+    expect((await aboutMe(bo.key)).map((memory) => memory.text)).not.toContain('Someone said something.');
+    expect((await aboutMe(ana.key)).map((memory) => memory.text)).not.toContain('bo live by the lighthouse.');
+  });
+
+  it('uses what was said in private only in private: never where others read', async () => {
+    const shared = await conversation(ana.key);
+    await api.call('POST', `/api/v0/conversations/${shared}/speakers`, { key: ana.key, body: { accountId: bo.id } });
+    await say(shared, ana.key, 'Hello everyone.');
+    expect(lastSystemPrompt()).not.toContain('Mia');
+    // What ana says here may be used here.
+    await say(shared, ana.key, 'My boat is called Gull.');
+    await learned(ana.key, "ana's boat is called Gull.");
+    await say(shared, ana.key, 'Shall we sail?');
+    expect(lastSystemPrompt()).toContain("ana's boat is called Gull.");
+    expect(lastSystemPrompt()).not.toContain('Mia');
+    // Answering bo in the same place: none of ana's memories.
+    await say(shared, bo.key, 'Where are we going?');
+    expect(lastSystemPrompt()).not.toContain('Gull');
+  });
+
+  it('lets a correction supersede the old fact: kept as replaced, no longer used', async () => {
+    const talk = await conversation(ana.key);
+    await say(talk, ana.key, 'My sister is called Lea.');
+    await learned(ana.key, "ana's sister is called Lea.");
+    const memories = await aboutMe(ana.key);
+    expect(memories.find((memory) => memory.text === "ana's sister is called Mia.")).toMatchObject({ status: 'superseded' });
+    await say(talk, ana.key, 'Tell me about my sister.');
+    expect(lastSystemPrompt()).toContain('Lea');
+    expect(lastSystemPrompt()).not.toContain('Mia');
+  });
+
+  it('lets a person correct and delete what characters learned about them, for good', async () => {
+    const [lea] = (await aboutMe(ana.key)).filter((memory) => memory.text.includes('Lea'));
+    const corrected = await api.call('PATCH', `/api/v0/memories/about-me/${lea!.id}`, { key: ana.key, body: { text: 'ana has two sisters, Lea and Mia.' } });
+    expect(corrected.body.memory).toMatchObject({ text: 'ana has two sisters, Lea and Mia.', status: 'active' });
+    // Nobody else can see or delete it, the character's owner included.
+    expect((await api.call('DELETE', `/api/v0/memories/about-me/${corrected.body.memory.id}`, { key: owner.key })).status).toBe(404);
+    const deleted = await api.call('DELETE', '/api/v0/memories/about-me', { key: ana.key });
+    expect(deleted.body.deleted).toBeGreaterThan(0);
+    expect(await aboutMe(ana.key)).toEqual([]);
+    const talk = await conversation(ana.key);
+    await say(talk, ana.key, 'What do you know about me?');
+    expect(lastSystemPrompt()).not.toContain('What you know about ana');
+  });
+
+  it('learns nothing from a person who turned learning off', async () => {
+    expect((await api.call('PUT', '/api/v0/memories/learning', { key: bo.key, body: { enabled: false } })).body.learning).toEqual({ enabled: false, disabledCharacterIds: [] });
+    const extractions = () => api.llm.requests.filter((request) => isExtraction(request.body)).length;
+    const talk = await conversation(bo.key);
+    const before = extractions();
+    await say(talk, bo.key, 'My dog is called Rex.');
+    await say(talk, bo.key, 'I love sailing.');
+    // The batch is learned from (the worker finished it) without asking the engine: nothing to learn.
+    await say(talk, bo.key, 'My cat is called Tom.');
+    await expect.poll(async () => (await aboutMe(bo.key)).some((memory) => memory.text.includes('Rex')), { timeout: 3_000 }).toBe(false);
+    expect(extractions()).toBe(before);
+    await api.call('PUT', '/api/v0/memories/learning', { key: bo.key, body: { enabled: true } });
+  });
+
+  it("proposes the owner's own facts as the character's memories, unused until the owner approves", async () => {
+    const talk = await conversation(owner.key);
+    await say(talk, owner.key, 'I grew up in Porto.');
+    await expect.poll(async () => (await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed`, { key: owner.key })).body.memories.length, { timeout: 15_000 }).toBe(1);
+    const [proposal] = (await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed`, { key: owner.key })).body.memories;
+    expect(proposal).toMatchObject({ kind: 'own', status: 'pending', text: 'I grew up in Porto.' });
+    // Others cannot review it.
+    expect((await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed`, { key: ana.key })).status).toBe(403);
+    const withAna = await conversation(ana.key);
+    await say(withAna, ana.key, 'Where are you from?');
+    expect(lastSystemPrompt()).not.toContain('Porto');
+    const approved = await api.call('POST', `/api/v0/characters/${owner.characterId}/memories/proposed/${proposal.id}/approve`, { key: owner.key, body: {} });
+    expect(approved.body.memory).toMatchObject({ status: 'active' });
+    await say(withAna, ana.key, 'Where did you grow up?');
+    expect(lastSystemPrompt()).toContain('I grew up in Porto.');
+  });
+
+  it('refuses a malformed engine answer: nothing stored, the batch tried again later', async () => {
+    extractor = { raw: 'Sure! Here are the facts: none really.' };
+    const talk = await conversation(bo.key);
+    const before = api.llm.requests.filter((request) => isExtraction(request.body)).length;
+    await say(talk, bo.key, 'My hat is red.');
+    await expect.poll(() => api.llm.requests.filter((request) => isExtraction(request.body)).length, { timeout: 15_000 }).toBeGreaterThan(before);
+    expect((await aboutMe(bo.key)).map((memory) => memory.text).join()).not.toContain('hat');
+  });
+});
