@@ -87,8 +87,20 @@ export interface ChatRequest {
   messages: ChatMessage[];
   maxTokens?: number;
   temperature?: number;
-  /** Asks for one JSON value following `schema` where the engine can; the caller still validates. */
-  responseFormat?: { name: string; schema: Record<string, unknown> };
+  /**
+   * Asks the engine to answer one JSON value following `schema` (a JSON Schema object), where it
+   * can: OpenAI-compatible servers get it as `response_format`, the embedded engine as a grammar.
+   * Nothing is promised: a server may ignore it, and a reply cut at `maxTokens` is not whole JSON,
+   * so the caller must still parse and validate the answer. `name` labels it for the engine
+   * (OpenAI takes letters, digits, `_` and `-`, up to 64).
+   */
+  responseFormat?: ChatResponseFormat;
+}
+
+/** The structure asked of a chat answer: see `ChatRequest.responseFormat`. */
+export interface ChatResponseFormat {
+  name: string;
+  schema: Record<string, unknown>;
 }
 
 export interface ChatUsage {

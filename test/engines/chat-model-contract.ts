@@ -2,9 +2,11 @@
  * What every `ChatModel` adapter must do, as one suite each adapter's test file calls (the
  * OpenAI-compatible one against the fake server, the embedded one against a tiny model):
  * streaming pieces, one finish part, finish reasons `stop` and `length`, abort, a reader
- * leaving early, token usage, and the refusals the core acts on (context, images).
+ * leaving early, token usage, JSON answers to a response format, and the refusals the core
+ * acts on (context, images).
  */
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { EngineError } from '../../src/core/errors.js';
 import type { ChatModel, ChatRequest } from '../../src/core/ports.js';
 import { collect } from './chat-helpers.js';
@@ -18,6 +20,12 @@ export interface ChatContractSubject {
   tooLong(): Promise<{ model: ChatModel; request: ChatRequest }>;
   /** A model that takes no image parts. */
   textOnly(): Promise<ChatModel>;
+  /**
+   * A model that, asked for `schema` (as the response format `facts`), answers the JSON of
+   * `expected`, and unasked answers something that is not that JSON: the format must be what
+   * made it (the fake is scripted so; a real model is held to the schema by the engine).
+   */
+  structured(): Promise<{ model: ChatModel; schema: Record<string, unknown>; expected: unknown }>;
 }
 
 const says = (text: string): ChatRequest => ({ messages: [{ role: 'system', content: 'You are Ana, a sailor.' }, { role: 'user', content: text }] });
@@ -98,6 +106,20 @@ export function chatModelContract(name: string, subject: ChatContractSubject): v
       const error = await collect(model.stream(request)).catch((thrown: unknown) => thrown);
       expect(error).toBeInstanceOf(EngineError);
       expect(error).toMatchObject({ code: 'ENGINE_CONTEXT_EXCEEDED', reason: 'context-exceeded' });
+    });
+
+    it('answers JSON following a response format', async () => {
+      const { model, schema, expected } = await subject.structured();
+      const follows = z.fromJSONSchema(schema);
+      const asked = says('What do you remember about the sea?');
+      const request: ChatRequest = { ...asked, maxTokens: 200, responseFormat: { name: 'facts', schema } };
+      const whole = await model.generate(request);
+      const streamed = await collect(model.stream(request));
+      expect(whole.finishReason).toBe('stop');
+      for (const text of [whole.text, streamed.text]) expect(follows.parse(JSON.parse(text))).toEqual(expected);
+
+      const unasked = (await model.generate({ ...asked, maxTokens: 200 })).text;
+      expect(() => follows.parse(JSON.parse(unasked))).toThrow();
     });
 
     it('refuses image parts as images-unsupported when the model cannot see', async () => {

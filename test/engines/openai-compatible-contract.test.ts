@@ -1,7 +1,9 @@
+import { isDeepStrictEqual } from 'node:util';
 import { chatModelContract } from './chat-model-contract.js';
 import { useFakeChat } from './chat-helpers.js';
 
 const context = useFakeChat();
+const facts = { type: 'object', properties: { facts: { type: 'array', items: { type: 'string' } } }, required: ['facts'], additionalProperties: false };
 
 chatModelContract('OpenAI-compatible (llama-server wire)', {
   async answering() {
@@ -20,5 +22,15 @@ chatModelContract('OpenAI-compatible (llama-server wire)', {
   async textOnly() {
     context.fake.setScript({ flavor: 'llama-server', textOnly: true });
     return context.model();
+  },
+  async structured() {
+    // The fake answers the JSON only when the request carries the format as the servers read it.
+    const responseFormat = { type: 'json_schema', json_schema: { name: 'facts', schema: facts, strict: true } };
+    context.fake.setScript((body) =>
+      isDeepStrictEqual(body['response_format'], responseFormat)
+        ? { flavor: 'llama-server', tokens: ['{"facts": ', '["The sea ', 'is calm."', ']}'] }
+        : { flavor: 'llama-server', reply: 'The sea is calm, I remember.' },
+    );
+    return { model: context.model(), schema: facts, expected: { facts: ['The sea is calm.'] } };
   },
 });

@@ -129,6 +129,23 @@ describe('OpenAI-compatible chat model: answers', () => {
     });
   });
 
+  it('asks for a response format as strict json_schema, whole and streamed, and sends none unless asked', async () => {
+    const schema = { type: 'object', properties: { mood: { type: 'string' } }, required: ['mood'], additionalProperties: false };
+    context.fake.setScript({ tokens: ['{"mood": ', '"calm"}'] });
+    const model = context.model();
+    const request = { ...userSays('How is the sea?'), responseFormat: { name: 'sea_mood', schema } };
+
+    expect((await model.generate(request)).text).toBe('{"mood": "calm"}');
+    expect((await collect(model.stream(request))).text).toBe('{"mood": "calm"}');
+    await model.generate(userSays('How is the sea?'));
+
+    const [whole, streamed, plain] = context.fake.requests.map((received) => received.body);
+    const responseFormat = { type: 'json_schema', json_schema: { name: 'sea_mood', schema, strict: true } };
+    expect(whole).toMatchObject({ stream: false, response_format: responseFormat });
+    expect(streamed).toMatchObject({ stream: true, response_format: responseFormat });
+    expect(plain).not.toHaveProperty('response_format');
+  });
+
   it('sends image parts as data URLs and text parts as text parts', async () => {
     const png = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
     const view = new Uint8Array(png.buffer, 2, 4); // a view into a larger buffer must send only its bytes

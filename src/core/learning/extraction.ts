@@ -42,21 +42,24 @@ export interface LearnedFact {
 
 const maxFactCharacters = 300;
 
-/** The JSON schema the engine answers in (`response_format`, or a grammar on the embedded engine). */
+/**
+ * The JSON schema the engine answers in (`response_format`, or a grammar on the embedded engine).
+ * Only what every engine's structured output takes: bounds are checked after, by `answerSchema`.
+ */
 export const extractionSchema = {
   type: 'object',
   properties: {
     facts: {
       type: 'array',
-      maxItems: 20,
       items: {
         type: 'object',
         properties: {
-          message: { type: 'integer', minimum: 1 },
-          fact: { type: 'string', minLength: 3, maxLength: maxFactCharacters },
-          firstPerson: { type: 'string', minLength: 3, maxLength: maxFactCharacters },
-          importance: { type: 'integer', minimum: 1, maximum: 5 },
-          replaces: { type: ['string', 'null'] },
+          message: { type: 'integer' },
+          fact: { type: 'string' },
+          firstPerson: { type: 'string' },
+          importance: { type: 'integer' },
+          // anyOf: what OpenAI's strict mode takes for a nullable field (the embedded grammar reads it as oneOf).
+          replaces: { anyOf: [{ type: 'string' }, { type: 'null' }] },
         },
         required: ['message', 'fact', 'firstPerson', 'importance', 'replaces'],
         additionalProperties: false,

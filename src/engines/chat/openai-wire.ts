@@ -24,6 +24,13 @@ export interface WireChatRequest {
   stream_options?: { include_usage: true };
   max_tokens?: number;
   temperature?: number;
+  response_format?: WireResponseFormat;
+}
+
+/** OpenAI's structured output, which vLLM, llama-server and Ollama (`/v1`) also read. */
+export interface WireResponseFormat {
+  type: 'json_schema';
+  json_schema: { name: string; schema: Record<string, unknown>; strict: true };
 }
 
 export function toWireRequest(model: string, request: ChatRequest, stream: boolean): WireChatRequest {
@@ -32,6 +39,11 @@ export function toWireRequest(model: string, request: ChatRequest, stream: boole
   if (stream) body.stream_options = { include_usage: true };
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.responseFormat !== undefined) {
+    // Strict, or OpenAI treats the schema as a hint; the others constrain the output either way.
+    const { name, schema } = request.responseFormat;
+    body.response_format = { type: 'json_schema', json_schema: { name, schema, strict: true } };
+  }
   return body;
 }
 

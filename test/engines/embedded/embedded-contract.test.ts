@@ -12,6 +12,22 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 let directory: string;
 let answering: EmbeddedChatModel;
 let endless: EmbeddedChatModel;
+let structured: EmbeddedChatModel;
+
+/**
+ * Under a grammar the tiny model still says its words where the grammar lets it (inside a
+ * string) and has no preference anywhere else: there the sampler picks among what the grammar
+ * allows at random (an empty list, a second fact, spaces). So the schema asks for exactly one
+ * fact, and the reply's last word carries the quote that closes it (`today."` is one token).
+ * Unasked, the model says the same words, which are not JSON.
+ */
+const factsReply = 'The sea is calm today."';
+const facts = {
+  type: 'object',
+  properties: { facts: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1 } },
+  required: ['facts'],
+  additionalProperties: false,
+};
 
 /** One thread: tests share two cores with another test file. */
 async function loaded(file: string, contextTokens?: number): Promise<EmbeddedChatModel> {
@@ -24,11 +40,12 @@ beforeAll(async () => {
   directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-embedded-'));
   const known = await writeTinyModel(path.join(directory, 'known.gguf'), { reply, contextLength: 2048 });
   const looping = await writeTinyModel(path.join(directory, 'endless.gguf'), { reply: 'on and ever', endless: true, contextLength: 2048 });
-  [answering, endless] = await Promise.all([loaded(known.path, 512), loaded(looping.path)]);
+  const quoting = await writeTinyModel(path.join(directory, 'facts.gguf'), { reply: factsReply, contextLength: 2048 });
+  [answering, endless, structured] = await Promise.all([loaded(known.path, 512), loaded(looping.path), loaded(quoting.path, 512)]);
 });
 
 afterAll(async () => {
-  await Promise.all([answering?.close(), endless?.close()]);
+  await Promise.all([answering?.close(), endless?.close(), structured?.close()]);
   await rm(directory, { recursive: true, force: true });
 });
 
@@ -38,4 +55,5 @@ chatModelContract('embedded llama.cpp (tiny model)', {
   // 512 tokens a slot: a prompt of a few thousand words cannot fit.
   tooLong: async () => ({ model: answering, request: { messages: [{ role: 'user', content: 'words '.repeat(2000) }] } }),
   textOnly: async () => answering,
+  structured: async () => ({ model: structured, schema: facts, expected: { facts: ['The sea is calm today.'] } }),
 });

@@ -6,10 +6,11 @@
  * history), and streamed as it is generated. Leaving the stream, or aborting, stops the
  * generation and frees the slot at once.
  */
-import type { ChatHistoryItem } from 'node-llama-cpp';
+import type { ChatHistoryItem, GbnfJsonSchema } from 'node-llama-cpp';
 import { AsyncQueue } from '../../../core/async-queue.js';
 import { EngineError } from '../../../core/errors.js';
 import type { CallOptions, ChatMessage, ChatModel, ChatRequest, ChatResult, ChatStreamPart } from '../../../core/ports.js';
+import { JsonSchemaGrammars } from './json-schema-grammars.js';
 import { EMBEDDED_PROVIDER, type LlamaRuntime, type LlamaSlot, type LoadedLlama } from './llama-runtime.js';
 
 /** Sampling for characters: varied but on topic. A request's own temperature wins. */
@@ -20,27 +21,32 @@ export interface EmbeddedChatModel extends ChatModel {
 }
 
 export function createEmbeddedChatModel(runtime: LlamaRuntime, modelId: string): EmbeddedChatModel {
+  // The runtime loads one model for its life, so its grammars can be kept as long as this model.
+  // The schema is typed loosely here; the library checks it as it builds.
+  const grammars = new JsonSchemaGrammars((schema) => runtime.loaded().model.llama.createGrammarForJsonSchema<GbnfJsonSchema>(schema as GbnfJsonSchema));
   return {
     provider: EMBEDDED_PROVIDER,
     modelId,
-    generate: (request, options) => generate(runtime, request, options),
-    stream: (request, options) => stream(runtime, request, options),
+    generate: (request, options) => generate(runtime, grammars, request, options),
+    stream: (request, options) => stream(runtime, grammars, request, options),
     close: () => runtime.close(),
   };
 }
 
-async function generate(runtime: LlamaRuntime, request: ChatRequest, options: CallOptions = {}): Promise<ChatResult> {
+async function generate(runtime: LlamaRuntime, grammars: JsonSchemaGrammars, request: ChatRequest, options: CallOptions = {}): Promise<ChatResult> {
   let text = '';
-  for await (const part of stream(runtime, request, options)) {
+  for await (const part of stream(runtime, grammars, request, options)) {
     if (part.type === 'text') text += part.text;
     else return { text, finishReason: part.finishReason, ...(part.usage ? { usage: part.usage } : {}) };
   }
   throw failure('the embedded engine ended without a finish');
 }
 
-async function* stream(runtime: LlamaRuntime, request: ChatRequest, options: CallOptions = {}): AsyncGenerator<ChatStreamPart, void, undefined> {
+async function* stream(runtime: LlamaRuntime, grammars: JsonSchemaGrammars, request: ChatRequest, options: CallOptions = {}): AsyncGenerator<ChatStreamPart, void, undefined> {
   const loaded = runtime.loaded();
   const history = toHistory(request.messages);
+  // Before a slot is taken: a schema that cannot be followed is refused without waiting in line.
+  const grammar = request.responseFormat === undefined ? undefined : await grammars.forFormat(request.responseFormat);
   const { signal } = options;
   const slot = await loaded.slots.acquire({ affinity: (candidate) => sharedPrefix(candidate.history, history), signal, onQueued: options.onQueued });
   // Ours, so that a reader leaving the loop (break, throw) stops the generation too.
@@ -78,6 +84,7 @@ async function* stream(runtime: LlamaRuntime, request: ChatRequest, options: Cal
         topP: sampling.topP,
         minP: sampling.minP,
         topK: sampling.topK,
+        ...(grammar === undefined ? {} : { grammar }),
       })
       .then(
         (response) => {
