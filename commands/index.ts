@@ -9,9 +9,10 @@ import clear from './clear.js';
 import conversations from './conversations.js';
 import help from './help.js';
 import imagine from './imagine.js';
+import memories from './memories.js';
 import scene from './scene.js';
 import speak from './speak.js';
 import voice from './voice.js';
 
 /** Every slash command, checked to be one. */
-export const commands: readonly Command[] = [chat, scene, channel, clear, conversations, character, imagine, speak, voice, account, balance, help, admin].filter(isCommand);
+export const commands: readonly Command[] = [chat, scene, channel, clear, conversations, character, memories, imagine, speak, voice, account, balance, help, admin].filter(isCommand);

@@ -37,6 +37,8 @@ export interface PromptPlan {
   firstKept: number;
   /** Whether older messages than `firstKept` exist, left out for want of room: the summary's work. */
   anyFellOut: boolean;
+  /** The memories the prompt holds (written, the character's own learned, and what it knows of the person): the reply records them. */
+  usedMemoryIds: string[];
   /** Names of the scene's characters and of every character whose lines were sent, by id. */
   characterNames: ReadonlyMap<string, string>;
 }
@@ -147,8 +149,8 @@ export class ContextWindow {
     // The generation prompt that opens the reply, and what else the template adds once, count too.
     const replyTokens = this.#replyTokens(contextTokens);
     const available = contextTokens - replyTokens - framing.promptTokens;
-    const person = recalled && { name: accounts.get(recalled.accountId)?.username ?? 'them', facts: recalled.facts.map((fact) => fact.text) };
-    const { system, systemTokens } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing, person);
+    const person = recalled && { name: accounts.get(recalled.accountId)?.username ?? 'them', facts: recalled.facts };
+    const { system, systemTokens, usedMemoryIds } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing, person);
     const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
     const older: StoredMessage[] = [];
     let exhausted = false;
@@ -187,6 +189,7 @@ export class ContextWindow {
       contextTokens,
       firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),
       anyFellOut: olderKept < older.length || !exhausted,
+      usedMemoryIds,
       characterNames,
     };
   }
@@ -212,17 +215,17 @@ export class ContextWindow {
     newestCost: number,
     others: readonly string[],
     framing: PromptFraming,
-    person?: { name: string; facts: readonly string[] },
-  ): Promise<{ system: string; systemTokens: number }> {
+    person?: { name: string; facts: readonly { id: string; text: string }[] },
+  ): Promise<{ system: string; systemTokens: number; usedMemoryIds: string[] }> {
     const room = available - newestCost;
     let kept = [...memories];
     let known = [...(person?.facts ?? [])];
     let withSummary = summary;
     for (;;) {
-      const system = systemPrompt(character, kept, withSummary, others, person && known.length > 0 ? { name: person.name, facts: known } : undefined);
+      const system = systemPrompt(character, kept, withSummary, others, person && known.length > 0 ? { name: person.name, facts: known.map((fact) => fact.text) } : undefined);
       const [counted = 0] = await this.tokens.count([system]);
       const systemTokens = counted + framing.messageTokens;
-      if (systemTokens <= room) return { system, systemTokens };
+      if (systemTokens <= room) return { system, systemTokens, usedMemoryIds: [...kept.map((memory) => memory.id), ...known.map((fact) => fact.id)] };
       // What it knows of the person gives way first, the least relevant first, then its memories.
       if (known.length > 0) known = known.slice(0, -Math.max(1, Math.ceil(known.length / 4)));
       else if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));

@@ -99,12 +99,12 @@ export function createCore(dependencies: CoreDependencies): Core {
     logger,
     chatOptions,
     dependencies.speechToText,
-    new LearnedRecall(repositories, clock),
+    new LearnedRecall(repositories, clock, dependencies.embedder, logger),
   );
   // Every stored message is noticed; a batch of them is learned from in the background.
   const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning });
   if (options.learning?.enabled ?? true) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
-  const learnedMemories = new LearnedMemories(repositories, characters, clock, ids);
+  const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids);
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };

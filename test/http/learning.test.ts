@@ -77,6 +77,14 @@ describe('characters learn from conversations', () => {
     await say(shared, ana.key, 'Shall we sail?');
     expect(lastSystemPrompt()).toContain("ana's boat is called Gull.");
     expect(lastSystemPrompt()).not.toContain('Mia');
+    // The reply records what it was written with; each reader sees only what is theirs to see.
+    const messages = (await api.call('GET', `/api/v0/conversations/${shared}`, { key: ana.key })).body.messages as Array<{ id: string; participant_type: string }>;
+    const reply = messages.at(-1)!;
+    expect(reply.participant_type).toBe('character');
+    const usedFor = async (key: string) => (await api.call('GET', `/api/v0/conversations/${shared}/messages/${reply.id}/memories`, { key })).body.memories as Array<{ kind: string; text: string }>;
+    expect(await usedFor(ana.key)).toEqual([{ id: expect.any(String), kind: 'person', text: "ana's boat is called Gull." }]);
+    expect(await usedFor(bo.key)).toEqual([]);
+    expect((await api.call('GET', `/api/v0/conversations/${shared}/messages/${reply.id}/memories`, { key: owner.key })).status).toBe(404);
     // Answering bo in the same place: none of ana's memories.
     await say(shared, bo.key, 'Where are we going?');
     expect(lastSystemPrompt()).not.toContain('Gull');

@@ -9,11 +9,20 @@ import type { Characters } from '../characters.js';
 import { AppError, ValidationError, notFound } from '../errors.js';
 import { mayRead } from '../memory-scope.js';
 import type { Clock, IdGenerator } from '../ports.js';
-import type { LearnedMemoryRecord } from '../records.js';
+import { usedMemoriesKey } from '../chat.js';
+import type { Conversations } from '../conversations.js';
+import type { LearnedMemoryRecord, MemoryRecord } from '../records.js';
 import type { RepositoryStore } from '../repositories.js';
 import { type LearningChoice, LearningSettings } from './learning-settings.js';
 
 const maxTextLength = 300;
+
+/** A memory a reply was written with: one its owner wrote, one learned of its owner (`own`), or of the person (`person`). */
+export interface UsedMemory {
+  id: string;
+  kind: 'written' | 'own' | 'person';
+  text: string;
+}
 
 export class LearnedMemories {
   readonly settings: LearningSettings;
@@ -21,6 +30,7 @@ export class LearnedMemories {
   constructor(
     private readonly store: RepositoryStore,
     private readonly characters: Characters,
+    private readonly conversations: Conversations,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
   ) {
@@ -62,6 +72,12 @@ export class LearnedMemories {
     return this.store.learnedMemories.own(characterId, all ? ['pending', 'active', 'rejected'] : ['pending']);
   }
 
+  /** A character's own proposed memory by id (its owner's actions on it check ownership). */
+  async proposal(memoryId: string): Promise<LearnedMemoryRecord | undefined> {
+    const memory = await this.store.learnedMemories.get(memoryId);
+    return memory?.kind === 'own' ? memory : undefined;
+  }
+
   /** The owner approves a proposed memory as written or in their words: from then on the character uses it. */
   async approve(actor: Actor, characterId: string, memoryId: string, text?: string): Promise<LearnedMemoryRecord> {
     const memory = await this.#proposal(actor, characterId, memoryId);
@@ -88,6 +104,36 @@ export class LearnedMemories {
   async setLearnsFromOwner(actor: Actor, characterId: string, on: boolean): Promise<void> {
     await this.characters.getOwned(actor, characterId);
     await this.settings.setLearnsFromOwner(characterId, on);
+  }
+
+  /**
+   * The memories a reply was written with, as far as the caller may read them: what it knew of
+   * them, and, for the character's owner, its own and written memories. The caller must be able
+   * to read the conversation.
+   */
+  async usedBy(actor: Actor, conversationId: string, messageId: string): Promise<UsedMemory[]> {
+    await this.conversations.get(actor, conversationId);
+    const reply = (await this.store.conversations.messages(conversationId, { includeSuperseded: true })).find((message) => message.id === messageId);
+    if (!reply) throw notFound('Message', messageId);
+    const ids = (await this.store.facts.get<string[]>(usedMemoriesKey(messageId))) ?? [];
+    if (ids.length === 0 || reply.participantType !== 'character') return [];
+    const character = await this.store.characters.get(reply.participantId);
+    const reader = actor.type === 'account' ? actor.accountId : undefined;
+    const ownerReads = character !== undefined && (reader === undefined || reader === character.accountId);
+    const written = ownerReads ? new Map((await this.store.memories.list(reply.participantId)).map((memory) => [memory.id, memory])) : new Map<string, MemoryRecord>();
+    const used: UsedMemory[] = [];
+    for (const id of ids) {
+      const writtenMemory = written.get(id);
+      if (writtenMemory) {
+        used.push({ id, kind: 'written', text: writtenMemory.text });
+        continue;
+      }
+      const learned = await this.store.learnedMemories.get(id);
+      if (!learned || !character) continue;
+      const readable = reader === undefined ? learned.kind === 'own' : mayRead(learned, reader, character.accountId);
+      if (readable) used.push({ id, kind: learned.kind, text: learned.text });
+    }
+    return used;
   }
 
   /** A memory about the caller, or NOT_FOUND (one about someone else is not theirs to see). */

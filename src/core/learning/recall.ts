@@ -5,7 +5,7 @@
  */
 import MiniSearch from 'minisearch';
 import { placeOf, promptSubject, usableOrigins } from '../memory-scope.js';
-import type { Clock } from '../ports.js';
+import type { Clock, Embedder, Logger } from '../ports.js';
 import type { CharacterRecord, LearnedMemoryRecord } from '../records.js';
 import type { RepositoryStore } from '../repositories.js';
 
@@ -15,15 +15,23 @@ export interface RecalledPerson {
   facts: LearnedMemoryRecord[];
 }
 
-/** Weights of the ranking: what the words say, how much it matters, how recent it is. */
+/** Weights of the ranking: what the words say, what they mean (embeddings), how much it matters, how recent it is. */
 const weights = { words: 0.6, importance: 0.25, recency: 0.15 } as const;
+/** With embeddings, the words' share is split between word matching and meaning. */
+const meaningShare = 0.5;
+/** A memory's text never changes: its vector is kept for the process's life (bounded). */
+const maxCachedVectors = 20_000;
 /** A memory's recency counts half after this long. */
 const recencyHalfLifeDays = 30;
 
 export class LearnedRecall {
+  readonly #vectors = new Map<string, number[]>();
+
   constructor(
     private readonly store: RepositoryStore,
     private readonly clock: Clock,
+    private readonly embedder?: Embedder,
+    private readonly logger?: Logger,
   ) {}
 
   /**
@@ -43,11 +51,29 @@ export class LearnedRecall {
     const place = placeOf({ conversationId: conversation.id, speakerAccountIds: conversation.speakerAccountIds, discord: link ? { guildId: link.guildId } : undefined });
     const facts = await this.store.learnedMemories.usableAbout(character.id, subject, usableOrigins(place));
     if (facts.length === 0) return undefined;
-    return { accountId: subject, facts: this.#rank(facts, query).slice(0, limit) };
+    const meaning = facts.length > limit ? await this.#meaning(facts, query) : undefined;
+    return { accountId: subject, facts: this.#rank(facts, query, meaning).slice(0, limit) };
   }
 
-  /** Word matching (BM25) fused with importance and recency; with no word in common, the latter decide. */
-  #rank(facts: LearnedMemoryRecord[], query: string): LearnedMemoryRecord[] {
+  /** Cosine similarity of each fact to the query, by embeddings when configured; undefined when not (or failing). */
+  async #meaning(facts: readonly LearnedMemoryRecord[], query: string): Promise<Map<string, number> | undefined> {
+    if (!this.embedder || query.trim() === '') return undefined;
+    try {
+      const key = (fact: LearnedMemoryRecord) => `${this.embedder!.modelId}:${fact.id}`;
+      const missing = facts.filter((fact) => !this.#vectors.has(key(fact)));
+      const [queryVector, ...fresh] = await this.embedder.embed([query, ...missing.map((fact) => fact.text)]);
+      if (!queryVector || fresh.length !== missing.length) return undefined;
+      if (this.#vectors.size + missing.length > maxCachedVectors) this.#vectors.clear();
+      missing.forEach((fact, index) => this.#vectors.set(key(fact), fresh[index]!));
+      return new Map(facts.map((fact) => [fact.id, Math.max(0, cosine(queryVector, this.#vectors.get(key(fact)) ?? []))]));
+    } catch (error) {
+      this.logger?.warn({ err: error }, 'embeddings failed; learned memories are ranked by their words');
+      return undefined;
+    }
+  }
+
+  /** Word matching (BM25), fused with meaning when embeddings are there, then importance and recency. */
+  #rank(facts: LearnedMemoryRecord[], query: string, meaning?: ReadonlyMap<string, number>): LearnedMemoryRecord[] {
     const index = new MiniSearch<LearnedMemoryRecord>({ fields: ['text'], storeFields: [], searchOptions: { fuzzy: 0.2, prefix: true } });
     index.addAll(facts);
     const hits = query.trim() === '' ? [] : index.search(query, { combineWith: 'OR' });
@@ -56,8 +82,22 @@ export class LearnedRecall {
     const now = this.clock.nowMicros();
     const score = (fact: LearnedMemoryRecord) => {
       const ageDays = Math.max(0, now - fact.statedMicros) / 86_400_000_000;
-      return weights.words * (words.get(fact.id) ?? 0) + weights.importance * (fact.importance / 5) + weights.recency * 0.5 ** (ageDays / recencyHalfLifeDays);
+      const lexical = words.get(fact.id) ?? 0;
+      const relevance = meaning === undefined ? lexical : (1 - meaningShare) * lexical + meaningShare * (meaning.get(fact.id) ?? 0);
+      return weights.words * relevance + weights.importance * (fact.importance / 5) + weights.recency * 0.5 ** (ageDays / recencyHalfLifeDays);
     };
     return [...facts].sort((left, right) => score(right) - score(left));
   }
+}
+
+function cosine(left: readonly number[], right: readonly number[]): number {
+  let dot = 0;
+  let leftNorm = 0;
+  let rightNorm = 0;
+  for (let index = 0; index < Math.min(left.length, right.length); index += 1) {
+    dot += left[index]! * right[index]!;
+    leftNorm += left[index]! ** 2;
+    rightNorm += right[index]! ** 2;
+  }
+  return leftNorm === 0 || rightNorm === 0 ? 0 : dot / Math.sqrt(leftNorm * rightNorm);
 }

@@ -76,6 +76,11 @@ const image = z.file().describe('A PNG, JPEG or WebP image');
 
 const conversationOperations: Operation[] = [
   {
+    method: 'get', path: '/api/v0/conversations/:conversationId/messages/:messageId/memories', tag: 'Conversations', summary: 'The memories a reply was written with',
+    description: 'Only those the caller may read: what the character knew about them, and for its owner, its own and written memories. Empty for a person\'s message or a reply that used none.',
+    answers: [ok(answer('UsedMemories', { memories: z.array(z.object({ id: z.uuid(), kind: z.enum(['written', 'own', 'person']), text: z.string() })) }))],
+  },
+  {
     method: 'post', path: '/api/v0/conversations', tag: 'Conversations', summary: 'Open a conversation with a character',
     description: 'The admin key names the account in `accountId`.',
     body: conversations.createBody,

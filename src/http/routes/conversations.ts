@@ -116,6 +116,12 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     return streamReply(context, reply, dependencies.logger);
   });
 
+  // The memories a reply was written with, as far as the caller may read them.
+  app.get('/:conversationId/messages/:messageId/memories', async (context) => {
+    const memories = await core.learnedMemories.usedBy(context.get('actor'), uuidParam(context, 'conversationId'), uuidParam(context, 'messageId'));
+    return context.json({ success: true, memories });
+  });
+
   app.post('/:conversationId/speakers', async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, speakerBody);

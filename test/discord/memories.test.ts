@@ -1,0 +1,82 @@
+/**
+ * `/memories` on the fake Discord: a person sees and deletes what a character learned about
+ * them, and an owner approves what their character learned from them, with buttons.
+ */
+import type { APIUser } from 'discord-api-types/v10';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extractionAnswer, isExtraction } from '../fakes/fake-extractor.js';
+import type { FakeRequestBody } from '../fakes/fake-openai.js';
+import { type BotHarness, startBotHarness } from './harness.js';
+
+describe('/memories', () => {
+  let bot: BotHarness;
+  let alice: APIUser;
+  let bob: APIUser;
+
+  /** Runs a command; answers its interaction id and the text of its latest answer. */
+  async function run(user: APIUser, name: string, options: Record<string, string | number | boolean> = {}, subcommand?: string, channelId = bot.discord.guild.textChannelId) {
+    const sent = bot.discord.sendSlashCommand({ user, channelId, name, options, ...(subcommand ? { subcommand } : {}) });
+    await sent.response;
+    await bot.discord.waitFor(() => bot.discord.interactionResponses(sent.interactionId).some((record) => record.kind === 'original-edit' || (record.kind === 'callback' && record.callbackType === 4)));
+    return { id: sent.interactionId, text: latest(sent.interactionId) };
+  }
+  const latest = (interactionId: string) => JSON.stringify(bot.discord.interactionResponses(interactionId).filter((record) => record.body !== null && record.body !== undefined).at(-1)?.body ?? '');
+  const messageOf = (interactionId: string) => bot.discord.interactionResponses(interactionId).find((record) => record.messageId)!.messageId!;
+
+  async function openThread(user: APIUser, pick: (name: string) => boolean, first: string) {
+    const { discord } = bot;
+    const choices = await discord.sendAutocomplete({ user, channelId: discord.guild.textChannelId, name: 'chat', options: { character: '' }, focused: 'character' });
+    const choice = choices.find((each) => pick(each.name))!;
+    const before = discord.threads.length;
+    const sent = discord.sendSlashCommand({ user, channelId: discord.guild.textChannelId, name: 'chat', options: { character: String(choice.value), message: first } });
+    await sent.response;
+    return discord.waitFor((fake) => fake.threads.length > before && fake.threads.at(-1));
+  }
+
+  beforeAll(async () => {
+    bot = await startBotHarness({
+      script: (body: FakeRequestBody) => (isExtraction(body) ? extractionAnswer(body) : { reply: 'Aye.' }),
+      environment: { LEARNING: 'on', LEARNING_BATCH_MESSAGES: '2', LEARNING_QUIET_SECONDS: '1', DISCORD_COMMANDS_PER_MINUTE: '200' },
+    });
+    alice = bot.discord.createUser({ username: 'alice' });
+    bob = bot.discord.createUser({ username: 'bob' });
+    await run(alice, 'character', { public: true }, 'edit');
+  });
+  afterAll(async () => {
+    await bot.close();
+  });
+
+  it('shows a person what a character learned about them, only to them, and deletes it for good with a button', async () => {
+    await openThread(bob, (name) => name.startsWith('alice'), 'My sister is called Mia.');
+    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 15_000, interval: 200 }).toContain("bob's sister is called Mia.");
+    const shown = await run(bob, 'memories', {}, 'about-me');
+    expect(shown.text).toContain('only you see this');
+    // Alice owns the character, and still does not see what it learned about bob.
+    expect((await run(alice, 'memories', {}, 'about-me')).text).not.toContain('Mia');
+    const press = bot.discord.sendButton({ user: bob, message: messageOf(shown.id), customId: JSON.parse(shown.text).components[0].components[0].custom_id });
+    await press.response;
+    await bot.discord.waitFor(() => latest(press.interactionId).includes('Deleted for good'));
+    expect((await run(bob, 'memories', {}, 'about-me')).text).toContain('No character remembers anything about you.');
+  });
+
+  it('lets the owner approve what their character learned from them', async () => {
+    await openThread(alice, (name) => name.endsWith('(yours)'), 'I grew up in Porto.');
+    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 15_000, interval: 200 }).toContain('I grew up in Porto.');
+    const review = await run(alice, 'memories', {}, 'review');
+    const approve = JSON.parse(review.text).components[0].components[0].custom_id as string;
+    expect(approve).toMatch(/^memories:approve:/);
+    // Only the owner can approve.
+    const stranger = bot.discord.sendButton({ user: bob, message: messageOf(review.id), customId: approve });
+    await stranger.response;
+    await bot.discord.waitFor(() => latest(stranger.interactionId).includes('Only the owner'));
+    const press = bot.discord.sendButton({ user: alice, message: messageOf(review.id), customId: approve });
+    await press.response;
+    await bot.discord.waitFor(() => latest(press.interactionId).includes('Approved'));
+    expect((await run(alice, 'memories', {}, 'review')).text).toContain('Nothing from your conversations is waiting');
+  });
+
+  it('turns learning off for the person who asks', async () => {
+    expect((await run(bob, 'memories', { state: 'off' }, 'learning')).text).toContain('learn nothing more');
+    expect((await run(bob, 'memories', {}, 'about-me')).text).toContain('Learning is **off** for you');
+  });
+});
