@@ -21,11 +21,15 @@ const weights = { words: 0.6, importance: 0.25, recency: 0.15 } as const;
 const meaningShare = 0.5;
 /** A memory's text never changes: its vector is kept for the process's life (bounded). */
 const maxCachedVectors = 20_000;
+/** Word indexes kept (one per character and person recently answered). */
+const maxCachedIndexes = 1_000;
 /** A memory's recency counts half after this long. */
 const recencyHalfLifeDays = 30;
 
 export class LearnedRecall {
   readonly #vectors = new Map<string, number[]>();
+  /** Word indexes per character and person, reused while their memories (by id) are the same. */
+  readonly #indexes = new Map<string, { signature: string; index: MiniSearch<LearnedMemoryRecord> }>();
 
   constructor(
     private readonly store: RepositoryStore,
@@ -52,7 +56,19 @@ export class LearnedRecall {
     const facts = await this.store.learnedMemories.usableAbout(character.id, subject, usableOrigins(place));
     if (facts.length === 0) return undefined;
     const meaning = facts.length > limit ? await this.#meaning(facts, query) : undefined;
-    return { accountId: subject, facts: this.#rank(facts, query, meaning).slice(0, limit) };
+    return { accountId: subject, facts: this.#rank(this.#index(`${character.id}:${subject}`, facts), facts, query, meaning).slice(0, limit) };
+  }
+
+  /** The word index of these facts: built once, again only when the facts change (bounded cache). */
+  #index(key: string, facts: readonly LearnedMemoryRecord[]): MiniSearch<LearnedMemoryRecord> {
+    const signature = facts.map((fact) => fact.id).join(',');
+    const cached = this.#indexes.get(key);
+    if (cached?.signature === signature) return cached.index;
+    const index = new MiniSearch<LearnedMemoryRecord>({ fields: ['text'], storeFields: [], searchOptions: { fuzzy: 0.2, prefix: true } });
+    index.addAll(facts);
+    if (this.#indexes.size >= maxCachedIndexes) this.#indexes.delete(this.#indexes.keys().next().value as string);
+    this.#indexes.set(key, { signature, index });
+    return index;
   }
 
   /** Cosine similarity of each fact to the query, by embeddings when configured; undefined when not (or failing). */
@@ -73,9 +89,7 @@ export class LearnedRecall {
   }
 
   /** Word matching (BM25), fused with meaning when embeddings are there, then importance and recency. */
-  #rank(facts: LearnedMemoryRecord[], query: string, meaning?: ReadonlyMap<string, number>): LearnedMemoryRecord[] {
-    const index = new MiniSearch<LearnedMemoryRecord>({ fields: ['text'], storeFields: [], searchOptions: { fuzzy: 0.2, prefix: true } });
-    index.addAll(facts);
+  #rank(index: MiniSearch<LearnedMemoryRecord>, facts: LearnedMemoryRecord[], query: string, meaning?: ReadonlyMap<string, number>): LearnedMemoryRecord[] {
     const hits = query.trim() === '' ? [] : index.search(query, { combineWith: 'OR' });
     const best = Math.max(1e-9, ...hits.map((hit) => hit.score));
     const words = new Map(hits.map((hit) => [hit.id as string, hit.score / best]));
