@@ -46,6 +46,11 @@ const data = {
     },
     {
       type: subcommand,
+      name: 'used',
+      description: "What the last reply here was written with, of what you may see",
+    },
+    {
+      type: subcommand,
       name: 'approve',
       description: 'Approve a proposed memory in your own words',
       options: [
@@ -103,6 +108,10 @@ export default {
           ].join('\n'),
           components: reviewRows(character.id, shown),
         });
+        return;
+      }
+      case 'used': {
+        await answer(interaction, await usedHere(context, actor, account.characterId, interaction));
         return;
       }
       case 'approve': {
@@ -183,6 +192,21 @@ function buttonRows(buttons: Array<{ label: string; customId: string; style: But
     });
   }
   return rows;
+}
+
+/** The memories the newest reply of this channel's conversation (a thread, or your DMs) used, as far as the caller may read them. */
+async function usedHere(context: BotContext, actor: Actor, ownCharacterId: string, interaction: { inGuild(): boolean; channelId: string; user: { id: string } }): Promise<string> {
+  let conversationId: string | undefined;
+  if (interaction.inGuild()) conversationId = (await context.links.forChannel(interaction.channelId))?.conversationId;
+  else conversationId = await context.links.dmConversation(interaction.user.id, (await context.links.dmCharacter(interaction.user.id)) ?? ownCharacterId);
+  if (!conversationId) throw new AppError('VALIDATION_FAILED', 'Use /memories used in a conversation: a thread started with /chat, a character channel, or your DMs with a character.');
+  const recent = await context.core.conversations.messages(conversationId, { newest: true, limit: 20 });
+  const reply = [...recent].reverse().find((message) => message.participantType === 'character');
+  if (!reply) return 'No reply here yet.';
+  const used = await context.core.learnedMemories.usedBy(actor, conversationId, reply.id);
+  if (used.length === 0) return 'The last reply here used no memory you may see.';
+  const kinds = { person: 'about you', own: 'its own', written: 'written by its owner' } as const;
+  return ['**The last reply here was written with:**', ...used.map((memory) => `- ${memory.text} *(${kinds[memory.kind]})*`)].join('\n');
 }
 
 /** The proposal a memory id names, for `/memories approve`. */

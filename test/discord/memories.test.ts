@@ -47,8 +47,14 @@ describe('/memories', () => {
   });
 
   it('shows a person what a character learned about them, only to them, and deletes it for good with a button', async () => {
-    await openThread(bob, (name) => name.startsWith('alice'), 'My sister is called Mia.');
+    const thread = await openThread(bob, (name) => name.startsWith('alice'), 'My sister is called Mia.');
     await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 15_000, interval: 200 }).toContain("bob's sister is called Mia.");
+    // The next reply in the thread is written knowing it; /memories used there says so.
+    const replies = () => bot.botTexts(thread.id).filter((text) => text === 'Aye.').length;
+    const before = replies();
+    bot.discord.sendMessage({ channelId: thread.id, author: bob, content: 'Do you remember my family?' });
+    await bot.discord.waitFor(() => replies() > before || undefined, 15_000);
+    expect((await run(bob, 'memories', {}, 'used', thread.id)).text).toContain("bob's sister is called Mia. *(about you)*");
     const shown = await run(bob, 'memories', {}, 'about-me');
     expect(shown.text).toContain('only you see this');
     // Alice owns the character, and still does not see what it learned about bob.
