@@ -120,7 +120,7 @@ export function extractionRequest(characterName: string, lines: readonly Extract
 
 /**
  * The facts of an answer, each about the author of the message it cites; a fact citing no
- * message of the batch, or a character's line, is dropped (and counted). Throws
+ * message of the batch or a character's line, or not naming the line's author, is dropped (and counted). Throws
  * `MalformedExtraction` when the answer is not the schema's JSON.
  */
 export function parseExtraction(answer: string, lines: readonly ExtractionLine[], known: readonly KnownFact[]): { facts: LearnedFact[]; dropped: number } {
@@ -135,6 +135,12 @@ export function parseExtraction(answer: string, lines: readonly ExtractionLine[]
   for (const item of parsed.facts) {
     const line = lines[item.message - 1];
     if (line === undefined || line.message.participantType !== 'account') {
+      dropped += 1;
+      continue;
+    }
+    // A fact must name the person whose line it comes from ("fact" names them, as asked): one that
+    // names someone else is that person's words about another, and is not kept.
+    if (!item.fact.toLowerCase().includes(line.speaker.toLowerCase())) {
       dropped += 1;
       continue;
     }
