@@ -6,13 +6,13 @@
 import MiniSearch from 'minisearch';
 import { placeOf, promptSubject, usableOrigins } from '../memory-scope.js';
 import type { Clock, Embedder, Logger } from '../ports.js';
-import type { CharacterRecord, LearnedMemoryRecord } from '../records.js';
-import type { RepositoryStore } from '../repositories.js';
+import type { CharacterRecord } from '../records.js';
+import type { RecallableMemory, RepositoryStore } from '../repositories.js';
 
 /** What the prompt holds of one person. */
 export interface RecalledPerson {
   accountId: string;
-  facts: LearnedMemoryRecord[];
+  facts: RecallableMemory[];
 }
 
 /** Weights of the ranking: what the words say, what they mean (embeddings), how much it matters, how recent it is. */
@@ -29,7 +29,7 @@ const recencyHalfLifeDays = 30;
 export class LearnedRecall {
   readonly #vectors = new Map<string, number[]>();
   /** Word indexes per character and person, reused while their memories (by id) are the same. */
-  readonly #indexes = new Map<string, { signature: string; index: MiniSearch<LearnedMemoryRecord> }>();
+  readonly #indexes = new Map<string, { signature: string; index: MiniSearch<RecallableMemory> }>();
 
   constructor(
     private readonly store: RepositoryStore,
@@ -53,18 +53,18 @@ export class LearnedRecall {
     if (subject === undefined) return undefined;
     const link = await this.store.discordLinks.forConversation(conversation.id);
     const place = placeOf({ conversationId: conversation.id, speakerAccountIds: conversation.speakerAccountIds, discord: link ? { guildId: link.guildId } : undefined });
-    const facts = await this.store.learnedMemories.usableAbout(character.id, subject, usableOrigins(place));
+    const facts = await this.store.learnedMemories.recallable(character.id, subject, usableOrigins(place));
     if (facts.length === 0) return undefined;
     const meaning = facts.length > limit ? await this.#meaning(facts, query) : undefined;
     return { accountId: subject, facts: this.#rank(this.#index(`${character.id}:${subject}`, facts), facts, query, meaning).slice(0, limit) };
   }
 
   /** The word index of these facts: built once, again only when the facts change (bounded cache). */
-  #index(key: string, facts: readonly LearnedMemoryRecord[]): MiniSearch<LearnedMemoryRecord> {
+  #index(key: string, facts: readonly RecallableMemory[]): MiniSearch<RecallableMemory> {
     const signature = facts.map((fact) => fact.id).join(',');
     const cached = this.#indexes.get(key);
     if (cached?.signature === signature) return cached.index;
-    const index = new MiniSearch<LearnedMemoryRecord>({ fields: ['text'], storeFields: [], searchOptions: { fuzzy: 0.2, prefix: true } });
+    const index = new MiniSearch<RecallableMemory>({ fields: ['text'], storeFields: [], searchOptions: { fuzzy: 0.2, prefix: true } });
     index.addAll(facts);
     if (this.#indexes.size >= maxCachedIndexes) this.#indexes.delete(this.#indexes.keys().next().value as string);
     this.#indexes.set(key, { signature, index });
@@ -72,10 +72,10 @@ export class LearnedRecall {
   }
 
   /** Cosine similarity of each fact to the query, by embeddings when configured; undefined when not (or failing). */
-  async #meaning(facts: readonly LearnedMemoryRecord[], query: string): Promise<Map<string, number> | undefined> {
+  async #meaning(facts: readonly RecallableMemory[], query: string): Promise<Map<string, number> | undefined> {
     if (!this.embedder || query.trim() === '') return undefined;
     try {
-      const key = (fact: LearnedMemoryRecord) => `${this.embedder!.modelId}:${fact.id}`;
+      const key = (fact: RecallableMemory) => `${this.embedder!.modelId}:${fact.id}`;
       const missing = facts.filter((fact) => !this.#vectors.has(key(fact)));
       const [queryVector, ...fresh] = await this.embedder.embed([query, ...missing.map((fact) => fact.text)]);
       if (!queryVector || fresh.length !== missing.length) return undefined;
@@ -89,12 +89,12 @@ export class LearnedRecall {
   }
 
   /** Word matching (BM25), fused with meaning when embeddings are there, then importance and recency. */
-  #rank(index: MiniSearch<LearnedMemoryRecord>, facts: LearnedMemoryRecord[], query: string, meaning?: ReadonlyMap<string, number>): LearnedMemoryRecord[] {
+  #rank(index: MiniSearch<RecallableMemory>, facts: RecallableMemory[], query: string, meaning?: ReadonlyMap<string, number>): RecallableMemory[] {
     const hits = query.trim() === '' ? [] : index.search(query, { combineWith: 'OR' });
     const best = Math.max(1e-9, ...hits.map((hit) => hit.score));
     const words = new Map(hits.map((hit) => [hit.id as string, hit.score / best]));
     const now = this.clock.nowMicros();
-    const score = (fact: LearnedMemoryRecord) => {
+    const score = (fact: RecallableMemory) => {
       const ageDays = Math.max(0, now - fact.statedMicros) / 86_400_000_000;
       const lexical = words.get(fact.id) ?? 0;
       const relevance = meaning === undefined ? lexical : (1 - meaningShare) * lexical + meaningShare * (meaning.get(fact.id) ?? 0);

@@ -1,7 +1,7 @@
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import { AppError, notFound } from '../../core/errors.js';
 import { normaliseMemoryText } from '../../core/memory-text.js';
-import type { LearnedMemoryRepository } from '../../core/repositories.js';
+import type { LearnedMemoryRepository, RecallableMemory } from '../../core/repositories.js';
 import type { LearnedMemoryKind, LearnedMemoryRecord, LearnedMemoryStatus, MemoryOrigin } from '../../core/records.js';
 import { type SqlContext, atomic, fromJson, isUniqueViolation, toJson } from './sql-context.js';
 import type { Database, LearnedMemoriesTable } from './schema.js';
@@ -34,6 +34,22 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
       .where('status', '=', 'active' satisfies LearnedMemoryStatus);
     if (origins) query = query.where('origin', 'in', origins);
     return (await query.execute()).map(learnedMemoryRecord);
+  }
+
+  async recallable(characterId: string, subjectAccountId: string, origins?: readonly MemoryOrigin[]): Promise<RecallableMemory[]> {
+    if (origins?.length === 0) return [];
+    let query = this.context.db
+      .selectFrom('learned_memories')
+      .select(['id', 'text', 'importance', 'stated_micros', 'origin'])
+      .where('character_id', '=', characterId)
+      .where('subject_account_id', '=', subjectAccountId)
+      .where('kind', '=', 'person' satisfies LearnedMemoryKind)
+      .where('status', '=', 'active' satisfies LearnedMemoryStatus)
+      .orderBy('stated_micros', 'desc')
+      .orderBy('position', 'desc');
+    if (origins) query = query.where('origin', 'in', origins);
+    const rows = await query.execute();
+    return rows.map((row) => ({ id: row.id, subjectAccountId, text: row.text, importance: Number(row.importance), statedMicros: Number(row.stated_micros), origin: row.origin as MemoryOrigin }));
   }
 
   async about(subjectAccountId: string, options: { characterId?: string | undefined } = {}): Promise<LearnedMemoryRecord[]> {

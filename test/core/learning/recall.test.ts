@@ -37,7 +37,7 @@ function store(): RepositoryStore {
   return {
     discordLinks: { forConversation: async () => undefined },
     learnedMemories: {
-      usableAbout: async (_character: string, _subject: string, origins?: readonly MemoryOrigin[]) => facts.filter((each) => origins === undefined || origins.includes(each.origin)),
+      recallable: async (_character: string, _subject: string, origins?: readonly MemoryOrigin[]) => facts.filter((each) => origins === undefined || origins.includes(each.origin)),
     },
   } as unknown as RepositoryStore;
 }

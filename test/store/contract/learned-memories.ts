@@ -88,6 +88,13 @@ export function learnedMemoriesContract(context: ContractContext): void {
       expect(await other.learnedMemories.usableAbout(characterId, personId, [])).toEqual([]);
       // The owner's words gave the character a memory of its own, not one about the owner.
       expect(await other.learnedMemories.usableAbout(characterId, ownerId)).toEqual([]);
+      // What recall reads before each reply: the same memories, in the same order, with only what it needs.
+      for (const origins of [undefined, ['private', 'server:guild-1'] as const, [] as const]) {
+        const full = await other.learnedMemories.usableAbout(characterId, personId, origins);
+        expect(await other.learnedMemories.recallable(characterId, personId, origins)).toEqual(
+          full.map(({ id, subjectAccountId, text, importance, statedMicros, origin }) => ({ id, subjectAccountId, text, importance, statedMicros, origin })),
+        );
+      }
     });
 
     it('lists what every character, or one, learned about a person, and a character\'s own by status', async () => {
