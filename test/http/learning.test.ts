@@ -156,3 +156,58 @@ describe('characters learn from conversations', () => {
     expect((await aboutMe(bo.key)).map((memory) => memory.text).join()).not.toContain('hat');
   });
 });
+
+describe('learning within bounds', () => {
+  let api: Harness;
+  const logLines: Array<Record<string, unknown>> = [];
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it("spends no more than a character's daily budget: past it, batches wait for the next day without asking the engine", async () => {
+    api = await startHarness({
+      script: (body: FakeRequestBody) => (isExtraction(body) ? extractionAnswer(body) : { reply: 'Aye.' }),
+      // 1,000 tokens a day, the least that may be set.
+      environment: { LEARNING: 'on', LEARNING_BATCH_MESSAGES: '2', LEARNING_QUIET_SECONDS: '1', LEARNING_DAILY_TOKENS: '1000' },
+      logDestination: { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) },
+    });
+    const user = await api.account('thrifty');
+    const talk = (await api.call('POST', '/api/v0/conversations', { key: user.key, body: { characterId: user.characterId } })).body.id;
+    // Its own character: the owner's facts would be proposed, were there budget for it.
+    await api.call('PUT', `/api/v0/characters/${user.characterId}/learning`, { key: user.key, body: { fromOwner: false } });
+    // A long message: its extraction request alone would pass the day's 1,000 tokens.
+    await api.call('POST', `/api/v0/conversations/${talk}/chat`, { key: user.key, body: { data: `My brother is called Leo. ${'We walk along the harbour every evening and talk about the boats. '.repeat(30)}` } });
+    await expect.poll(() => logLines.some((line) => line.msg === "the character's daily learning budget is spent; the batch waits for tomorrow"), { timeout: 15_000 }).toBe(true);
+    expect(api.llm.requests.filter((request) => isExtraction(request.body))).toEqual([]);
+    expect((await api.call('GET', '/api/v0/memories/about-me', { key: user.key })).body.memories).toEqual([]);
+  });
+});
+
+describe('learning off for one character', () => {
+  let api: Harness;
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('learns nothing for the character a person turned it off for, and goes on learning for others', async () => {
+    api = await startHarness({
+      script: (body: FakeRequestBody) => (isExtraction(body) ? extractionAnswer(body) : { reply: 'Aye.' }),
+      environment: { LEARNING: 'on', LEARNING_BATCH_MESSAGES: '2', LEARNING_QUIET_SECONDS: '1' },
+    });
+    const [first, second, person] = [await api.account('first'), await api.account('second'), await api.account('person')];
+    for (const owner of [first, second]) await api.call('PATCH', `/api/v0/characters/${owner.characterId}`, { key: owner.key, body: { is_public: true } });
+    await api.call('PUT', '/api/v0/memories/learning', { key: person.key, body: { enabled: true, disabledCharacterIds: [first.characterId] } });
+    for (const [owner, said] of [
+      [first, 'My uncle is called Bram.'],
+      [second, 'My aunt is called Ines.'],
+    ] as const) {
+      const talk = (await api.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: owner.characterId } })).body.id;
+      await api.call('POST', `/api/v0/conversations/${talk}/chat`, { key: person.key, body: { data: said } });
+    }
+    await expect.poll(async () => (await api.call('GET', '/api/v0/memories/about-me', { key: person.key })).body.memories.map((memory: { text: string }) => memory.text), { timeout: 15_000 }).toEqual([
+      "person's aunt is called Ines.",
+    ]);
+    // Bram was never sent to the engine to learn from.
+    expect(api.llm.requests.filter((request) => isExtraction(request.body)).some((request) => JSON.stringify(request.body.messages).includes('Bram'))).toBe(false);
+  });
+});
