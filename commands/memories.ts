@@ -197,7 +197,7 @@ function buttonRows(buttons: Array<{ label: string; customId: string; style: But
 /** The memories the newest reply of this channel's conversation (a thread, or your DMs) used, as far as the caller may read them. */
 async function usedHere(context: BotContext, actor: Actor, ownCharacterId: string, interaction: { inGuild(): boolean; channelId: string; user: { id: string } }): Promise<string> {
   let conversationId: string | undefined;
-  if (interaction.inGuild()) conversationId = (await context.links.forChannel(interaction.channelId))?.conversationId;
+  if (interaction.inGuild()) conversationId = (await context.places.of(interaction.channelId))?.conversationId;
   else conversationId = await context.links.dmConversation(interaction.user.id, (await context.links.dmCharacter(interaction.user.id)) ?? ownCharacterId);
   if (!conversationId) throw new AppError('VALIDATION_FAILED', 'Use /memories used in a conversation: a thread started with /chat, a character channel, or your DMs with a character.');
   const recent = await context.core.conversations.messages(conversationId, { newest: true, limit: 20 });

@@ -337,6 +337,8 @@ export interface DiscordCharacterChannel {
 
 export interface DiscordChannelRepository {
   get(channelId: string): Promise<DiscordCharacterChannel | undefined>;
+  /** The server of the character channel whose conversation this is, if it is one. */
+  guildOfConversation(conversationId: string): Promise<string | undefined>;
   /** A guild's channels with at least one character, in no particular order. */
   inGuild(guildId: string): Promise<DiscordCharacterChannel[]>;
   /**

@@ -86,7 +86,10 @@ export class LearnedMemories {
       await this.store.learnedMemories.setStatus(memory.id, 'active', now);
       return { ...memory, status: 'active', updatedMicros: now };
     }
-    return this.store.learnedMemories.supersede(memory.id, { ...memory, id: this.ids.uuid(), text: checkText(text), status: 'active', createdMicros: now, updatedMicros: now }, now);
+    // The proposal's own words are refused (never proposed again); the owner's stand in for them.
+    await this.store.learnedMemories.setStatus(memory.id, 'rejected', now);
+    const { memory: approved } = await this.store.learnedMemories.add({ ...memory, id: this.ids.uuid(), text: checkText(text), status: 'active', createdMicros: now, updatedMicros: now });
+    return approved;
   }
 
   /** The owner refuses a proposed memory: never used, never proposed again. */

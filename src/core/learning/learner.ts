@@ -6,9 +6,10 @@
  * that is not the schema's) is logged and the batch tried again later, nothing stored.
  */
 import { EngineError, redactUpstream } from '../errors.js';
-import { lessonsOf, originOf, placeOf } from '../memory-scope.js';
+import { lessonsOf, originOf, usableOrigins } from '../memory-scope.js';
+import { conversationPlace } from './places.js';
 import type { ChatModel, Clock, IdGenerator, Logger, TokenCounter } from '../ports.js';
-import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord } from '../records.js';
+import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOrigin } from '../records.js';
 import type { ConversationState, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
 import { LearningSettings } from './learning-settings.js';
@@ -33,7 +34,7 @@ export const defaultLearnerOptions: LearnerOptions = {
   batchMessages: 6,
   quietMs: 2 * 60_000,
   dailyTokensPerCharacter: 200_000,
-  maxAnswerTokens: 512,
+  maxAnswerTokens: 1024,
   pollMs: 2_000,
   leaseMs: 2 * 60_000,
   maxBackoffMs: 60 * 60_000,
@@ -41,6 +42,10 @@ export const defaultLearnerOptions: LearnerOptions = {
 
 /** Known facts shown to the engine per person, newest first. */
 const knownFactsShown = 40;
+/** The most messages one extraction request reads. */
+const maxBatchMessages = 40;
+/** After this many failed tries a batch is given up, with an error in the log. */
+const maxAttempts = 8;
 const dayMillis = 24 * 60 * 60_000;
 
 export class Learner {
@@ -124,6 +129,11 @@ export class Learner {
       }
       return true;
     } catch (error) {
+      if (batch && batch.attempts >= maxAttempts) {
+        this.logger.error({ err: error, batchId: batch.id, conversationId: batch.conversationId, attempts: batch.attempts }, 'learning from a batch failed too often; it is given up');
+        await this.store.memoryBatches.complete(batch.id, this.workerId).catch(() => undefined);
+        return true;
+      }
       this.logger.warn({ err: error, batchId: batch?.id, conversationId: batch?.conversationId }, 'learning from a batch failed; it is tried again later');
       if (batch) {
         const backoff = Math.min(this.options.maxBackoffMs, 30_000 * 2 ** Math.min(batch.attempts, 10));
@@ -149,11 +159,13 @@ export class Learner {
       (message) => message.content.trim() !== '',
     );
     if (messages.length === 0) return {};
-    const discord = await this.store.discordLinks.forConversation(batch.conversationId);
-    const place = placeOf({ conversationId: batch.conversationId, speakerAccountIds: state.speakers.map((speaker) => speaker.id), discord: discord ? { guildId: discord.guildId } : undefined });
+    // A batch covering a long history (the first after learning was turned on) learns from its
+    // newest messages only: one request's worth, not a prompt the engine would refuse forever.
+    if (messages.length > maxBatchMessages) messages.splice(0, messages.length - maxBatchMessages);
+    const place = await conversationPlace(this.store, batch.conversationId, state.speakers.map((speaker) => speaker.id));
     // Each character of the conversation (a scene holds several) hears and learns.
     for (const character of state.characters) {
-      const deferred = await this.#learnFor(character, state, messages, originOf(place));
+      const deferred = await this.#learnFor(character, state, messages, originOf(place), usableOrigins(place));
       if (deferred) return deferred;
     }
     return {};
@@ -164,6 +176,8 @@ export class Learner {
     state: ConversationState,
     messages: readonly StoredMessage[],
     origin: LearnedMemoryRecord['origin'],
+    /** What may be shown to the engine of what is known: only what may be used where this was said. */
+    visibleOrigins: readonly MemoryOrigin[] | undefined,
   ): Promise<{ retryAtMillis: number; reason: string } | undefined> {
     const learnsFromOwner = await this.#settings.learnsFromOwner(character.id);
     const learningOff = new Set<string>();
@@ -176,7 +190,7 @@ export class Learner {
     const lines: ExtractionLine[] = messages
       .filter((message) => message.participantType === 'character' || lessons.get(message.id) !== undefined)
       .map((message) => ({ message, speaker: names.get(message.participantId) ?? 'someone' }));
-    const known = await this.#known(character, lines);
+    const known = await this.#known(character, lines, lessons, visibleOrigins);
     const request = extractionRequest(character.name, lines, known, this.options.maxAnswerTokens);
     const promptTokens = (await this.tokens.count(request.messages.map((message) => String(message.content)))).reduce((sum, count) => sum + count, 0);
     const day = new Date(this.clock.nowMillis()).toISOString().slice(0, 10);
@@ -184,7 +198,8 @@ export class Learner {
       this.logger.info({ characterId: character.id, day }, "the character's daily learning budget is spent; the batch waits for tomorrow");
       return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
     }
-    const answer = await this.model.generate(request);
+    // Bounded by the lease: a generation that outlives it would let another worker run the batch too.
+    const answer = await this.model.generate(request, { signal: AbortSignal.timeout(Math.floor(this.options.leaseMs * 0.8)) });
     const { facts, dropped } = parseExtraction(answer.text, lines, known);
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
     for (const fact of facts) {
@@ -195,18 +210,43 @@ export class Learner {
     return undefined;
   }
 
-  /** What the character already knows of the people in these lines: their active memories, and its own. */
-  async #known(character: CharacterRecord, lines: readonly ExtractionLine[]): Promise<KnownFact[]> {
-    const people = [...new Set(lines.filter((line) => line.message.participantType === 'account').map((line) => line.message.participantId))];
-    const known: KnownFact[] = [];
-    for (const accountId of people) {
-      const memories = accountId === character.accountId ? await this.store.learnedMemories.own(character.id, ['active', 'pending']) : await this.store.learnedMemories.usableAbout(character.id, accountId);
-      for (const memory of memories.slice(0, knownFactsShown)) known.push({ key: `k${known.length + 1}`, memoryId: memory.id, accountId, text: memory.text });
+  /**
+   * What the character already knows of the people in these lines, as the kind being learned of
+   * each: a person's memories usable where this was said (never a DM's in a server, never anyone
+   * else's), or for an owner whose facts grow the character, its own (rejected ones too: never
+   * proposed again).
+   */
+  async #known(
+    character: CharacterRecord,
+    lines: readonly ExtractionLine[],
+    lessons: ReadonlyMap<string, 'person' | 'own' | undefined>,
+    visibleOrigins: readonly MemoryOrigin[] | undefined,
+  ): Promise<Array<KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number }>> {
+    const kinds = new Map<string, 'person' | 'own'>();
+    for (const line of lines) {
+      const kind = lessons.get(line.message.id);
+      if (line.message.participantType === 'account' && kind !== undefined) kinds.set(line.message.participantId, kind);
+    }
+    const known: Array<KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number }> = [];
+    for (const [accountId, kind] of kinds) {
+      const memories =
+        kind === 'own' ? await this.store.learnedMemories.own(character.id, ['active', 'pending', 'rejected']) : await this.store.learnedMemories.usableAbout(character.id, accountId, visibleOrigins);
+      for (const memory of memories.slice(0, knownFactsShown)) {
+        const text = memory.status === 'rejected' ? `${memory.text} (refused: never propose it again)` : memory.text;
+        known.push({ key: `k${known.length + 1}`, memoryId: memory.id, accountId, text, kind, status: memory.status, statedMicros: memory.statedMicros });
+      }
     }
     return known;
   }
 
-  async #store(character: CharacterRecord, fact: LearnedFact, kind: 'person' | 'own', origin: LearnedMemoryRecord['origin'], known: readonly KnownFact[], conversationId: string): Promise<void> {
+  async #store(
+    character: CharacterRecord,
+    fact: LearnedFact,
+    kind: 'person' | 'own',
+    origin: LearnedMemoryRecord['origin'],
+    known: ReadonlyArray<KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number }>,
+    conversationId: string,
+  ): Promise<void> {
     const now = this.clock.nowMicros();
     const memory: LearnedMemoryRecord = {
       id: this.ids.uuid(),
@@ -227,7 +267,13 @@ export class Learner {
       supersededBy: null,
     };
     const replaced = fact.replaces === undefined ? undefined : known.find((each) => each.key === fact.replaces);
-    if (replaced !== undefined && kind === 'person') {
+    // A fact replaces one of its own kind still in use; one said before the fact it would replace
+    // (a batch retried late) is history, not news: it is not stored.
+    if (replaced !== undefined && replaced.statedMicros > fact.statedMicros) {
+      this.logger.info({ characterId: character.id, memoryId: replaced.memoryId }, 'a fact older than the one it would replace is left out');
+      return;
+    }
+    if (replaced !== undefined && replaced.kind === kind && replaced.status === 'active' && kind === 'person') {
       try {
         await this.store.learnedMemories.supersede(replaced.memoryId, memory, now);
         return;
@@ -242,7 +288,8 @@ export class Learner {
 
 /** What the batch records of a failure: ours, bounded; an engine's words are redacted. */
 function failureText(error: unknown): string {
-  if (error instanceof MalformedExtraction) return error.message.slice(0, 500);
+  // Never the engine's answer itself: it holds what people said, which deletion must be able to remove.
+  if (error instanceof MalformedExtraction) return 'the engine answered outside the facts schema';
   if (error instanceof EngineError) return `${error.code}: ${redactUpstream(error.upstream, 300)}`;
   return error instanceof Error ? error.message.slice(0, 500) : 'failed';
 }

@@ -4,7 +4,8 @@
  * person it answers, within the rules of `memory-scope.ts`, the most relevant first.
  */
 import MiniSearch from 'minisearch';
-import { placeOf, promptSubject, usableOrigins } from '../memory-scope.js';
+import { promptSubject, usableOrigins } from '../memory-scope.js';
+import { conversationPlace } from './places.js';
 import type { Clock, Embedder, Logger } from '../ports.js';
 import type { CharacterRecord } from '../records.js';
 import type { RecallableMemory, RepositoryStore } from '../repositories.js';
@@ -51,8 +52,7 @@ export class LearnedRecall {
   ): Promise<RecalledPerson | undefined> {
     const subject = promptSubject(answered, conversation.speakerAccountIds);
     if (subject === undefined) return undefined;
-    const link = await this.store.discordLinks.forConversation(conversation.id);
-    const place = placeOf({ conversationId: conversation.id, speakerAccountIds: conversation.speakerAccountIds, discord: link ? { guildId: link.guildId } : undefined });
+    const place = await conversationPlace(this.store, conversation.id, conversation.speakerAccountIds);
     const facts = await this.store.learnedMemories.recallable(character.id, subject, usableOrigins(place));
     if (facts.length === 0) return undefined;
     const meaning = facts.length > limit ? await this.#meaning(facts, query) : undefined;

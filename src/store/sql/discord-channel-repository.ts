@@ -13,6 +13,11 @@ export class SqlDiscordChannelRepository implements DiscordChannelRepository {
     return row && { channelId: row.channel_id, guildId: row.guild_id, conversationId: row.conversation_id, listen: row.listen === 1, characterIds: cast.get(channelId) ?? [] };
   }
 
+  async guildOfConversation(conversationId: string): Promise<string | undefined> {
+    const row = await this.context.db.selectFrom('discord_character_channels').select('guild_id').where('conversation_id', '=', conversationId).executeTakeFirst();
+    return row?.guild_id;
+  }
+
   async inGuild(guildId: string): Promise<DiscordCharacterChannel[]> {
     const rows = await this.context.db.selectFrom('discord_character_channels').selectAll().where('guild_id', '=', guildId).execute();
     const cast = await this.#cast(rows.map((row) => row.channel_id));

@@ -36,6 +36,7 @@ const facts = [
 function store(): RepositoryStore {
   return {
     discordLinks: { forConversation: async () => undefined },
+    discordChannels: { guildOfConversation: async () => undefined },
     learnedMemories: {
       recallable: async (_character: string, _subject: string, origins?: readonly MemoryOrigin[]) => facts.filter((each) => origins === undefined || origins.includes(each.origin)),
     },
