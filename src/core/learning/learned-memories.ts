@@ -62,8 +62,8 @@ export class LearnedMemories {
   }
 
   /** Off: nothing more is learned from the caller's messages (everywhere, or with those characters). */
-  setLearningChoice(actor: Actor, choice: LearningChoice): Promise<LearningChoice> {
-    return this.settings.setChoice(personOf(actor), choice);
+  setLearningChoice(actor: Actor, choice: Pick<LearningChoice, 'off' | 'offForCharacterIds'>): Promise<LearningChoice> {
+    return this.settings.setChoice(personOf(actor), choice, this.clock.nowMicros());
   }
 
   /** The character's own memories awaiting its owner (and, with `all`, approved and rejected ones too). */

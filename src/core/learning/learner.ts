@@ -12,7 +12,7 @@ import type { ChatModel, Clock, IdGenerator, Logger, TokenCounter } from '../por
 import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOrigin } from '../records.js';
 import type { ConversationState, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
-import { LearningSettings } from './learning-settings.js';
+import { LearningSettings, learnable } from './learning-settings.js';
 
 export interface LearnerOptions {
   /** New messages that make a batch due at once. */
@@ -180,9 +180,14 @@ export class Learner {
     visibleOrigins: readonly MemoryOrigin[] | undefined,
   ): Promise<{ retryAtMillis: number; reason: string } | undefined> {
     const learnsFromOwner = await this.#settings.learnsFromOwner(character.id);
-    const learningOff = new Set<string>();
-    for (const speaker of state.speakers) if (!(await this.#settings.learningOn(speaker.id, character.id))) learningOff.add(speaker.id);
-    const lessons = new Map(messages.map((message) => [message.id, lessonsOf(message, { ownerAccountId: character.accountId, learnsFromOwner }, (id) => !learningOff.has(id))]));
+    const choices = new Map(await Promise.all(state.speakers.map(async (speaker) => [speaker.id, await this.#settings.choice(speaker.id)] as const)));
+    // Learning is judged for each message as it was when said: what was said while it was off stays unlearned.
+    const lessons = new Map(
+      messages.map((message) => {
+        const choice = choices.get(message.participantId);
+        return [message.id, lessonsOf(message, { ownerAccountId: character.accountId, learnsFromOwner }, () => choice !== undefined && learnable(choice, character.id, message.createdMicros))];
+      }),
+    );
     // Nothing said by anyone who may be learned from: no engine call at all.
     if (![...lessons.values()].some((lesson) => lesson !== undefined)) return undefined;
     const names = new Map<string, string>([...state.speakers.map((speaker): [string, string] => [speaker.id, speaker.username]), ...state.characters.map((each): [string, string] => [each.id, each.name])]);
