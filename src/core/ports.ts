@@ -127,6 +127,11 @@ export interface CallOptions {
    * served before it, again whenever that changes; engines without a queue of their own never call it.
    */
   onQueued?: ((ahead: number) => void) | undefined;
+  /**
+   * Work nobody waits for (learning from a conversation): an engine with a queue of its own serves
+   * every reply waiting before it; others ignore it.
+   */
+  background?: boolean | undefined;
 }
 
 /**

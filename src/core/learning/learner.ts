@@ -204,7 +204,7 @@ export class Learner {
       return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
     }
     // Bounded by the lease: a generation that outlives it would let another worker run the batch too.
-    const answer = await this.model.generate(request, { signal: AbortSignal.timeout(Math.floor(this.options.leaseMs * 0.8)) });
+    const answer = await this.model.generate(request, { signal: AbortSignal.timeout(Math.floor(this.options.leaseMs * 0.8)), background: true });
     const { facts, dropped } = parseExtraction(answer.text, lines, known);
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
     for (const fact of facts) {

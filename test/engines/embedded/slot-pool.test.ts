@@ -55,3 +55,20 @@ describe('SlotPool', () => {
     await expect(waiting).rejects.toThrow('closing');
   });
 });
+
+describe('SlotPool: background work', () => {
+  it('serves every waiting request before background work, whatever came first', async () => {
+    const pool = new SlotPool(['only']);
+    const held = await pool.acquire();
+    const order: string[] = [];
+    const places: Record<string, number[]> = { learning: [], reply: [] };
+    const learning = pool.acquire({ background: true, onQueued: (ahead) => places.learning!.push(ahead) }).then((slot) => (order.push('learning'), slot));
+    const reply = pool.acquire({ onQueued: (ahead) => places.reply!.push(ahead) }).then((slot) => (order.push('reply'), slot));
+    // The reply that came later goes first; the learning hears it is one further back.
+    expect(places).toEqual({ learning: [0, 1], reply: [0] });
+    pool.release(held);
+    pool.release(await reply);
+    await learning;
+    expect(order).toEqual(['reply', 'learning']);
+  });
+});

@@ -48,7 +48,7 @@ async function* stream(runtime: LlamaRuntime, grammars: JsonSchemaGrammars, requ
   // Before a slot is taken: a schema that cannot be followed is refused without waiting in line.
   const grammar = request.responseFormat === undefined ? undefined : await grammars.forFormat(request.responseFormat);
   const { signal } = options;
-  const slot = await loaded.slots.acquire({ affinity: (candidate) => sharedPrefix(candidate.history, history), signal, onQueued: options.onQueued });
+  const slot = await loaded.slots.acquire({ affinity: (candidate) => sharedPrefix(candidate.history, history), signal, onQueued: options.onQueued, background: options.background });
   // Ours, so that a reader leaving the loop (break, throw) stops the generation too.
   const stop = new AbortController();
   const onAbort = () => stop.abort(signal?.reason);

@@ -13,6 +13,8 @@
 export type QueuedListener = (ahead: number) => void;
 
 interface Waiter<Slot> {
+  /** Served after every waiting request that is not. */
+  background: boolean;
   score: (slot: Slot) => number;
   onQueued: QueuedListener | undefined;
   resolve: (slot: Slot) => void;
@@ -51,7 +53,7 @@ export class SlotPool<Slot> {
    * A free slot, the one scoring highest by `affinity` (ties: the one free longest); or, when
    * all are lent, the first one given back after the requests that came earlier.
    */
-  acquire(options: { affinity?: (slot: Slot) => number; signal?: AbortSignal | undefined; onQueued?: QueuedListener | undefined } = {}): Promise<Slot> {
+  acquire(options: { affinity?: (slot: Slot) => number; signal?: AbortSignal | undefined; onQueued?: QueuedListener | undefined; background?: boolean | undefined } = {}): Promise<Slot> {
     const { signal } = options;
     const score = options.affinity ?? (() => 0);
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -66,6 +68,7 @@ export class SlotPool<Slot> {
         reject(signal?.reason);
       };
       const waiter: Waiter<Slot> = {
+        background: options.background ?? false,
         score,
         onQueued: options.onQueued,
         resolve,
@@ -73,8 +76,11 @@ export class SlotPool<Slot> {
         detach: () => signal?.removeEventListener('abort', onAbort),
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.#waiters.push(waiter);
-      waiter.onQueued?.(this.#waiters.length - 1);
+      // Arrival order, except that background work waits behind every request someone waits for.
+      const firstBackground = waiter.background ? -1 : this.#waiters.findIndex((each) => each.background);
+      const place = firstBackground === -1 ? this.#waiters.length : firstBackground;
+      this.#waiters.splice(place, 0, waiter);
+      this.#announceFrom(place);
     });
   }
 
