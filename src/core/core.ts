@@ -103,7 +103,8 @@ export function createCore(dependencies: CoreDependencies): Core {
   );
   // Every stored message is noticed; a batch of them is learned from in the background.
   const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning });
-  if (options.learning?.enabled ?? true) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
+  // On when the configuration says (main passes LEARNING); a core built without it learns nothing.
+  if (options.learning?.enabled ?? false) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
   const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids);
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);

@@ -225,6 +225,7 @@ export class Serializers {
       status: memory.status,
       origin: memory.origin,
       conversation_id: memory.conversationId,
+      message_ids: memory.messageIds,
       importance: memory.importance,
       stated: isoMicros(memory.statedMicros),
       created: isoMicros(memory.createdMicros),

@@ -145,6 +145,10 @@ describe('characters learn from conversations', () => {
     expect(approved.body.memory).toMatchObject({ status: 'active' });
     await say(withAna, ana.key, 'Where did you grow up?');
     expect(lastSystemPrompt()).toContain('I grew up in Porto.');
+    // The owner may withdraw it again: no longer used.
+    expect((await api.call('POST', `/api/v0/characters/${owner.characterId}/memories/proposed/${proposal.id}/reject`, { key: owner.key, body: {} })).status).toBe(200);
+    await say(withAna, ana.key, 'And where was that?');
+    expect(lastSystemPrompt()).not.toContain('Porto');
   });
 
   it('refuses a malformed engine answer: nothing stored, the batch tried again later', async () => {

@@ -92,9 +92,9 @@ export class LearnedMemories {
     return approved;
   }
 
-  /** The owner refuses a proposed memory: never used, never proposed again. */
+  /** The owner refuses a proposed memory, or withdraws an approved one: never used, never proposed again. */
   async reject(actor: Actor, characterId: string, memoryId: string): Promise<void> {
-    const memory = await this.#proposal(actor, characterId, memoryId);
+    const memory = await this.#proposal(actor, characterId, memoryId, ['pending', 'active']);
     await this.store.learnedMemories.setStatus(memory.id, 'rejected', this.clock.nowMicros());
   }
 
@@ -146,11 +146,11 @@ export class LearnedMemories {
     return memory;
   }
 
-  async #proposal(actor: Actor, characterId: string, memoryId: string): Promise<LearnedMemoryRecord> {
+  async #proposal(actor: Actor, characterId: string, memoryId: string, statuses: readonly LearnedMemoryRecord['status'][] = ['pending']): Promise<LearnedMemoryRecord> {
     await this.characters.getOwned(actor, characterId);
     const memory = await this.store.learnedMemories.get(memoryId);
     if (!memory || memory.characterId !== characterId || memory.kind !== 'own') throw notFound('Memory', memoryId);
-    if (memory.status !== 'pending') throw new AppError('CONFLICT', `This memory was already ${memory.status === 'active' ? 'approved' : memory.status}.`);
+    if (!statuses.includes(memory.status)) throw new AppError('CONFLICT', `This memory was already ${memory.status === 'active' ? 'approved' : memory.status}.`);
     return memory;
   }
 }

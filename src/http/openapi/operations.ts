@@ -221,7 +221,7 @@ const characterOperations: Operation[] = [
     description: '409 CONFLICT when it was already approved or rejected; 404 when it is not a proposal of this character.',
   },
   {
-    method: 'post', path: '/api/v0/characters/:characterId/memories/proposed/:memoryId/reject', tag: 'Characters', summary: 'Reject a proposed memory: never used, never proposed again (owner)',
+    method: 'post', path: '/api/v0/characters/:characterId/memories/proposed/:memoryId/reject', tag: 'Characters', summary: 'Reject a proposed memory, or withdraw an approved one: never used, never proposed again (owner)',
     answers: [ok(answer('Success', {}))],
     description: '409 CONFLICT when it was already approved or rejected; 404 when it is not a proposal of this character.',
   },

@@ -150,6 +150,7 @@ export const learnedMemory = z
     status: z.enum(['active', 'pending', 'rejected', 'superseded']).describe('superseded: no longer true, replaced by superseded_by'),
     origin: z.string().describe('private (a DM, a conversation of one person), server:<id>, or conversation:<id> (shared): where it may be used again'),
     conversation_id: uuid.describe('Where it was said'),
+    message_ids: z.array(uuid).describe('The messages it was learned from (none for a correction in your own words)'),
     importance: z.int().min(1).max(5),
     stated: micros.describe('When it was said'),
     created: micros,
