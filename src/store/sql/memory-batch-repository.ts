@@ -82,6 +82,19 @@ export class SqlMemoryBatchRepository implements MemoryBatchRepository {
         // Written literally so PostgreSQL matches the partial index `WHERE status <> 'done'`.
         .where(sql<boolean>`status <> 'done'`)
         .where((where) => due(where, nowMillis))
+        // A conversation's batches are learned in order: none while an earlier one is unfinished,
+        // so a statement is never learned before one made ahead of it.
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('memory_batches as earlier')
+                .select(sql`1`.as('one'))
+                .whereRef('earlier.conversation_id', '=', 'memory_batches.conversation_id')
+                .where(sql<boolean>`earlier.status <> 'done'`)
+                .whereRef('earlier.from_position', '<', 'memory_batches.from_position'),
+            ),
+          ),
+        )
         .orderBy('run_after_millis')
         .orderBy('position')
         .limit(1);

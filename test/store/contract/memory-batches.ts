@@ -92,6 +92,25 @@ export function memoryBatchesContract(context: ContractContext): void {
       expect(await other.memoryBatches.claim({ workerId: 'one', nowMillis: now, leaseMs: 30_000 })).toBeUndefined();
     });
 
+    it("learns a conversation's batches in order: none is claimed while an earlier one is unfinished", async () => {
+      await drainQueue();
+      const { conversationId } = await openConversation();
+      const first = await store.memoryBatches.enqueue(conversationId, 10, batch(0));
+      const second = await store.memoryBatches.enqueue(conversationId, 20, batch(0));
+      const claimed = await store.memoryBatches.claim({ workerId: 'a', nowMillis: 1_000, leaseMs: 60_000 });
+      expect(claimed?.id).toBe(first!.id);
+      // The second waits for the first, even with another worker free.
+      expect(await other.memoryBatches.claim({ workerId: 'b', nowMillis: 1_000, leaseMs: 60_000 })).toBeUndefined();
+      // A retried first still comes before it.
+      await store.memoryBatches.retry(first!.id, 'a', 2_000, 'engine down');
+      expect(await other.memoryBatches.claim({ workerId: 'b', nowMillis: 1_500, leaseMs: 60_000 })).toBeUndefined();
+      const again = await other.memoryBatches.claim({ workerId: 'b', nowMillis: 2_000, leaseMs: 60_000 });
+      expect(again?.id).toBe(first!.id);
+      await other.memoryBatches.complete(first!.id, 'b');
+      expect((await store.memoryBatches.claim({ workerId: 'a', nowMillis: 2_000, leaseMs: 60_000 }))?.id).toBe(second!.id);
+      await store.memoryBatches.complete(second!.id, 'a');
+    });
+
     it('completes or retries only under a lease still held, and lets an expired lease be taken over', async () => {
       await drainQueue();
       const now = Date.now();
