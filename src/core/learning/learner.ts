@@ -165,13 +165,14 @@ export class Learner {
     const place = await conversationPlace(this.store, batch.conversationId, state.speakers.map((speaker) => speaker.id));
     // Each character of the conversation (a scene holds several) hears and learns.
     for (const character of state.characters) {
-      const deferred = await this.#learnFor(character, state, messages, originOf(place), usableOrigins(place));
+      const deferred = await this.#learnFor(batch, character, state, messages, originOf(place), usableOrigins(place));
       if (deferred) return deferred;
     }
     return {};
   }
 
   async #learnFor(
+    batch: MemoryBatchRecord,
     character: CharacterRecord,
     state: ConversationState,
     messages: readonly StoredMessage[],
@@ -206,6 +207,11 @@ export class Learner {
     // Bounded by the lease: a generation that outlives it would let another worker run the batch too.
     const answer = await this.model.generate(request, { signal: AbortSignal.timeout(Math.floor(this.options.leaseMs * 0.8)), background: true });
     const { facts, dropped } = parseExtraction(answer.text, lines, known);
+    // Stored only while the batch is still this worker's: one that lost its lease leaves the batch to the next.
+    const held = await this.store.memoryBatches.get(batch.id);
+    if (held?.leaseOwner !== this.workerId || (held.leaseUntilMillis ?? 0) <= this.clock.nowMillis()) {
+      throw new Error('the batch lease ran out while the engine answered; another worker learns it');
+    }
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
     for (const fact of facts) {
       const kind = lessons.get(fact.messageId);
