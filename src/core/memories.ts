@@ -1,15 +1,13 @@
-import MiniSearch from 'minisearch';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { ValidationError, notFound } from './errors.js';
 import type { Clock, Embedder, IdGenerator, Logger } from './ports.js';
 import type { CharacterRecord, MemoryRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
+import { TextVectors, WordIndexes } from './text-ranking.js';
 
 export const memoryLimits = { text: 1000, count: 1000 } as const;
 
-/** A memory's text never changes, so its vector is cached for the process's life (bounded). */
-const maxCachedEmbeddings = 20_000;
 
 /**
  * A character's memories: short facts its owner writes. Before each reply the ones most
@@ -18,8 +16,8 @@ const maxCachedEmbeddings = 20_000;
  */
 export class Memories {
   /** Word indexes per character, reused while its memories (by id) are the same. */
-  readonly #lexicalIndexes = new Map<string, { signature: string; index: MiniSearch<MemoryRecord> }>();
-  readonly #embeddings = new Map<string, number[]>();
+  readonly #words = new WordIndexes<MemoryRecord>();
+  readonly #vectors: TextVectors | undefined;
 
   constructor(
     private readonly store: RepositoryStore,
@@ -27,8 +25,10 @@ export class Memories {
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly logger: Logger,
-    private readonly embedder: Embedder | undefined,
-  ) {}
+    embedder: Embedder | undefined,
+  ) {
+    this.#vectors = embedder && new TextVectors(embedder);
+  }
 
   async list(actor: Actor, characterId: string): Promise<MemoryRecord[]> {
     await this.characters.getOwned(actor, characterId, 'read');
@@ -57,9 +57,9 @@ export class Memories {
     const [written, learned] = await Promise.all([this.store.memories.list(character.id), this.store.learnedMemories.own(character.id, ['active'])]);
     const memories = [...written, ...learned.map((memory) => ({ id: memory.id, text: memory.text, createdMicros: memory.createdMicros }))];
     if (memories.length <= limit) return memories;
-    if (this.embedder) {
+    if (this.#vectors) {
       try {
-        return await this.#rankByEmbeddings(this.embedder, memories, query, limit);
+        return await this.#rankByEmbeddings(this.#vectors, memories, query, limit);
       } catch (error) {
         this.logger.warn({ err: error, characterId: character.id }, 'embeddings failed; ranking memories by words');
       }
@@ -68,49 +68,15 @@ export class Memories {
   }
 
   #rankByWords(characterId: string, memories: MemoryRecord[], query: string, limit: number): MemoryRecord[] {
-    const signature = memories.map((memory) => memory.id).join(',');
-    let cached = this.#lexicalIndexes.get(characterId);
-    if (!cached || cached.signature !== signature) {
-      const index = new MiniSearch<MemoryRecord>({ fields: ['text'], storeFields: [] });
-      index.addAll(memories);
-      cached = { signature, index };
-      this.#lexicalIndexes.set(characterId, cached);
-    }
-    const byId = new Map(memories.map((memory) => [memory.id, memory]));
-    const ranked = cached.index
-      .search(query, { fuzzy: 0.2, prefix: true, combineWith: 'OR' })
-      .map((result) => byId.get(result.id as string))
-      .filter((memory): memory is MemoryRecord => memory !== undefined);
+    const scores = this.#words.scores(characterId, memories, query);
+    const ranked = memories.filter((memory) => scores.has(memory.id)).sort((left, right) => scores.get(right.id)! - scores.get(left.id)!);
     // With nothing in common, the newest memories are the best guess.
-    const rest = memories.filter((memory) => !ranked.includes(memory)).reverse();
+    const rest = memories.filter((memory) => !scores.has(memory.id)).reverse();
     return [...ranked, ...rest].slice(0, limit);
   }
 
-  async #rankByEmbeddings(embedder: Embedder, memories: MemoryRecord[], query: string, limit: number): Promise<MemoryRecord[]> {
-    const cacheKey = (memory: MemoryRecord) => `${embedder.modelId}:${memory.id}`;
-    const stored = memories.map((memory) => this.#embeddings.get(cacheKey(memory)));
-    const missing = memories.filter((_, position) => stored[position] === undefined);
-    const [queryVector, ...fresh] = await embedder.embed([query, ...missing.map((memory) => memory.text)]);
-    if (!queryVector || fresh.length !== missing.length) throw new Error('embedder returned too few vectors');
-    const freshById = new Map(missing.map((memory, position) => [memory.id, fresh[position]!]));
-    if (this.#embeddings.size + missing.length > maxCachedEmbeddings) this.#embeddings.clear();
-    for (const memory of missing) this.#embeddings.set(cacheKey(memory), freshById.get(memory.id)!);
-    const scored = memories.map((memory, position) => ({
-      memory,
-      score: cosine(queryVector, stored[position] ?? freshById.get(memory.id)!),
-    }));
-    return scored.sort((left, right) => right.score - left.score).slice(0, limit).map((entry) => entry.memory);
+  async #rankByEmbeddings(vectors: TextVectors, memories: MemoryRecord[], query: string, limit: number): Promise<MemoryRecord[]> {
+    const similarity = await vectors.similarities(query, memories);
+    return [...memories].sort((left, right) => similarity.get(right.id)! - similarity.get(left.id)!).slice(0, limit);
   }
-}
-
-function cosine(left: readonly number[], right: readonly number[]): number {
-  let dot = 0;
-  let leftNorm = 0;
-  let rightNorm = 0;
-  for (let position = 0; position < Math.min(left.length, right.length); position++) {
-    dot += left[position]! * right[position]!;
-    leftNorm += left[position]! ** 2;
-    rightNorm += right[position]! ** 2;
-  }
-  return leftNorm === 0 || rightNorm === 0 ? 0 : dot / Math.sqrt(leftNorm * rightNorm);
 }
