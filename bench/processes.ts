@@ -70,7 +70,9 @@ export async function startServiceProcess(environment: Record<string, string>): 
   let apiUrl = '';
   const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof-service'] : []), path.join(root, 'dist/src/main.js')], {
     cwd: root,
-    env: { PATH: process.env.PATH, ...environment },
+    // Learning asks the engine in the background: each benchmark measures its own path without it
+    // (benchmark 12 measures learning, in process).
+    env: { PATH: process.env.PATH, LEARNING: 'off', ...environment },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { EngineError } from '../../src/core/errors.js';
-import type { ChatModel, ChatRequest } from '../../src/core/ports.js';
+import type { ChatModel, ChatRequest, ChatStreamPart } from '../../src/core/ports.js';
 import { collect } from './chat-helpers.js';
 
 export interface ChatContractSubject {
@@ -26,6 +26,12 @@ export interface ChatContractSubject {
    * made it (the fake is scripted so; a real model is held to the schema by the engine).
    */
   structured(): Promise<{ model: ChatModel; schema: Record<string, unknown>; expected: unknown }>;
+  /**
+   * Ways the engine fails in the middle of a stream (a cut connection, an error the server sends
+   * inside the stream, the engine going away): each a model whose stream breaks once
+   * `afterTwoPieces` is called after its second text part (or by itself, when scripted so).
+   */
+  midStreamFailures: ReadonlyArray<{ name: string; start(): Promise<{ model: ChatModel; afterTwoPieces(): void }> }>;
 }
 
 const says = (text: string): ChatRequest => ({ messages: [{ role: 'system', content: 'You are Ana, a sailor.' }, { role: 'user', content: text }] });
@@ -107,6 +113,22 @@ export function chatModelContract(name: string, subject: ChatContractSubject): v
       expect(error).toBeInstanceOf(EngineError);
       expect(error).toMatchObject({ code: 'ENGINE_CONTEXT_EXCEEDED', reason: 'context-exceeded' });
     });
+
+    for (const failure of subject.midStreamFailures) {
+      it(`throws an EngineError after the text already given, with no finish part, when ${failure.name}`, async () => {
+        const { model, afterTwoPieces } = await failure.start();
+        const parts: ChatStreamPart[] = [];
+        const error = await (async () => {
+          for await (const part of model.stream({ ...says('Talk'), maxTokens: 10_000 })) {
+            parts.push(part);
+            if (parts.filter((each) => each.type === 'text').length === 2) afterTwoPieces();
+          }
+        })().catch((thrown: unknown) => thrown);
+        expect(error).toBeInstanceOf(EngineError);
+        expect(parts.filter((part) => part.type === 'text').length).toBeGreaterThanOrEqual(1);
+        expect(parts.some((part) => part.type === 'finish')).toBe(false);
+      });
+    }
 
     it('answers JSON following a response format', async () => {
       const { model, schema, expected } = await subject.structured();

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { chatModelContract } from './chat-model-contract.js';
+import type { FakeFailure } from '../fakes/fake-openai.js';
 import { useFakeChat } from './chat-helpers.js';
 
 const context = useFakeChat();
@@ -33,4 +34,16 @@ chatModelContract('OpenAI-compatible (llama-server wire)', {
     );
     return { model: context.model(), schema: facts, expected: { facts: ['The sea is calm.'] } };
   },
+  midStreamFailures: [
+    { name: 'the connection is cut', script: { kind: 'drop', afterTokens: 3 } },
+    { name: 'the server sends an error event inside the stream', script: { kind: 'error-event', message: 'out of memory', afterTokens: 3 } },
+    { name: "llama-server sends a bare error: line inside the stream", script: { kind: 'legacy-error-line', message: 'context shift is disabled', code: 500, afterTokens: 3 } },
+  ].map(({ name, script }) => ({
+    name,
+    async start() {
+      // Paced, so the pieces before the failure are read before it (a reset can discard what is unread).
+      context.fake.setScript({ flavor: 'llama-server', tokens: ['one ', 'two ', 'three ', 'four ', 'five '], tokensPerSecond: 50, failure: script as FakeFailure });
+      return { model: context.model(), afterTwoPieces: () => {} };
+    },
+  })),
 });

@@ -124,12 +124,19 @@ export function extractionRequest(characterName: string, lines: readonly Extract
  * `MalformedExtraction` when the answer is not the schema's JSON.
  */
 export function parseExtraction(answer: string, lines: readonly ExtractionLine[], known: readonly KnownFact[]): { facts: LearnedFact[]; dropped: number } {
-  let parsed: z.infer<typeof answerSchema>;
+  // The error says what was wrong, never what the engine wrote: its answer holds what people said.
+  let json: unknown;
   try {
-    parsed = answerSchema.parse(JSON.parse(jsonPart(answer)));
-  } catch (error) {
-    throw new MalformedExtraction(`the engine's answer is not the facts schema: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+    json = JSON.parse(jsonPart(answer));
+  } catch {
+    throw new MalformedExtraction('the engine did not answer JSON');
   }
+  const checked = answerSchema.safeParse(json);
+  if (!checked.success) {
+    const where = [...new Set(checked.error.issues.map((issue) => issue.path.join('.') || '(root)'))].slice(0, 5).join(', ');
+    throw new MalformedExtraction(`the engine's JSON does not follow the facts schema at ${where}`);
+  }
+  const parsed = checked.data;
   const facts: LearnedFact[] = [];
   let dropped = 0;
   for (const item of parsed.facts) {

@@ -299,8 +299,8 @@ export class Learner {
 
 /** What the batch records of a failure: ours, bounded; an engine's words are redacted. */
 function failureText(error: unknown): string {
-  // Never the engine's answer itself: it holds what people said, which deletion must be able to remove.
-  if (error instanceof MalformedExtraction) return 'the engine answered outside the facts schema';
+  // Its message names what was wrong, never the engine's words (they hold what people said).
+  if (error instanceof MalformedExtraction) return error.message;
   if (error instanceof EngineError) return `${error.code}: ${redactUpstream(error.upstream, 300)}`;
   return error instanceof Error ? error.message.slice(0, 500) : 'failed';
 }

@@ -10,6 +10,7 @@ import { chatModelContract } from '../chat-model-contract.js';
 const reply = 'Fair winds to you, friend.';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 let directory: string;
+let loopingPath: string;
 let answering: EmbeddedChatModel;
 let endless: EmbeddedChatModel;
 let structured: EmbeddedChatModel;
@@ -41,6 +42,7 @@ beforeAll(async () => {
   const known = await writeTinyModel(path.join(directory, 'known.gguf'), { reply, contextLength: 2048 });
   const looping = await writeTinyModel(path.join(directory, 'endless.gguf'), { reply: 'on and ever', endless: true, contextLength: 2048 });
   const quoting = await writeTinyModel(path.join(directory, 'facts.gguf'), { reply: factsReply, contextLength: 2048 });
+  loopingPath = looping.path;
   [answering, endless, structured] = await Promise.all([loaded(known.path, 512), loaded(looping.path), loaded(quoting.path, 512)]);
 });
 
@@ -56,4 +58,15 @@ chatModelContract('embedded llama.cpp (tiny model)', {
   tooLong: async () => ({ model: answering, request: { messages: [{ role: 'user', content: 'words '.repeat(2000) }] } }),
   textOnly: async () => answering,
   structured: async () => ({ model: structured, schema: facts, expected: { facts: ['The sea is calm today.'] } }),
+  // No connection to cut in process: the engine's own failure mid-reply is it going away.
+  midStreamFailures: [
+    {
+      name: 'the engine closes under the reply',
+      async start() {
+        const runtime = new LlamaRuntime({ modelName: 'closing', modelFile: async () => loopingPath, gpu: 'off', threads: 1, parallel: 1, logger: silent });
+        await runtime.ready();
+        return { model: createEmbeddedChatModel(runtime, 'closing'), afterTwoPieces: () => void runtime.close() };
+      },
+    },
+  ],
 });
