@@ -4,7 +4,7 @@
  * (llama.cpp in this process) when LLM_BASE_URL is unset; an OpenAI-compatible server otherwise.
  */
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import { type Config, defaultRemoteContextTokens } from './config.js';
 import type { ChatModel, Embedder, TokenCounter } from './core/ports.js';
 import { createEmbeddedChatModel } from './engines/chat/embedded/embedded-chat.js';
 import { createEmbeddedEmbedder } from './engines/chat/embedded/embedded-embedder.js';
@@ -29,8 +29,6 @@ export interface ChatEngine {
   close(): Promise<void>;
 }
 
-/** A server's context when LLM_CONTEXT_TOKENS is unset (config gives 8192; this is only the type's fallback). */
-const remoteContextFallback = 8192;
 
 /**
  * Whether this process answers chats: the API does, and the bot does where it runs in this
@@ -53,13 +51,15 @@ function createRemoteEngine(config: Config, logger: Logger): ChatEngine {
   // Exact counts where the engine is llama-server (/tokenize); elsewhere an estimate that learns.
   const tokenCounter = createLlamaServerTokenCounter({ baseURL, apiKey: config.llm.apiKey, logger: logger.child({ module: 'tokens' }), ...timeouts });
   // Read at start, so a slot smaller than configured is in the log before the first refusal.
-  void checkEngineContext({ tokenCounter, configuredContextTokens: config.llm.contextTokens ?? remoteContextFallback, logger: logger.child({ module: 'tokens' }) });
+  // Set by the configuration for a server (its default when unset); the type also covers the embedded engine.
+  const contextTokens = config.llm.contextTokens ?? defaultRemoteContextTokens;
+  void checkEngineContext({ tokenCounter, configuredContextTokens: contextTokens, logger: logger.child({ module: 'tokens' }) });
   const embedder = config.embeddingsModel ? createOpenAICompatibleEmbedder({ baseURL, apiKey: config.llm.apiKey, model: config.embeddingsModel, ...timeouts }) : undefined;
   return {
     chatModel,
     tokenCounter,
     embedder,
-    contextTokens: config.llm.contextTokens ?? remoteContextFallback,
+    contextTokens,
     // A remote engine's health is its own: it is asked at every chat, not probed here.
     health: () => ({ ready: true, engine: 'openai-compatible', model: config.llm.model }),
     close: async () => {

@@ -59,7 +59,8 @@ const httpUrlOr = (fallback: string) => z.preprocess(blankToUndefined, url().def
 export const defaultEmbeddedModel = 'hf:bartowski/Qwen2.5-1.5B-Instruct-GGUF/Qwen2.5-1.5B-Instruct-Q4_K_M.gguf';
 /** What an OpenAI-compatible server is asked for when LLM_MODEL is unset (Ollama's name). */
 const defaultRemoteModel = 'llama3.2';
-const defaultRemoteContextTokens = 8192;
+/** The context a server's request gets when LLM_CONTEXT_TOKENS is unset. */
+export const defaultRemoteContextTokens = 8192;
 
 const snowflake = /^\d{15,21}$/;
 

@@ -213,7 +213,7 @@ export class Chat {
   async respond(actor: Actor, conversationId: string, messageId: string, mode: ReplyMode): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
     const character = await this.conversations.answerer(conversation, mode.characterId);
-    const message = await this.#find(conversationId, messageId);
+    const message = await this.conversations.find(conversationId, messageId);
     if (!message) throw notFound('Message', messageId);
     return this.#start(conversation, character, message, mode);
   }
@@ -464,16 +464,6 @@ export class Chat {
   /** `replaces`: the reply being regenerated, left out of the history like every replaced one. */
   #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, share: number, replaces?: string): Promise<PromptPlan> {
     return this.#window.plan(conversation, character, userMessage, share, replaces);
-  }
-
-  /** A message of the conversation, searching from the newest. */
-  async #find(conversationId: string, messageId: string): Promise<StoredMessage | undefined> {
-    for (let beforePosition: number | undefined; ; ) {
-      const batch = await this.conversations.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
-      const found = batch.find((candidate) => candidate.id === messageId);
-      if (found || batch.length === 0) return found;
-      beforePosition = batch[0]!.position;
-    }
   }
 
   /** The message to store, its file's key left empty, and the file's bytes, stored by the caller once the message is accepted. */

@@ -175,6 +175,16 @@ export class Conversations {
     return stored;
   }
 
+  /** A listed message of the conversation, searching from the newest (the message asked about is usually recent). */
+  async find(conversationId: string, messageId: string): Promise<StoredMessage | undefined> {
+    for (let beforePosition: number | undefined; ; ) {
+      const batch = await this.messages(conversationId, { newest: true, limit: 32, ...(beforePosition === undefined ? {} : { beforePosition }) });
+      const found = batch.find((candidate) => candidate.id === messageId);
+      if (found || batch.length === 0) return found;
+      beforePosition = batch[0]!.position;
+    }
+  }
+
   /** Hears every message stored through this use case (learning notices them); never awaited. */
   onAppended: ((message: StoredMessage) => void) | undefined;
 

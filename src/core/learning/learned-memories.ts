@@ -116,7 +116,7 @@ export class LearnedMemories {
    */
   async usedBy(actor: Actor, conversationId: string, messageId: string): Promise<UsedMemory[]> {
     await this.conversations.get(actor, conversationId);
-    const reply = (await this.store.conversations.messages(conversationId, { includeSuperseded: true })).find((message) => message.id === messageId);
+    const reply = await this.conversations.find(conversationId, messageId);
     if (!reply) throw notFound('Message', messageId);
     const ids = (await this.store.facts.get<string[]>(usedMemoriesKey(messageId))) ?? [];
     if (ids.length === 0 || reply.participantType !== 'character') return [];

@@ -48,6 +48,9 @@ const maxBatchMessages = 40;
 const maxAttempts = 8;
 const dayMillis = 24 * 60 * 60_000;
 
+/** A known fact as the learner keeps it: which memory, of which kind, in use or not, and when it was said. */
+type KnownMemory = KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number };
+
 export class Learner {
   /** Per conversation: messages noticed since it was last queued here, and the quiet timer. */
   readonly #pending = new Map<string, { count: number; timer: NodeJS.Timeout }>();
@@ -232,13 +235,13 @@ export class Learner {
     lines: readonly ExtractionLine[],
     lessons: ReadonlyMap<string, 'person' | 'own' | undefined>,
     visibleOrigins: readonly MemoryOrigin[] | undefined,
-  ): Promise<Array<KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number }>> {
+  ): Promise<KnownMemory[]> {
     const kinds = new Map<string, 'person' | 'own'>();
     for (const line of lines) {
       const kind = lessons.get(line.message.id);
       if (line.message.participantType === 'account' && kind !== undefined) kinds.set(line.message.participantId, kind);
     }
-    const known: Array<KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number }> = [];
+    const known: KnownMemory[] = [];
     for (const [accountId, kind] of kinds) {
       const memories =
         kind === 'own' ? await this.store.learnedMemories.own(character.id, ['active', 'pending', 'rejected']) : await this.store.learnedMemories.usableAbout(character.id, accountId, visibleOrigins);
@@ -255,7 +258,7 @@ export class Learner {
     fact: LearnedFact,
     kind: 'person' | 'own',
     origin: LearnedMemoryRecord['origin'],
-    known: ReadonlyArray<KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number }>,
+    known: readonly KnownMemory[],
     conversationId: string,
   ): Promise<void> {
     const now = this.clock.nowMicros();

@@ -260,6 +260,9 @@ export function jobsAndTheRestContract(context: ContractContext): void {
       expect([mine, theirs]).toContain(kept.conversationId);
       expect(added.map((channel) => channel.conversationId)).toEqual([kept.conversationId, kept.conversationId]);
       expect(kept).toMatchObject({ channelId, guildId, listen: false, characterIds: [first.character.id, second.character.id] });
+      // Its conversation knows its server (learned memories are a server's there), and only its.
+      expect(await other.discordChannels.guildOfConversation(kept.conversationId)).toBe(guildId);
+      expect(await other.discordChannels.guildOfConversation(randomUUID())).toBeUndefined();
       await store.discordChannels.addCharacter({ channelId, guildId, conversationId: randomUUID() }, first.character.id, now + 5);
       expect((await store.discordChannels.get(channelId))?.characterIds).toEqual([first.character.id, second.character.id]);
       expect(await store.discordChannels.setListen(channelId, true)).toBe(true);
