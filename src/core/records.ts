@@ -40,6 +40,52 @@ export interface CharacterRecord {
   updatedMicros: number;
 }
 
+/**
+ * What a character card defines beyond the seed's fields, in our names (the card module at the
+ * edge maps V1/V2/V3 cards onto it). The card's `description` is `description`, its `personality`
+ * is `personalitySummary`. Empty strings mean "not set": the app's own text is used.
+ */
+export interface CharacterDefinition {
+  /** Used in the prompt and macros instead of the name when set (V3 `nickname`). */
+  nickname: string;
+  scenario: string;
+  /** The greeting a new conversation opens with (`first_mes`). */
+  firstMessage: string;
+  /** Alternatives of the first message, offered as swipes. */
+  alternateGreetings: string[];
+  /** Greetings used instead in a scene (V3 `group_only_greetings`). */
+  groupOnlyGreetings: string[];
+  /** `<START>` blocks of `{{user}}:` / `{{char}}:` lines (`mes_example`). */
+  exampleDialogue: string;
+  /** Replaces the app's system prompt; `{{original}}` stands for the app's own text. */
+  systemPrompt: string;
+  /** Goes after the history; `{{original}}` stands for the app's own text. */
+  postHistoryInstructions: string;
+  /** For people reading the card; never in a prompt. */
+  creatorNotes: string;
+  tags: string[];
+  creator: string;
+  characterVersion: string;
+  /** The card's `extensions` as the JSON text read, so other apps' keys go back out unchanged. */
+  extensionsJson: string;
+}
+
+export const emptyCharacterDefinition: CharacterDefinition = {
+  nickname: '',
+  scenario: '',
+  firstMessage: '',
+  alternateGreetings: [],
+  groupOnlyGreetings: [],
+  exampleDialogue: '',
+  systemPrompt: '',
+  postHistoryInstructions: '',
+  creatorNotes: '',
+  tags: [],
+  creator: '',
+  characterVersion: '',
+  extensionsJson: '{}',
+};
+
 export interface MemoryRecord {
   id: string;
   text: string;
