@@ -6,21 +6,16 @@ import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractionAnswer, isExtraction } from '../fakes/fake-extractor.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
-import { type BotHarness, startBotHarness } from './harness.js';
+import { type BotHarness, type CommandOptions, latestAnswer, runCommand, startBotHarness } from './harness.js';
 
 describe('/memories', () => {
   let bot: BotHarness;
   let alice: APIUser;
   let bob: APIUser;
 
-  /** Runs a command; answers its interaction id and the text of its latest answer. */
-  async function run(user: APIUser, name: string, options: Record<string, string | number | boolean> = {}, subcommand?: string, channelId = bot.discord.guild.textChannelId) {
-    const sent = bot.discord.sendSlashCommand({ user, channelId, name, options, ...(subcommand ? { subcommand } : {}) });
-    await sent.response;
-    await bot.discord.waitFor(() => bot.discord.interactionResponses(sent.interactionId).some((record) => record.kind === 'original-edit' || (record.kind === 'callback' && record.callbackType === 4)));
-    return { id: sent.interactionId, text: latest(sent.interactionId) };
-  }
-  const latest = (interactionId: string) => JSON.stringify(bot.discord.interactionResponses(interactionId).filter((record) => record.body !== null && record.body !== undefined).at(-1)?.body ?? '');
+  const run = (user: APIUser, name: string, options: CommandOptions = {}, subcommand?: string, channelId = bot.discord.guild.textChannelId) =>
+    runCommand(bot, user, name, options, subcommand, channelId);
+  const latest = (interactionId: string) => latestAnswer(bot, interactionId);
   const messageOf = (interactionId: string) => bot.discord.interactionResponses(interactionId).find((record) => record.messageId)!.messageId!;
 
   async function openThread(user: APIUser, pick: (name: string) => boolean, first: string) {
