@@ -1,5 +1,7 @@
 import type { Actor } from './actor.js';
 import { defaultAvatarPng } from './default-avatar.js';
+import { lorebookIssues } from './lorebooks.js';
+import type { Lorebook } from './lorebook/lorebook.js';
 import { actsFor } from './actor.js';
 import { AppError, type FieldIssue, ValidationError, notFound } from './errors.js';
 import { checkImage } from './media.js';
@@ -61,21 +63,28 @@ export class Characters {
    * Makes another character for `accountId` (an account acts for itself; the admin for anyone),
    * up to `maxPerAccount` (`CHARACTER_LIMIT_REACHED`), held by the database across processes.
    */
-  async create(actor: Actor, accountId: string, input: NewCharacter): Promise<CharacterRecord> {
+  async create(actor: Actor, accountId: string, input: NewCharacter, lorebook?: Lorebook): Promise<CharacterRecord> {
     if (!actsFor(actor, accountId)) throw new AppError('FORBIDDEN', 'An account may make characters only for itself.');
     validateChange(input);
+    if (lorebook) {
+      const issues = lorebookIssues(lorebook);
+      if (issues.length > 0) throw new ValidationError(issues.map((issue) => ({ ...issue, field: `lorebook.${issue.field}` })));
+    }
     const avatar = input.avatar === undefined ? undefined : await checkImage('avatar', input.avatar, characterLimits.avatarBytes, this.imageCodec);
     const character = await this.newCharacterFor(accountId, input.name.trim(), input.avatar && avatar ? { bytes: input.avatar, mimeType: avatar } : undefined);
-    return this.store.characters.createWithin(
-      {
-        ...character,
-        description: input.description ?? '',
-        personalitySummary: input.personalitySummary ?? '',
-        isPublic: input.isPublic ?? false,
-        definition: { ...emptyCharacterDefinition, ...input.definition },
-      },
-      this.options.maxPerAccount,
-    );
+    const record: CharacterRecord = {
+      ...character,
+      description: input.description ?? '',
+      personalitySummary: input.personalitySummary ?? '',
+      isPublic: input.isPublic ?? false,
+      definition: { ...emptyCharacterDefinition, ...input.definition },
+    };
+    // With its lorebook (a card's) in one transaction: a refused book leaves no character behind.
+    return this.store.transaction(async (repositories) => {
+      const created = await repositories.characters.createWithin(record, this.options.maxPerAccount);
+      if (lorebook) await repositories.lorebooks.replace(created.id, lorebook);
+      return created;
+    });
   }
 
   /**
