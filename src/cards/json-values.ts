@@ -1,0 +1,37 @@
+/**
+ * Reading a card's parsed JSON leniently, as the apps that write cards do: a field of the
+ * wrong type (cards in the wild carry `null` and numbers where strings belong) reads as unset
+ * rather than refusing a card a person can use.
+ */
+export type JsonObject = Record<string, unknown>;
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function text(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+export function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+export function finiteNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+export function boolean(value: unknown): boolean | undefined {
+  return typeof value === 'boolean' ? value : undefined;
+}
+
+/** A JSON object without the given keys (our own members, about to be set afresh). */
+export function without(value: unknown, keys: readonly string[]): JsonObject {
+  if (!isObject(value)) return {};
+  return Object.fromEntries(Object.entries(value).filter(([key]) => !keys.includes(key)));
+}
+
+/** Drops undefined values, so an object says only what is set. */
+export function defined(value: JsonObject): JsonObject {
+  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined));
+}
