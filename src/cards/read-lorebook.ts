@@ -40,12 +40,27 @@ export function readLorebook(book: JsonObject, json: string, span: Span): Lorebo
   for (const [index, entry] of (Array.isArray(book.entries) ? book.entries : []).entries()) {
     const entrySpan = entrySpans[index];
     if (!isObject(entry) || entrySpan === undefined) continue;
-    entries.push(readEntry(entry, index, objectText(json, memberSpan(json, entrySpan.start, 'extensions')), useRegex));
+    entries.push(readEntry(entry, objectText(json, memberSpan(json, entrySpan.start, 'extensions')), useRegex));
   }
-  return { settings, entries };
+  return { settings, entries: withUniqueIds(entries) };
 }
 
-function readEntry(entry: JsonObject, index: number, extensionsJson: string, bookUsesRegex: boolean): LorebookEntry {
+/** Entries without an id (or repeating one) get the next numbers after the highest, as SillyTavern numbers its own. */
+function withUniqueIds(entries: LorebookEntry[]): LorebookEntry[] {
+  const seen = new Set<string>();
+  let next = Math.max(-1, ...entries.map((entry) => (/^\d{1,15}$/.test(entry.id) ? Number(entry.id) : -1))) + 1;
+  return entries.map((entry) => {
+    if (entry.id !== '' && !seen.has(entry.id)) {
+      seen.add(entry.id);
+      return entry;
+    }
+    const id = String(next++);
+    seen.add(id);
+    return { ...entry, id };
+  });
+}
+
+function readEntry(entry: JsonObject, extensionsJson: string, bookUsesRegex: boolean): LorebookEntry {
   const extensions = JSON.parse(extensionsJson) as JsonObject;
   const decorated = readDecorators(text(entry.content));
   // V3 `use_regex` makes every key a pattern; ours say so each, as `/pattern/`.
@@ -54,7 +69,7 @@ function readEntry(entry: JsonObject, index: number, extensionsJson: string, boo
   const secondaryKeys = keysOf(entry.secondary_keys);
   // V2: secondary keys count only when `selective`; without it they are kept aside, unused.
   const selective = entry.selective !== false;
-  const id = typeof entry.id === 'number' || typeof entry.id === 'string' ? String(entry.id) : String(index);
+  const id = typeof entry.id === 'number' || typeof entry.id === 'string' ? String(entry.id) : '';
   const fields: LorebookEntry = {
     id,
     name: text(entry.name) || text(entry.comment),

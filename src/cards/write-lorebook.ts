@@ -16,6 +16,7 @@ export type CardVersion = 'v2' | 'v3';
 export function writeLorebook(book: Lorebook, version: CardVersion, writer: RawJsonWriter): Record<string, unknown> {
   const { settings } = book;
   const extensionsJson = objectJsonOrEmpty(settings.extensionsJson);
+  const v2Ids = numericIds(book.entries);
   return {
     name: settings.name,
     description: settings.description,
@@ -23,19 +24,25 @@ export function writeLorebook(book: Lorebook, version: CardVersion, writer: RawJ
     token_budget: tokenBudgetOf(settings.tokenBudgetShare),
     recursive_scanning: settings.recursiveScanning,
     extensions: writer.raw(withManagedMembers(extensionsJson, bookMembers(settings, memberValue(extensionsJson, 'likeness')))),
-    entries: book.entries.map((entry, index) => writeEntry(entry, index, version, writer)),
+    entries: book.entries.map((entry, index) => writeEntry(entry, version === 'v3' ? entry.id : v2Ids[index]!, version, writer)),
   };
 }
 
-function writeEntry(entry: LorebookEntry, index: number, version: CardVersion, writer: RawJsonWriter): Record<string, unknown> {
+/** V2 ids are numbers: ours that are numbers stay, the others take the next numbers after the highest. */
+function numericIds(entries: readonly LorebookEntry[]): number[] {
+  const numeric = (id: string) => (/^\d{1,15}$/.test(id) ? Number(id) : undefined);
+  let next = Math.max(-1, ...entries.map((entry) => numeric(entry.id) ?? -1)) + 1;
+  return entries.map((entry) => numeric(entry.id) ?? next++);
+}
+
+function writeEntry(entry: LorebookEntry, id: string | number, version: CardVersion, writer: RawJsonWriter): Record<string, unknown> {
   const extensionsJson = objectJsonOrEmpty(entry.extensionsJson);
   const likeness = memberValue(extensionsJson, 'likeness');
   const inactiveKeys = entry.secondaryKeys.length === 0 ? strings(likenessOf({ likeness }).inactive_secondary_keys) : [];
   const decorators = version === 'v3' ? writeDecorators(entry) : [];
   const content = version === 'v3' ? [...decorators, entry.content].join('\n') : stripDecorators(entry.content);
-  const numericId = /^\d{1,15}$/.test(entry.id) ? Number(entry.id) : undefined;
   return {
-    id: numericId ?? (version === 'v3' ? entry.id : index),
+    id: typeof id === 'string' && /^\d{1,15}$/.test(id) ? Number(id) : id,
     keys: entry.keys,
     secondary_keys: entry.secondaryKeys.length > 0 ? entry.secondaryKeys : inactiveKeys,
     selective: entry.secondaryKeys.length > 0 || inactiveKeys.length === 0,
