@@ -25,10 +25,15 @@ export function boolean(value: unknown): boolean | undefined {
   return typeof value === 'boolean' ? value : undefined;
 }
 
-/** A JSON object without the given keys (our own members, about to be set afresh). */
-export function without(value: unknown, keys: readonly string[]): JsonObject {
-  if (!isObject(value)) return {};
-  return Object.fromEntries(Object.entries(value).filter(([key]) => !keys.includes(key)));
+/** The string members of an object (V3 `creator_notes_multilingual`), others dropped. */
+export function stringRecord(value: unknown): Record<string, string> | undefined {
+  if (!isObject(value)) return undefined;
+  return Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
+
+/** The highest whole-number id among `ids` plus one (0 when there is none), without spreading a long list into arguments. */
+export function nextNumericId(ids: readonly string[]): number {
+  return ids.reduce((highest, id) => (/^\d{1,15}$/.test(id) ? Math.max(highest, Number(id)) : highest), -1) + 1;
 }
 
 /** Drops undefined values, so an object says only what is set. */

@@ -6,7 +6,7 @@
  */
 import type { LorebookEntry, LorebookPosition, LorebookRole, LorebookSettings, SecondaryKeyLogic } from '../core/lorebook/lorebook.js';
 import { defaultLorebookSettings } from '../core/lorebook/lorebook.js';
-import { boolean, defined, finiteNumber, isObject, type JsonObject, without } from './json-values.js';
+import { boolean, defined, finiteNumber, isObject, type JsonObject } from './json-values.js';
 import { type ManagedMember, plainMember } from './managed-members.js';
 
 /** SillyTavern's `world_info_position`: 2/3 (around the author's note) and 5/6 (around the examples) have no place of ours; they read as after the character and are kept as read. */
@@ -42,12 +42,10 @@ export function logicOf(value: unknown): SecondaryKeyLogic | undefined {
   return number === undefined ? undefined : logics[number];
 }
 
-const ownEntryKeys = ['inactive_secondary_keys'];
-
 /** The entry's members; `inactiveSecondaryKeys` are a card's secondary keys with `selective: false`, which nothing uses but which go back out. */
-export function entryMembers(entry: LorebookEntry, inactiveSecondaryKeys: readonly string[], existingLikeness: unknown): ManagedMember[] {
+export function entryMembers(entry: LorebookEntry, inactiveSecondaryKeys: readonly string[]): ManagedMember[] {
   const atDepth = entry.position === 'at_depth';
-  const likeness = defined({ ...without(existingLikeness, ownEntryKeys), inactive_secondary_keys: inactiveSecondaryKeys.length > 0 ? inactiveSecondaryKeys : undefined });
+  const likeness = defined({ inactive_secondary_keys: inactiveSecondaryKeys.length > 0 ? inactiveSecondaryKeys : undefined });
   return [
     { key: 'position', value: atDepth ? 4 : entry.position === 'before_character' ? 0 : 1, needed: atDepth, accepts: (existing) => positionOf(existing) === entry.position },
     { key: 'depth', value: entry.depth, needed: atDepth, accepts: (existing) => (finiteNumber(existing) ?? defaultDepth) === entry.depth },
@@ -63,23 +61,25 @@ export function entryMembers(entry: LorebookEntry, inactiveSecondaryKeys: readon
   ];
 }
 
-const ownBookKeys = ['token_budget_share', 'max_recursion_steps'];
-
 export function tokenBudgetOf(share: number): number {
   return Math.round(share * referenceContextTokens);
 }
 
-export function bookMembers(settings: LorebookSettings, existingLikeness: unknown): ManagedMember[] {
+export function bookMembers(settings: LorebookSettings): ManagedMember[] {
   const lossy = tokenBudgetOf(settings.tokenBudgetShare) / referenceContextTokens !== settings.tokenBudgetShare;
   const likeness = defined({
-    ...without(existingLikeness, ownBookKeys),
     token_budget_share: lossy ? settings.tokenBudgetShare : undefined,
     max_recursion_steps: settings.maxRecursionSteps === defaultLorebookSettings.maxRecursionSteps ? undefined : settings.maxRecursionSteps,
   });
   return [likenessMember(likeness)];
 }
 
-/** Our namespace: added when it says something, replaced when it says something else. */
+/**
+ * Our namespace: added when it says something, replaced when it says something else. It holds
+ * only our keys, each of a known shallow shape, made afresh from the fields: a card's own
+ * `likeness` (ours from an earlier export, or a hostile one nested a million deep) is
+ * replaced, never merged or walked further than our value goes.
+ */
 export function likenessMember(likeness: JsonObject): ManagedMember {
   return plainMember('likeness', likeness, Object.keys(likeness).length > 0);
 }

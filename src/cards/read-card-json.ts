@@ -7,8 +7,8 @@ import { cardTooLarge, invalidJson, megabytes, notACard, versionUnsupported } fr
 import type { CardLimits } from './card-limits.js';
 import type { CharacterCard } from './card-types.js';
 import { memberSpan, objectText } from './json-spans.js';
-import { defined, finiteNumber, isObject, type JsonObject, strings, text, without } from './json-values.js';
-import { likenessMember, likenessOf } from './lorebook-extensions.js';
+import { defined, finiteNumber, isObject, type JsonObject, stringRecord, strings, text } from './json-values.js';
+import { likenessMember } from './lorebook-extensions.js';
 import { withManagedMembers } from './managed-members.js';
 import { readLorebook } from './read-lorebook.js';
 
@@ -45,10 +45,8 @@ export function readCardJson(bytes: Uint8Array, where: string, limits: CardLimit
   if (name.trim() === '') throw notACard(`${where} has no character name`);
 
   const extensionsJson = dataStart === undefined ? '{}' : objectText(json, memberSpan(json, dataStart, 'extensions'));
-  const extensions = JSON.parse(extensionsJson) as unknown;
   const likeness = defined({
-    ...without(likenessOf(extensions), cardLikenessKeys),
-    creator_notes_multilingual: isObject(data.creator_notes_multilingual) ? data.creator_notes_multilingual : undefined,
+    creator_notes_multilingual: stringRecord(data.creator_notes_multilingual),
     source: Array.isArray(data.source) ? strings(data.source) : undefined,
     creation_date: finiteNumber(data.creation_date),
     modification_date: finiteNumber(data.modification_date),
@@ -109,8 +107,8 @@ function cardData(root: JsonObject, json: string, rootStart: number): { data: Js
 /** Assets we can write back as they are: links, not the files of a CHARX nor the main icon. */
 function keptAssets(assets: unknown): unknown[] | undefined {
   if (!Array.isArray(assets)) return undefined;
-  const kept = assets.filter(
-    (asset) => isObject(asset) && typeof asset.uri === 'string' && !/^(embeded|embedded):\/\/|^ccdefault:/.test(asset.uri) && !(asset.type === 'icon' && asset.name === 'main'),
-  );
+  const kept = assets
+    .filter((asset) => isObject(asset) && typeof asset.uri === 'string' && !/^(embeded|embedded):\/\/|^ccdefault:/.test(asset.uri) && !(asset.type === 'icon' && asset.name === 'main'))
+    .map((asset) => ({ type: text(asset.type), uri: text(asset.uri), name: text(asset.name), ext: text(asset.ext) }));
   return kept.length > 0 ? kept : undefined;
 }

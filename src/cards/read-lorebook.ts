@@ -5,7 +5,7 @@
 import { defaultLorebookSettings, type Lorebook, type LorebookEntry, type LorebookSettings } from '../core/lorebook/lorebook.js';
 import { readDecorators } from './decorators.js';
 import { arrayElements, memberSpan, objectText, type Span } from './json-spans.js';
-import { boolean, finiteNumber, isObject, type JsonObject, strings, text } from './json-values.js';
+import { boolean, finiteNumber, isObject, type JsonObject, nextNumericId, strings, text } from './json-values.js';
 import { bookMembers, defaultDepth, entryMembers, likenessOf, logicOf, positionOf, referenceContextTokens, roleOf } from './lorebook-extensions.js';
 import { withManagedMembers } from './managed-members.js';
 
@@ -31,7 +31,7 @@ export function readLorebook(book: JsonObject, json: string, span: Span): Lorebo
     maxRecursionSteps: wholeOr(likenessOf(bookExtensions).max_recursion_steps, defaultLorebookSettings.maxRecursionSteps),
     extensionsJson: '{}',
   };
-  settings.extensionsJson = withManagedMembers(objectText(json, memberSpan(json, span.start, 'extensions')), bookMembers(settings, bookExtensions.likeness));
+  settings.extensionsJson = withManagedMembers(objectText(json, memberSpan(json, span.start, 'extensions')), bookMembers(settings));
 
   const entriesSpan = memberSpan(json, span.start, 'entries');
   const entrySpans = entriesSpan !== undefined && Array.isArray(book.entries) ? arrayElements(json, entriesSpan.start) : [];
@@ -48,7 +48,7 @@ export function readLorebook(book: JsonObject, json: string, span: Span): Lorebo
 /** Entries without an id (or repeating one) get the next numbers after the highest, as SillyTavern numbers its own. */
 function withUniqueIds(entries: LorebookEntry[]): LorebookEntry[] {
   const seen = new Set<string>();
-  let next = Math.max(-1, ...entries.map((entry) => (/^\d{1,15}$/.test(entry.id) ? Number(entry.id) : -1))) + 1;
+  let next = nextNumericId(entries.map((entry) => entry.id));
   return entries.map((entry) => {
     if (entry.id !== '' && !seen.has(entry.id)) {
       seen.add(entry.id);
@@ -95,7 +95,7 @@ function readEntry(entry: JsonObject, extensionsJson: string, bookUsesRegex: boo
     scanDepth: finiteNumber(extensions.scan_depth) ?? decorated.fields.scanDepth ?? null,
     extensionsJson: '{}',
   };
-  fields.extensionsJson = withManagedMembers(extensionsJson, entryMembers(fields, selective ? [] : secondaryKeys, extensions.likeness));
+  fields.extensionsJson = withManagedMembers(extensionsJson, entryMembers(fields, selective ? [] : secondaryKeys));
   return fields;
 }
 

@@ -6,7 +6,7 @@
  */
 import type { Lorebook, LorebookEntry } from '../core/lorebook/lorebook.js';
 import { stripDecorators, writeDecorators } from './decorators.js';
-import { strings } from './json-values.js';
+import { nextNumericId, strings } from './json-values.js';
 import { bookMembers, entryMembers, likenessOf, tokenBudgetOf } from './lorebook-extensions.js';
 import { memberValue, objectJsonOrEmpty, withManagedMembers } from './managed-members.js';
 import type { RawJsonWriter } from './raw-json.js';
@@ -23,7 +23,7 @@ export function writeLorebook(book: Lorebook, version: CardVersion, writer: RawJ
     scan_depth: settings.scanDepth,
     token_budget: tokenBudgetOf(settings.tokenBudgetShare),
     recursive_scanning: settings.recursiveScanning,
-    extensions: writer.raw(withManagedMembers(extensionsJson, bookMembers(settings, memberValue(extensionsJson, 'likeness')))),
+    extensions: writer.raw(withManagedMembers(extensionsJson, bookMembers(settings))),
     entries: book.entries.map((entry, index) => writeEntry(entry, version === 'v3' ? entry.id : v2Ids[index]!, version, writer)),
   };
 }
@@ -31,7 +31,7 @@ export function writeLorebook(book: Lorebook, version: CardVersion, writer: RawJ
 /** V2 ids are numbers: ours that are numbers stay, the others take the next numbers after the highest. */
 function numericIds(entries: readonly LorebookEntry[]): number[] {
   const numeric = (id: string) => (/^\d{1,15}$/.test(id) ? Number(id) : undefined);
-  let next = Math.max(-1, ...entries.map((entry) => numeric(entry.id) ?? -1)) + 1;
+  let next = nextNumericId(entries.map((entry) => entry.id));
   return entries.map((entry) => numeric(entry.id) ?? next++);
 }
 
@@ -57,6 +57,6 @@ function writeEntry(entry: LorebookEntry, id: string | number, version: CardVers
     name: entry.name,
     comment: entry.name,
     position: entry.position === 'before_character' ? 'before_char' : 'after_char',
-    extensions: writer.raw(withManagedMembers(extensionsJson, entryMembers(entry, inactiveKeys, likeness))),
+    extensions: writer.raw(withManagedMembers(extensionsJson, entryMembers(entry, inactiveKeys))),
   };
 }

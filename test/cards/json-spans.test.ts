@@ -28,6 +28,16 @@ describe('extensions are kept as the very text read', () => {
     });
   }
 
+  it('keeps extensions nested 100,000 deep (ours too) without walking them recursively', async () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const extensions = `{"deep":${deep},"likeness":{"x":${deep}}}`;
+    const json = `{"spec":"chara_card_v3","spec_version":"3.0","data":{"name":"N","extensions":${extensions},"character_book":{"entries":[{"keys":[],"content":"","extensions":${extensions}}]}}}`;
+    const card = await readCard(utf8(json), 'application/json');
+    // Our namespace is made afresh from the fields: a card's own is replaced, the rest kept.
+    expect(card.definition.extensionsJson).toBe(`{"deep":${deep},"likeness":{}}`);
+    expect(card.lorebook!.entries[0]!.extensionsJson).toBe(`{"deep":${deep},"likeness":{}}`);
+  });
+
   it('finds a key written with escapes, and the last of a repeated one, as JSON.parse does', () => {
     const text = '{"ext\\u0065nsions":{"a":1}, "x": {"extensions":0}, "extensions" : {"b":2}}';
     expect(objectText(text, memberSpan(text, 0, 'extensions'))).toBe('{"b":2}');
