@@ -95,3 +95,24 @@ describe('readCard', () => {
     expect(card.definition.extensionsJson).toBe(`${oddExtensions.slice(0, -2)},"likeness":${likeness} }`);
   });
 });
+
+describe('readCard text chunks', () => {
+  it('reads a card from an iTXt or a zTXt chunk as from tEXt', async () => {
+    const { deflateSync, crc32 } = await import('node:zlib');
+    const { base64 } = await import('./card-fixtures.js');
+    const chunk = (type: string, data: Buffer) => {
+      const out = Buffer.alloc(data.byteLength + 12);
+      out.writeUInt32BE(data.byteLength, 0);
+      out.write(type, 4, 'latin1');
+      data.copy(out, 8);
+      out.writeUInt32BE(crc32(out.subarray(4, out.byteLength - 4)), out.byteLength - 4);
+      return out;
+    };
+    const png = smallPng();
+    const insert = (extra: Buffer) => Buffer.concat([png.subarray(0, png.byteLength - 12), extra, png.subarray(png.byteLength - 12)]);
+    const international = chunk('iTXt', Buffer.concat([Buffer.from('chara\0\x01\0en\0\0', 'latin1'), deflateSync(Buffer.from(base64(v2Json)))]));
+    const compressed = chunk('zTXt', Buffer.concat([Buffer.from('ccv3\0\0', 'latin1'), deflateSync(Buffer.from(base64(v3Json)))]));
+    expect((await readCard(insert(international), 'image/png')).name).toBe('Bram');
+    expect((await readCard(insert(compressed), 'image/png')).name).toBe('Cleo');
+  });
+});

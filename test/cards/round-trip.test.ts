@@ -94,4 +94,16 @@ describe('writing', () => {
     const again = await readCard(utf8(text), 'application/json');
     expect(again.lorebook!.entries[0]).toMatchObject({ depth: 7, position: 'before_character' });
   });
+
+  it('a share of the context goes out as tokens of an 8,192-token context, and exactly under likeness when tokens cannot say it', async () => {
+    const first = await readCard(v2Png(), 'image/png');
+    const settings = { ...first.lorebook!.settings, tokenBudgetShare: 0.3, maxRecursionSteps: 5 };
+    const changed = { ...first, lorebook: { ...first.lorebook!, settings } };
+    const written = JSON.parse(Buffer.from(writeCardJson(changed)).toString('utf8'));
+    expect(written.data.character_book.token_budget).toBe(2458);
+    expect(written.data.character_book.extensions).toEqual({ world_id: 'w-7', n: 100, likeness: { token_budget_share: 0.3, max_recursion_steps: 5 } });
+    const again = await readCard(writeCardJson(changed), 'application/json');
+    expect(again.lorebook!.settings).toMatchObject({ tokenBudgetShare: 0.3, maxRecursionSteps: 5 });
+    expect(cardV3Json(again)).toBe(cardV3Json(changed));
+  });
 });
