@@ -6,6 +6,9 @@ import type { ImageMimeType } from '../core/media.js';
 import type { Lorebook } from '../core/lorebook/lorebook.js';
 import type { CharacterDefinition } from '../core/records.js';
 
+/** The PNG text chunks that carry a card: `chara` (V1/V2, or V3's V2 backfill) and `ccv3`. */
+export const cardKeywords: ReadonlySet<string> = new Set(['chara', 'ccv3']);
+
 export type CardMimeType = 'image/png' | 'application/json' | 'application/zip';
 
 export interface CardImage {

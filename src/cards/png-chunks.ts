@@ -112,7 +112,7 @@ export function replacePngTexts(bytes: Uint8Array, replaced: ReadonlySet<string>
 }
 
 /** A text chunk's keyword without reading (or inflating) its text. */
-function readPngTextKeyword(chunk: PngChunk): string | undefined {
+export function readPngTextKeyword(chunk: PngChunk): string | undefined {
   if (chunk.type !== 'tEXt' && chunk.type !== 'zTXt' && chunk.type !== 'iTXt') return undefined;
   const separator = chunk.data.indexOf(0);
   return separator < 0 ? undefined : Buffer.from(chunk.data.subarray(0, separator)).toString('latin1');

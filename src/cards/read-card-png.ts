@@ -6,10 +6,9 @@
 import { AppError } from '../core/errors.js';
 import { cardTooLarge, notACard } from './card-errors.js';
 import type { CardLimits } from './card-limits.js';
-import type { CharacterCard } from './card-types.js';
-import { isPng, type PngText, pngSize, readPngChunks, readPngText, replacePngTexts } from './png-chunks.js';
+import { type CharacterCard, cardKeywords } from './card-types.js';
+import { isPng, type PngText, pngSize, readPngChunks, readPngText, readPngTextKeyword, replacePngTexts } from './png-chunks.js';
 import { readCardJson } from './read-card-json.js';
-import { cardKeywords } from './write-card.js';
 
 export function readCardPng(bytes: Uint8Array, limits: CardLimits): CharacterCard {
   if (!isPng(bytes)) throw notACard('it is not a PNG image');
@@ -19,8 +18,11 @@ export function readCardPng(bytes: Uint8Array, limits: CardLimits): CharacterCar
   const maxTextBytes = Math.ceil((limits.maxJsonBytes * 4) / 3) + 4;
   const texts = new Map<string, PngText>();
   for (const chunk of chunks) {
+    // Other text (a comment, XMP) is never decoded or inflated; the first chunk of each keyword counts.
+    const keyword = readPngTextKeyword(chunk);
+    if (keyword === undefined || !cardKeywords.has(keyword) || texts.has(keyword)) continue;
     const text = readPngText(chunk, maxTextBytes);
-    if (text !== undefined && cardKeywords.has(text.keyword) && !texts.has(text.keyword)) texts.set(text.keyword, text);
+    if (text !== undefined) texts.set(keyword, text);
   }
   const v3 = texts.get('ccv3');
   const v2 = texts.get('chara');

@@ -4,11 +4,9 @@
  */
 import { zipSync } from 'fflate';
 import { AppError } from '../core/errors.js';
-import type { CardContents, CardImage } from './card-types.js';
+import { type CardContents, type CardImage, cardKeywords } from './card-types.js';
 import { isPng, replacePngTexts, textChunk } from './png-chunks.js';
 import { cardV2Json, cardV3Json } from './write-card-json.js';
-
-export const cardKeywords: ReadonlySet<string> = new Set(['chara', 'ccv3']);
 
 const extensions: Record<CardImage['mimeType'], string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
 
