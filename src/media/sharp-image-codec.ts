@@ -5,20 +5,13 @@
  */
 import sharp, { type Metadata } from 'sharp';
 import { AppError } from '../core/errors.js';
-import { type ImageMimeType, imageMimeTypes, isImageMimeType } from '../core/media.js';
+import { defaultImageLimits, type ImageLimits, type ImageMimeType, imageMimeTypes, isImageMimeType } from '../core/media.js';
 import type { FittedImage, ImageCodec, ImageInfo } from '../core/ports.js';
 
-export interface SharpImageCodecOptions {
-  /** Largest width × height accepted; a decompression bomb is refused by its header. */
-  maxPixels: number;
-  /** Largest number of frames (animated WebP/PNG); a still image has one. */
-  maxFrames: number;
-}
+export type SharpImageCodecOptions = ImageLimits;
 
-export const defaultImageLimits: SharpImageCodecOptions = {
-  maxPixels: 40_000_000,
-  maxFrames: 1,
-};
+// The caps live in the core so modules that only read headers (character cards) share them without loading sharp.
+export { defaultImageLimits };
 
 const formats: Record<string, ImageMimeType> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
 
