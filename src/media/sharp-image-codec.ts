@@ -42,17 +42,18 @@ export function createSharpImageCodec(options: SharpImageCodecOptions = defaultI
     return { mimeType, width, height, frames };
   }
 
-  async function fit(field: string, bytes: Uint8Array, maxSide: number): Promise<FittedImage> {
+  async function fit(field: string, bytes: Uint8Array, maxSide: number, as?: 'image/png'): Promise<FittedImage> {
     const info = await inspect(field, bytes);
     const pipeline = open(bytes)
       .rotate() // applies the EXIF orientation, which re-encoding would otherwise lose
       .resize({ width: maxSide, height: maxSide, fit: 'inside', withoutEnlargement: true });
     // JPEG stays JPEG; PNG and WebP (maybe with transparency) become PNG, which every vision
     // model reads.
-    const encoded = info.mimeType === 'image/jpeg' ? pipeline.jpeg({ quality: 85, mozjpeg: false }) : pipeline.png({ compressionLevel: 6 });
+    const jpeg = info.mimeType === 'image/jpeg' && as === undefined;
+    const encoded = jpeg ? pipeline.jpeg({ quality: 85, mozjpeg: false }) : pipeline.png({ compressionLevel: 6 });
     try {
       const { data, info: out } = await encoded.toBuffer({ resolveWithObject: true });
-      return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), mimeType: info.mimeType === 'image/jpeg' ? 'image/jpeg' : 'image/png', width: out.width, height: out.height };
+      return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), mimeType: jpeg ? 'image/jpeg' : 'image/png', width: out.width, height: out.height };
     } catch (error) {
       throw refuse(field, bytes, error, maxPixels);
     }
