@@ -12,7 +12,8 @@ import { AppError } from '../src/core/errors.js';
 import { facePhotoLimits } from '../src/core/images/face-photos.js';
 import type { TrainingPayload } from '../src/core/records.js';
 import { memoryLimits } from '../src/core/memories.js';
-import { chosenCharacter, createSubcommand, deleteSubcommand, executeCreate, executeDelete, whichOfYours } from './character/manage.js';
+import { executeExport, executeImport, exportSubcommand, importSubcommand } from './character/cards.js';
+import { chosenCharacter, createSubcommand, optionLength, deleteSubcommand, executeCreate, executeDelete, whichOfYours } from './character/manage.js';
 
 const { String: text, Boolean: boolean, Attachment: attachment, Subcommand: subcommand } = ApplicationCommandOptionType;
 
@@ -30,6 +31,8 @@ const data = {
   options: [
     createSubcommand,
     deleteSubcommand,
+    importSubcommand,
+    exportSubcommand,
     {
       type: subcommand,
       name: 'show',
@@ -42,8 +45,8 @@ const data = {
       description: 'Change your character',
       options: [
         { type: text, name: 'name', description: 'Its name', max_length: characterLimits.name },
-        { type: text, name: 'description', description: 'Who it is', max_length: characterLimits.description },
-        { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: characterLimits.personalitySummary },
+        { type: text, name: 'description', description: 'Who it is', max_length: optionLength(characterLimits.description) },
+        { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: optionLength(characterLimits.personalitySummary) },
         { type: boolean, name: 'public', description: 'Whether others may talk to it' },
         whichOfYours,
       ],
@@ -96,7 +99,7 @@ export default {
   data,
   ephemeral: true,
   // Downloads and engines take seconds; the rest answers at once.
-  defer: { 'train-face': 'at-once', voice: 'at-once', avatar: 'at-once' },
+  defer: { 'train-face': 'at-once', voice: 'at-once', avatar: 'at-once', import: 'at-once', export: 'at-once' },
   async autocomplete(interaction, context) {
     if (interaction.options.getSubcommand() === 'voice') {
       const query = String(interaction.options.getFocused()).toLowerCase();
@@ -133,9 +136,11 @@ export default {
 
 type Run = (interaction: ChatInputCommandInteraction, context: BotContext) => Promise<void>;
 
-const subcommands: Record<'create' | 'delete' | 'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice' | 'train-face', Run> = {
+const subcommands: Record<'create' | 'delete' | 'import' | 'export' | 'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice' | 'train-face', Run> = {
   create: executeCreate,
   delete: executeDelete,
+  import: executeImport,
+  export: executeExport,
   async 'train-face'(interaction, context) {
     const { actor } = await context.accountOf(interaction.user);
     const character = await chosenCharacter(interaction, context);

@@ -7,6 +7,9 @@ import type { CharacterRecord } from '../../src/core/records.js';
 
 const { String: text, Boolean: boolean, Subcommand: subcommand } = ApplicationCommandOptionType;
 
+/** Discord takes at most 6,000 characters in a string option; longer texts come by the API or a card. */
+export const optionLength = (limit: number) => Math.min(limit, 6000);
+
 /** The option every subcommand that shapes a character takes: which of yours (your own by default). */
 export const whichOfYours = { type: text, name: 'character', description: 'Which of your characters (your own by default)', autocomplete: true } as const;
 
@@ -17,8 +20,8 @@ export const createSubcommand = {
   description: 'Make another character of yours (a detective, a narrator, a shopkeeper…)',
   options: [
     { type: text, name: 'name', description: 'Its name', required: true, max_length: characterLimits.name },
-    { type: text, name: 'description', description: 'Who it is', max_length: characterLimits.description },
-    { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: characterLimits.personalitySummary },
+    { type: text, name: 'description', description: 'Who it is', max_length: optionLength(characterLimits.description) },
+    { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: optionLength(characterLimits.personalitySummary) },
     { type: text, name: 'greeting', description: 'What it says when a conversation opens', max_length: 2000 },
     { type: boolean, name: 'public', description: 'Whether others may talk to it' },
   ],

@@ -1,6 +1,8 @@
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BotHarness, type CommandOptions, runCommand, startBotHarness } from './harness.js';
+import { readCard } from '../../src/cards/index.js';
+import { v2Png } from '../cards/card-fixtures.js';
+import { type BotHarness, type CommandOptions, latestAnswer, runCommand, startBotHarness } from './harness.js';
 
 /** `/character create` and `delete`, and a `character:` option on the subcommands that shape one. */
 describe('many characters on Discord', () => {
@@ -56,5 +58,37 @@ describe('many characters on Discord', () => {
     expect((await pick(alice, 'chat', 'narr')).map((choice) => choice.name)).toEqual(['Narrator Bob']);
     // Its place is free again.
     expect((await run(alice, { name: 'Understudy' }, 'create')).text).toContain('Made **Understudy**');
+  });
+
+  it('imports a card from an attachment and exports a character as a card file', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    const sent = bot.discord.sendSlashCommand({
+      user: carol,
+      channelId: bot.discord.guild.textChannelId,
+      name: 'character',
+      subcommand: 'import',
+      options: { file: { filename: 'bram.png', contentType: 'image/png', bytes: Buffer.from(v2Png()) } },
+    });
+    await sent.response;
+    await bot.discord.waitFor(() => latestAnswer(bot, sent.interactionId).includes('Made **Bram** from the card'));
+    const notCard = bot.discord.sendSlashCommand({
+      user: carol,
+      channelId: bot.discord.guild.textChannelId,
+      name: 'character',
+      subcommand: 'import',
+      options: { file: { filename: 'notes.txt', contentType: 'text/plain', bytes: Buffer.from('hello') } },
+    });
+    await notCard.response;
+    await bot.discord.waitFor(() => latestAnswer(bot, notCard.interactionId).includes('is not a character card'));
+
+    const bram = String((await pick(carol, 'character', 'bram', 'export'))[0]!.value);
+    const exported = await runCommand(bot, carol, 'character', { character: bram, format: 'png' }, 'export');
+    expect(exported.text).toContain('**Bram** as a card (png)');
+    const messageId = bot.discord.interactionResponses(exported.id).find((record) => record.messageId)!.messageId!;
+    const attachment = bot.discord.message(messageId)!.attachments[0]!;
+    expect(attachment.filename).toBe('Bram.png');
+    const card = await readCard(new Uint8Array(await (await fetch(attachment.url)).arrayBuffer()), 'image/png');
+    expect(card).toMatchObject({ name: 'Bram', specVersion: '3.0', definition: { scenario: 'A storm.', alternateGreetings: ['Another ship lost.', 'Tea?'] } });
+    expect(card.lorebook?.entries).toHaveLength(2);
   });
 });
