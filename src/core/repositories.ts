@@ -457,6 +457,22 @@ export interface MemoryBatchRepository {
   complete(batchId: string, workerId: string): Promise<boolean>;
   /** Back to the queue after a failure, due at `runAfterMillis`, attempts counted; false when the lease was lost. */
   retry(batchId: string, workerId: string, runAfterMillis: number, error: string): Promise<boolean>;
+  /** Extends a lease `workerId` still holds to `nowMillis + leaseMs`; false when it was lost (or ran out). */
+  renew(batchId: string, workerId: string, nowMillis: number, leaseMs: number): Promise<boolean>;
+  /** The characters whose part of the batch is done: their facts are stored. */
+  doneCharacters(batchId: string): Promise<string[]>;
+  /**
+   * Marks `characterId`'s part of the batch done if `workerId` still holds the lease at
+   * `nowMillis`; false when the lease was lost (or the part was already done). Called inside
+   * `RepositoryStore.transaction` with the stores of that character's facts, it makes them one:
+   * a worker that lost its lease stores nothing, and no part is stored twice.
+   */
+  finishCharacter(batchId: string, characterId: string, workerId: string, nowMillis: number, nowMicros: number): Promise<boolean>;
+  /**
+   * Deletes done batches created before `createdBeforeMicros`, except each conversation's
+   * newest (where its next batch starts); answers how many went.
+   */
+  pruneDone(createdBeforeMicros: number, limit?: number): Promise<number>;
   get(batchId: string): Promise<MemoryBatchRecord | undefined>;
   /**
    * Adds `tokens` to what extraction spent for `characterId` on `day` (YYYY-MM-DD) unless that

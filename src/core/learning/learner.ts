@@ -10,7 +10,7 @@ import { lessonsOf, originOf, usableOrigins } from '../memory-scope.js';
 import { conversationPlace } from './places.js';
 import type { ChatModel, Clock, IdGenerator, Logger, TokenCounter } from '../ports.js';
 import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOrigin } from '../records.js';
-import type { ConversationState, RepositoryStore, StoredMessage } from '../repositories.js';
+import type { ConversationState, Repositories, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
 import { LearningSettings, learnable } from './learning-settings.js';
 
@@ -25,7 +25,10 @@ export interface LearnerOptions {
   maxAnswerTokens: number;
   /** How often an idle worker looks for a due batch. */
   pollMs: number;
+  /** A claimed batch is the worker's this long, renewed while its engine request runs. */
   leaseMs: number;
+  /** The longest an extraction request may take (a hung engine does not hold a batch for ever). */
+  requestTimeoutMs: number;
   /** The longest wait before a failed batch is tried again. */
   maxBackoffMs: number;
 }
@@ -37,6 +40,7 @@ export const defaultLearnerOptions: LearnerOptions = {
   maxAnswerTokens: 1024,
   pollMs: 2_000,
   leaseMs: 2 * 60_000,
+  requestTimeoutMs: 5 * 60_000,
   maxBackoffMs: 60 * 60_000,
 };
 
@@ -166,8 +170,10 @@ export class Learner {
     // newest messages only: one request's worth, not a prompt the engine would refuse forever.
     if (messages.length > maxBatchMessages) messages.splice(0, messages.length - maxBatchMessages);
     const place = await conversationPlace(this.store, batch.conversationId, state.speakers.map((speaker) => speaker.id));
-    // Each character of the conversation (a scene holds several) hears and learns.
-    for (const character of state.characters) {
+    // Each character of the conversation (a scene holds several) hears and learns; a retried
+    // batch runs only those whose facts are not stored yet, so no budget is spent twice.
+    const done = new Set(await this.store.memoryBatches.doneCharacters(batch.id));
+    for (const character of state.characters.filter((each) => !done.has(each.id))) {
       const deferred = await this.#learnFor(batch, character, state, messages, originOf(place), usableOrigins(place));
       if (deferred) return deferred;
     }
@@ -207,21 +213,37 @@ export class Learner {
       this.logger.info({ characterId: character.id, day }, "the character's daily learning budget is spent; the batch waits for tomorrow");
       return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
     }
-    // Bounded by the lease: a generation that outlives it would let another worker run the batch too.
-    const answer = await this.model.generate(request, { signal: AbortSignal.timeout(Math.floor(this.options.leaseMs * 0.8)), background: true });
+    const answer = await this.#whileHeld(batch, () => this.model.generate(request, { signal: AbortSignal.timeout(this.options.requestTimeoutMs), background: true }));
     const { facts, dropped } = parseExtraction(answer.text, lines, known);
-    // Stored only while the batch is still this worker's: one that lost its lease leaves the batch to the next.
-    const held = await this.store.memoryBatches.get(batch.id);
-    if (held?.leaseOwner !== this.workerId || (held.leaseUntilMillis ?? 0) <= this.clock.nowMillis()) {
-      throw new Error('the batch lease ran out while the engine answered; another worker learns it');
-    }
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
-    for (const fact of facts) {
-      const kind = lessons.get(fact.messageId);
-      if (kind === undefined) continue;
-      await this.#store(character, fact, kind, origin, known, state.conversation.id);
-    }
+    // One transaction: this character's facts, its part of the batch marked done, and the lease
+    // checked. A worker that lost its lease stores nothing; a retry skips a part that is done.
+    await this.store.transaction(async (repositories) => {
+      if (!(await repositories.memoryBatches.finishCharacter(batch.id, character.id, this.workerId, this.clock.nowMillis(), this.clock.nowMicros()))) {
+        throw new Error('the batch lease was lost while the engine answered; another worker learns it');
+      }
+      for (const fact of facts) {
+        const kind = lessons.get(fact.messageId);
+        if (kind === undefined) continue;
+        await this.#store(repositories, character, fact, kind, origin, known, state.conversation.id);
+      }
+    });
     return undefined;
+  }
+
+  /** Runs `work` while renewing the batch's lease, so a long engine request keeps it. */
+  async #whileHeld<T>(batch: MemoryBatchRecord, work: () => Promise<T>): Promise<T> {
+    const renew = () =>
+      void this.store.memoryBatches
+        .renew(batch.id, this.workerId, this.clock.nowMillis(), this.options.leaseMs)
+        .catch((error: unknown) => this.logger.warn({ err: error, batchId: batch.id }, 'could not renew the lease of a batch'));
+    const timer = setInterval(renew, Math.max(1, Math.floor(this.options.leaseMs / 3)));
+    timer.unref();
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /**
@@ -254,6 +276,7 @@ export class Learner {
   }
 
   async #store(
+    repositories: Repositories,
     character: CharacterRecord,
     fact: LearnedFact,
     kind: 'person' | 'own',
@@ -289,14 +312,14 @@ export class Learner {
     }
     if (replaced !== undefined && replaced.kind === kind && replaced.status === 'active' && kind === 'person') {
       try {
-        await this.store.learnedMemories.supersede(replaced.memoryId, memory, now);
+        await repositories.learnedMemories.supersede(replaced.memoryId, memory, now);
         return;
       } catch (error) {
         // Replaced meanwhile (a correction by the person): store the new fact on its own.
         this.logger.info({ err: error, memoryId: replaced.memoryId }, 'the fact to replace is gone; storing the new one alone');
       }
     }
-    await this.store.learnedMemories.add(memory);
+    await repositories.learnedMemories.add(memory);
   }
 }
 
