@@ -31,6 +31,8 @@ export interface LearnerOptions {
   requestTimeoutMs: number;
   /** The longest wait before a failed batch is tried again. */
   maxBackoffMs: number;
+  /** Done batches older than this are deleted (each conversation's newest stays: the next starts after it). */
+  keepDoneBatchesMs: number;
 }
 
 export const defaultLearnerOptions: LearnerOptions = {
@@ -42,6 +44,7 @@ export const defaultLearnerOptions: LearnerOptions = {
   leaseMs: 2 * 60_000,
   requestTimeoutMs: 5 * 60_000,
   maxBackoffMs: 60 * 60_000,
+  keepDoneBatchesMs: 7 * 24 * 60 * 60_000,
 };
 
 /** Known facts shown to the engine per person, newest first. */
@@ -51,6 +54,8 @@ const maxBatchMessages = 40;
 /** After this many failed tries a batch is given up, with an error in the log. */
 const maxAttempts = 8;
 const dayMillis = 24 * 60 * 60_000;
+/** How often an idle worker deletes old done batches. */
+const pruneEveryMs = 60 * 60_000;
 
 /** A known fact as the learner keeps it: which memory, of which kind, in use or not, and when it was said. */
 type KnownMemory = KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number };
@@ -62,6 +67,7 @@ export class Learner {
   #loop: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
+  #prunedAtMillis = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: RepositoryStore,
@@ -127,7 +133,10 @@ export class Learner {
     let batch: MemoryBatchRecord | undefined;
     try {
       batch = await this.store.memoryBatches.claim({ workerId: this.workerId, nowMillis: this.clock.nowMillis(), leaseMs: this.options.leaseMs });
-      if (!batch) return false;
+      if (!batch) {
+        await this.#pruneNowAndThen();
+        return false;
+      }
       const outcome = await this.#learn(batch);
       if (outcome.retryAtMillis !== undefined) {
         await this.store.memoryBatches.retry(batch.id, this.workerId, outcome.retryAtMillis, outcome.reason ?? 'deferred');
@@ -148,6 +157,15 @@ export class Learner {
       }
       return batch !== undefined;
     }
+  }
+
+  /** With nothing due, now and then: old done batches go, so the queue's table stays the size of the backlog. */
+  async #pruneNowAndThen(): Promise<void> {
+    const now = this.clock.nowMillis();
+    if (now - this.#prunedAtMillis < pruneEveryMs) return;
+    this.#prunedAtMillis = now;
+    const pruned = await this.store.memoryBatches.pruneDone((now - this.options.keepDoneBatchesMs) * 1000);
+    if (pruned > 0) this.logger.debug({ pruned }, 'old done memory batches deleted');
   }
 
   #queue(conversationId: string, throughPosition: number): void {

@@ -117,4 +117,24 @@ describe('the learner', () => {
     expect(await store.memoryBatches.doneCharacters(queued.id)).toEqual([]);
     expect(await store.memoryBatches.get(queued.id)).toMatchObject({ status: 'running', leaseOwner: 'other' });
   });
+
+  it("deletes old done batches when idle, keeping each conversation's newest so learning goes on where it stopped", async () => {
+    const { store, clock } = bench;
+    const { person, conversationId, say } = await scene(store, clock);
+    const batches = [];
+    for (const text of ['My sister is called Mia.', 'My boat is called Gull.']) {
+      const said = await say(person.account.id, text);
+      batches.push((await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!);
+      expect(await bench.learner.runOnce()).toBe(true);
+    }
+    expect(await bench.learner.runOnce()).toBe(false);
+    // Young yet: both stay.
+    expect(await store.memoryBatches.get(batches[0]!.id)).toMatchObject({ status: 'done' });
+    clock.millis += defaultLearnerOptions.keepDoneBatchesMs + 2 * 60 * 60_000;
+    expect(await bench.learner.runOnce()).toBe(false);
+    expect(await store.memoryBatches.get(batches[0]!.id)).toBeUndefined();
+    expect(await store.memoryBatches.get(batches[1]!.id)).toMatchObject({ status: 'done' });
+    const later = await say(person.account.id, 'I like rain.');
+    expect(await store.memoryBatches.enqueue(conversationId, later.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis })).toMatchObject({ fromPosition: batches[1]!.throughPosition + 1 });
+  });
 });

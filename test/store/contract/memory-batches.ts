@@ -227,6 +227,35 @@ export function memoryBatchesContract(context: ContractContext): void {
       await other.memoryBatches.complete(queued.id, 'second');
     });
 
+    it("prunes old done batches but each conversation's newest, so the next batch still starts after it", async () => {
+      await drainQueue();
+      const { conversationId } = await openConversation();
+      const { conversationId: loneId } = await openConversation();
+      const old = { id: '', createdMicros: 1_000, runAfterMillis: 0 };
+      const first = (await store.memoryBatches.enqueue(conversationId, 10, { ...old, id: randomUUID() }))!;
+      const second = (await store.memoryBatches.enqueue(conversationId, 20, { ...old, id: randomUUID() }))!;
+      const lone = (await store.memoryBatches.enqueue(loneId, 5, { ...old, id: randomUUID() }))!;
+      const recent = (await store.memoryBatches.enqueue(loneId, 9, { id: randomUUID(), createdMicros: 9_000, runAfterMillis: 0 }))!;
+      const unfinished = (await store.memoryBatches.enqueue(conversationId, 30, { ...old, id: randomUUID() }))!;
+      for (const each of [first, second, lone, recent]) {
+        const claimed = (await store.memoryBatches.claim({ workerId: 'w', nowMillis: 1, leaseMs: 1_000 }))!;
+        expect(claimed.id).toBe(each.id);
+        await store.memoryBatches.complete(each.id, 'w');
+      }
+      expect(await other.memoryBatches.pruneDone(5_000)).toBe(3);
+      // Done and old with a later one: gone. The unfinished one, and the newest done one, stay.
+      expect(await store.memoryBatches.get(first.id)).toBeUndefined();
+      expect(await store.memoryBatches.get(second.id)).toBeUndefined();
+      expect(await store.memoryBatches.get(lone.id)).toBeUndefined();
+      expect(await store.memoryBatches.get(unfinished.id)).toMatchObject({ status: 'queued' });
+      expect(await store.memoryBatches.get(recent.id)).toMatchObject({ status: 'done' });
+      // The conversation whose batches are all done goes on where it left off, not from its first message.
+      await store.memoryBatches.pruneDone(10_000);
+      expect(await store.memoryBatches.get(recent.id)).toMatchObject({ status: 'done' });
+      expect(await store.memoryBatches.enqueue(loneId, 12, batch())).toMatchObject({ fromPosition: 10, throughPosition: 12 });
+      expect(await store.memoryBatches.enqueue(conversationId, 35, batch())).toMatchObject({ fromPosition: 31 });
+    });
+
     it('spends tokens per character and day only within the limit, across concurrent spenders', async () => {
       const { characterId } = await openConversation();
       const { characterId: otherCharacterId } = await openConversation();
