@@ -431,6 +431,12 @@ export interface LearnedMemoryRepository {
    * the replacement (active). `NOT_FOUND` when the old one is not there or already superseded.
    */
   supersede(oldMemoryId: string, replacement: LearnedMemoryRecord, nowMicros: number): Promise<LearnedMemoryRecord>;
+  /**
+   * Makes a pending (or active) memory active and, in the same transaction, supersedes the
+   * active memory it `replaces` (kept with the time it stopped being true); undefined when the
+   * memory is not there or neither pending nor active.
+   */
+  approve(memoryId: string, nowMicros: number): Promise<LearnedMemoryRecord | undefined>;
   /** Sets a memory's status (approve: `active`; reject: `rejected`); false when it is not there. */
   setStatus(memoryId: string, status: LearnedMemoryStatus, nowMicros: number): Promise<boolean>;
   /**

@@ -81,6 +81,22 @@ describe('/memories', () => {
     expect((await run(alice, 'memories', {}, 'review')).text).toContain('Nothing from your conversations is waiting');
   });
 
+  it('shows the owner which approved memory a contradiction replaces, and supersedes it on approval', async () => {
+    await openThread(alice, (name) => name.endsWith('(yours)'), 'I grew up in Lisbon.');
+    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 15_000, interval: 200 }).toContain('I grew up in Lisbon.');
+    const review = await run(alice, 'memories', {}, 'review');
+    expect(review.text).toContain('I grew up in Lisbon. — *replaces “I grew up in Porto.”*');
+    const press = bot.discord.sendButton({ user: alice, message: messageOf(review.id), customId: JSON.parse(review.text).components[0].components[0].custom_id });
+    await press.response;
+    await bot.discord.waitFor(() => latest(press.interactionId).includes('Approved'));
+    // The replaced memory is no longer used: the character's next prompt has Lisbon only.
+    const thread = await openThread(bob, (name) => name.startsWith('alice'), 'Where did you grow up?');
+    const prompt = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions') && !isExtraction(request.body)).map((request) => JSON.stringify(request.body.messages)).at(-1) ?? '';
+    await bot.discord.waitFor(() => bot.botTexts(thread.id).includes('Aye.') || undefined, 15_000);
+    expect(prompt()).toContain('I grew up in Lisbon.');
+    expect(prompt()).not.toContain('Porto');
+  });
+
   it('turns learning off for the person who asks', async () => {
     expect((await run(bob, 'memories', { state: 'off' }, 'learning')).text).toContain('learn nothing more');
     expect((await run(bob, 'memories', {}, 'about-me')).text).toContain('Learning is **off** for you');

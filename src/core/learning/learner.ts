@@ -328,6 +328,12 @@ export class Learner {
       this.logger.info({ characterId: character.id, memoryId: replaced.memoryId }, 'a fact older than the one it would replace is left out');
       return;
     }
+    // The character's own approved memory is told to anyone: a contradiction is proposed as its
+    // replacement, and the owner's approval supersedes it (LearnedMemories.approve).
+    if (replaced !== undefined && replaced.kind === 'own' && replaced.status === 'active' && kind === 'own') {
+      await repositories.learnedMemories.add({ ...memory, replaces: replaced.memoryId });
+      return;
+    }
     if (replaced !== undefined && replaced.kind === kind && replaced.status === 'active' && kind === 'person') {
       try {
         await repositories.learnedMemories.supersede(replaced.memoryId, memory, now);

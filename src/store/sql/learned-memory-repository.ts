@@ -91,6 +91,34 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
     });
   }
 
+  /**
+   * One transaction: the memory becomes active and the approved memory it replaces (if still
+   * active) superseded by it, so the character never holds both, nor neither.
+   */
+  approve(memoryId: string, nowMicros: number): Promise<LearnedMemoryRecord | undefined> {
+    return atomic(this.context.db, async (db) => {
+      const row = await db
+        .updateTable('learned_memories')
+        .set({ status: 'active', updated_micros: nowMicros })
+        .where('id', '=', memoryId)
+        .where('status', 'in', ['pending', 'active'] satisfies LearnedMemoryStatus[])
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      if (row.replaces !== null) {
+        await db
+          .updateTable('learned_memories')
+          .set({ status: 'superseded', superseded_micros: nowMicros, superseded_by: memoryId, updated_micros: nowMicros })
+          .where('id', '=', row.replaces)
+          .where('character_id', '=', row.character_id)
+          .where('kind', '=', row.kind)
+          .where('status', '=', 'active' satisfies LearnedMemoryStatus)
+          .execute();
+      }
+      return learnedMemoryRecord(row);
+    });
+  }
+
   async setStatus(memoryId: string, status: LearnedMemoryStatus, nowMicros: number): Promise<boolean> {
     try {
       const result = await this.context.db
@@ -190,6 +218,7 @@ function learnedMemoryRow(memory: LearnedMemoryRecord): Insertable<LearnedMemori
     updated_micros: memory.updatedMicros,
     superseded_micros: memory.supersededMicros,
     superseded_by: memory.supersededBy,
+    replaces: memory.replaces ?? null,
   };
 }
 
@@ -210,5 +239,6 @@ function learnedMemoryRecord(row: Selectable<Database['learned_memories']>): Lea
     updatedMicros: Number(row.updated_micros),
     supersededMicros: row.superseded_micros === null ? null : Number(row.superseded_micros),
     supersededBy: row.superseded_by,
+    ...(row.replaces === null ? {} : { replaces: row.replaces }),
   };
 }

@@ -143,6 +143,31 @@ export function learnedMemoriesContract(context: ContractContext): void {
       expect(await store.learnedMemories.about(personId)).toHaveLength(2);
     });
 
+    it('approves a proposed replacement: the approved memory it replaces superseded by it in the same step', async () => {
+      const { characterId, ownerId } = await characterAndPerson();
+      const own = (text: string, change: Partial<LearnedMemoryRecord> = {}) => learnedMemoryRecord(characterId, ownerId, text, { kind: 'own', status: 'pending', ...change });
+      const cello = (await store.learnedMemories.add(own('I play the cello.'))).memory;
+      expect(await other.learnedMemories.approve(cello.id, 10)).toMatchObject({ id: cello.id, status: 'active', updatedMicros: 10 });
+      const violin = (await store.learnedMemories.add(own('I play the violin now.', { replaces: cello.id }))).memory;
+      // Pending, it replaces nothing yet.
+      expect(await other.learnedMemories.get(violin.id)).toMatchObject({ status: 'pending', replaces: cello.id });
+      expect(await other.learnedMemories.get(cello.id)).toMatchObject({ status: 'active' });
+      expect(await other.learnedMemories.approve(violin.id, 20)).toMatchObject({ id: violin.id, status: 'active', replaces: cello.id });
+      expect(await store.learnedMemories.get(cello.id)).toMatchObject({ status: 'superseded', supersededMicros: 20, supersededBy: violin.id });
+      expect(ids(await store.learnedMemories.own(characterId, ['active']))).toEqual([violin.id]);
+      // A memory not there, or refused, is not approved.
+      expect(await store.learnedMemories.approve(randomUUID(), 30)).toBeUndefined();
+      const refused = (await store.learnedMemories.add(own('I hate music.', { replaces: violin.id }))).memory;
+      await store.learnedMemories.setStatus(refused.id, 'rejected', 30);
+      expect(await store.learnedMemories.approve(refused.id, 31)).toBeUndefined();
+      expect(await store.learnedMemories.get(violin.id)).toMatchObject({ status: 'active' });
+      // A replacement whose original was withdrawn meanwhile replaces nothing: the withdrawn one stays withdrawn.
+      const piano = (await store.learnedMemories.add(own('I play the piano.', { replaces: violin.id }))).memory;
+      await store.learnedMemories.setStatus(violin.id, 'rejected', 32);
+      await store.learnedMemories.approve(piano.id, 33);
+      expect(await store.learnedMemories.get(violin.id)).toMatchObject({ status: 'rejected', supersededBy: null });
+    });
+
     it('sets a status, false for a memory not there, and refuses to revive a fact held again', async () => {
       const { characterId, ownerId, personId } = await characterAndPerson();
       const pending = (await store.learnedMemories.add(learnedMemoryRecord(characterId, ownerId, 'I paint.', { kind: 'own', status: 'pending' }))).memory;
