@@ -102,7 +102,7 @@ export function createCore(dependencies: CoreDependencies): Core {
     new LearnedRecall(repositories, clock, dependencies.embedder, logger),
   );
   // Every stored message is noticed; a batch of them is learned from in the background.
-  const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning });
+  const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning }, dependencies.embedder);
   // On when the configuration says (main passes LEARNING); a core built without it learns nothing.
   if (options.learning?.enabled ?? false) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
   const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids);

@@ -8,7 +8,9 @@
 import { EngineError, redactUpstream } from '../errors.js';
 import { lessonsOf, originOf, usableOrigins } from '../memory-scope.js';
 import { conversationPlace } from './places.js';
-import type { ChatModel, Clock, IdGenerator, Logger, TokenCounter } from '../ports.js';
+import type { ChatModel, Clock, Embedder, IdGenerator, Logger, TokenCounter } from '../ports.js';
+import { TextVectors } from '../text-ranking.js';
+import { refusedParaphrase } from './near-duplicates.js';
 import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOrigin } from '../records.js';
 import type { ConversationState, Repositories, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
@@ -64,6 +66,8 @@ export class Learner {
   /** Per conversation: messages noticed since it was last queued here, and the quiet timer. */
   readonly #pending = new Map<string, { count: number; timer: NodeJS.Timeout }>();
   readonly #settings: LearningSettings;
+  /** Embeddings of refused proposals, when configured: a paraphrase of one is not proposed again. */
+  readonly #vectors: TextVectors | undefined;
   #loop: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
@@ -78,8 +82,10 @@ export class Learner {
     private readonly logger: Logger,
     private readonly workerId: string,
     private readonly options: LearnerOptions = defaultLearnerOptions,
+    embedder?: Embedder,
   ) {
     this.#settings = new LearningSettings(store);
+    this.#vectors = embedder && new TextVectors(embedder);
   }
 
   /**
@@ -232,7 +238,9 @@ export class Learner {
       return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
     }
     const answer = await this.#whileHeld(batch, () => this.model.generate(request, { signal: AbortSignal.timeout(this.options.requestTimeoutMs), background: true }));
-    const { facts, dropped } = parseExtraction(answer.text, lines, known);
+    const parsed = parseExtraction(answer.text, lines, known);
+    const facts = await this.#notRefused(character, parsed.facts, lessons);
+    const dropped = parsed.dropped;
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
     // One transaction: this character's facts, its part of the batch marked done, and the lease
     // checked. A worker that lost its lease stores nothing; a retry skips a part that is done.
@@ -247,6 +255,22 @@ export class Learner {
       }
     });
     return undefined;
+  }
+
+  /**
+   * The facts less those that would propose again, in other words, a memory the owner refused
+   * (the database refuses the same words; near-duplicates.ts says what counts as the same fact).
+   */
+  async #notRefused(character: CharacterRecord, facts: readonly LearnedFact[], lessons: ReadonlyMap<string, 'person' | 'own' | undefined>): Promise<LearnedFact[]> {
+    if (!facts.some((fact) => lessons.get(fact.messageId) === 'own')) return [...facts];
+    const refused = await this.store.learnedMemories.own(character.id, ['rejected']);
+    const kept: LearnedFact[] = [];
+    for (const fact of facts) {
+      const paraphrased = lessons.get(fact.messageId) === 'own' ? await refusedParaphrase(fact.firstPerson, refused, this.#vectors) : undefined;
+      if (paraphrased) this.logger.info({ characterId: character.id, memoryId: paraphrased.id }, 'a proposal saying what the owner refused is left out');
+      else kept.push(fact);
+    }
+    return kept;
   }
 
   /** Runs `work` while renewing the batch's lease, so a long engine request keeps it. */

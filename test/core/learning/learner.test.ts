@@ -137,4 +137,26 @@ describe('the learner', () => {
     const later = await say(person.account.id, 'I like rain.');
     expect(await store.memoryBatches.enqueue(conversationId, later.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis })).toMatchObject({ fromPosition: batches[1]!.throughPosition + 1 });
   });
+
+  it("does not propose again, in other words, a memory the owner refused; a different fact still is", async () => {
+    const { store, clock } = bench;
+    const { owner, first } = await scene(store, clock);
+    const talk = await store.conversations.create(
+      { id: randomUUID(), accountId: owner.account.id, characterId: first.id, createdMicros: clock.nowMicros(), updatedMicros: clock.nowMicros(), summary: null, summaryThroughPosition: null },
+      owner.account.id,
+    );
+    const say = async (content: string) => {
+      const said = await store.conversations.append(talk.id, { id: randomUUID(), content, mimeType: 'text/plain', participantId: owner.account.id, participantType: 'account', createdMicros: clock.nowMicros(), file: null });
+      await store.memoryBatches.enqueue(talk.id, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+      expect(await bench.learner.runOnce()).toBe(true);
+    };
+    await say('I grew up by the sea.');
+    const [proposal] = await store.learnedMemories.own(first.id, ['pending']);
+    expect(proposal).toMatchObject({ text: 'I grew up by the sea.' });
+    await store.learnedMemories.setStatus(proposal!.id, 'rejected', clock.nowMicros());
+    await say('I grew up near the sea.');
+    expect(await store.learnedMemories.own(first.id, ['pending'])).toEqual([]);
+    await say('I grew up in the mountains.');
+    expect((await store.learnedMemories.own(first.id, ['pending'])).map((memory) => memory.text)).toEqual(['I grew up in the mountains.']);
+  });
 });
