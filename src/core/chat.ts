@@ -402,7 +402,7 @@ export class Chat {
       if (capped) this.logger.info({ ...log, limit }, 'reply cut at the reply limit');
       // Which memories the reply was written with: whoever may read it may see those they may read.
       if (plan.usedMemoryIds.length > 0) {
-        await this.store.facts.set(usedMemoriesKey(stored.id), plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
+        await this.store.replyMemories.record(stored.id, plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
       }
       markStarted();
       pieces.end();
@@ -537,11 +537,6 @@ type ConvertedInput = { message: Omit<MessageRecord, 'id' | 'createdMicros'>; fi
  */
 function isTranscriptionFailure(error: unknown): boolean {
   return error instanceof EngineError && error.purpose === 'transcription' && error.code !== 'PAYLOAD_TOO_LARGE' && error.code !== 'UNSUPPORTED_MEDIA_TYPE';
-}
-
-/** Where a reply's used memories are kept (ids only: a memory deleted later leaves nothing readable). */
-export function usedMemoriesKey(replyMessageId: string): string {
-  return `reply-memories:${replyMessageId}`;
 }
 
 /** The first `length` characters of `text`, never ending in half a surrogate pair. */

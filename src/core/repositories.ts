@@ -446,6 +446,16 @@ export interface LearnedMemoryRepository {
   deleteAbout(subjectAccountId: string, filter?: { memoryId?: string | undefined; characterId?: string | undefined }): Promise<number>;
 }
 
+/** Which memories (written or learned) each reply was written with. */
+export interface ReplyMemoryRepository {
+  /** Records that the reply `messageId` (stored) was written with `memoryIds`. */
+  record(messageId: string, memoryIds: readonly string[]): Promise<void>;
+  /** The memory ids the reply was written with, in the order recorded; none once the reply is gone. */
+  of(messageId: string): Promise<string[]>;
+  /** Drops every record of these memories (they were deleted): no reply points to them any more. */
+  forget(memoryIds: readonly string[]): Promise<void>;
+}
+
 /** A learned memory as recall ranks it and a prompt shows it. */
 export type RecallableMemory = Pick<LearnedMemoryRecord, 'id' | 'subjectAccountId' | 'text' | 'importance' | 'statedMicros' | 'origin'>;
 
@@ -517,6 +527,7 @@ export interface Repositories {
   signals: SignalRepository;
   learnedMemories: LearnedMemoryRepository;
   memoryBatches: MemoryBatchRepository;
+  replyMemories: ReplyMemoryRepository;
 }
 
 /** The store: repositories, and transactions across them. */

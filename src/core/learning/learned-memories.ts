@@ -9,7 +9,6 @@ import type { Characters } from '../characters.js';
 import { AppError, ValidationError, notFound } from '../errors.js';
 import { mayRead } from '../memory-scope.js';
 import type { Clock, IdGenerator } from '../ports.js';
-import { usedMemoriesKey } from '../chat.js';
 import type { Conversations } from '../conversations.js';
 import type { LearnedMemoryRecord, MemoryRecord } from '../records.js';
 import type { Repositories, RepositoryStore } from '../repositories.js';
@@ -36,6 +35,8 @@ export class LearnedMemories {
     private readonly conversations: Conversations,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
+    /** Hears the ids of memories deleted for good, so what recall derived from them goes too. */
+    private readonly onForgotten: (memoryIds: readonly string[]) => void = () => {},
   ) {
     this.settings = new LearningSettings(store);
   }
@@ -57,7 +58,11 @@ export class LearnedMemories {
   /** Deletes for good one memory about the caller, all one character holds, or all of them; answers how many. */
   async forget(actor: Actor, filter: { memoryId?: string | undefined; characterId?: string | undefined } = {}): Promise<number> {
     if (filter.memoryId !== undefined) await this.#mine(actor, filter.memoryId);
-    return this.store.learnedMemories.deleteAbout(personOf(actor), filter);
+    // Those that may go (a memory's chain is among them): evicting one that stays costs only a recompute.
+    const scope = (await this.store.learnedMemories.about(personOf(actor), { characterId: filter.characterId })).map((memory) => memory.id);
+    const deleted = await this.store.learnedMemories.deleteAbout(personOf(actor), filter);
+    this.onForgotten(scope);
+    return deleted;
   }
 
   learningChoice(actor: Actor): Promise<LearningChoice> {
@@ -142,7 +147,7 @@ export class LearnedMemories {
     await this.conversations.get(actor, conversationId);
     const reply = await this.conversations.find(conversationId, messageId);
     if (!reply) throw notFound('Message', messageId);
-    const ids = (await this.store.facts.get<string[]>(usedMemoriesKey(messageId))) ?? [];
+    const ids = await this.store.replyMemories.of(messageId);
     if (ids.length === 0 || reply.participantType !== 'character') return [];
     const character = await this.store.characters.get(reply.participantId);
     const reader = actor.type === 'account' ? actor.accountId : undefined;

@@ -3,6 +3,7 @@ import { AppError, notFound } from '../../core/errors.js';
 import type { CharacterRepository, MemoryRepository } from '../../core/repositories.js';
 import type { CharacterRecord, MemoryRecord } from '../../core/records.js';
 import { type SqlContext, atomic, forUpdate } from './sql-context.js';
+import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import type { CharactersTable, Database } from './schema.js';
 
 /** The largest code point: `prefix + this` is above every name that starts with `prefix`. */
@@ -97,13 +98,14 @@ export class SqlMemoryRepository implements MemoryRepository {
     });
   }
 
-  async remove(characterId: string, memoryId: string): Promise<boolean> {
-    const result = await this.context.db
-      .deleteFrom('memories')
-      .where('character_id', '=', characterId)
-      .where('id', '=', memoryId)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+  /** With the records of replies written with it, in one transaction. */
+  remove(characterId: string, memoryId: string): Promise<boolean> {
+    return atomic(this.context.db, async (db) => {
+      const result = await db.deleteFrom('memories').where('character_id', '=', characterId).where('id', '=', memoryId).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await new SqlReplyMemoryRepository({ ...this.context, db }).forget([memoryId]);
+      return true;
+    });
   }
 }
 

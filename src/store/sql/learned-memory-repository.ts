@@ -4,6 +4,7 @@ import { normaliseMemoryText } from '../../core/memory-text.js';
 import type { LearnedMemoryRepository, RecallableMemory } from '../../core/repositories.js';
 import type { LearnedMemoryKind, LearnedMemoryRecord, LearnedMemoryStatus, MemoryOrigin } from '../../core/records.js';
 import { type SqlContext, atomic, fromJson, isUniqueViolation, toJson } from './sql-context.js';
+import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import type { Database, LearnedMemoriesTable } from './schema.js';
 
 /**
@@ -137,6 +138,7 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
   /**
    * Person memories only, like `about`. One memory goes with the memories it replaced, and
    * theirs in turn (their `superseded_by` leads to it); the wider scopes hold those already.
+   * The records of replies written with them go in the same transaction.
    */
   deleteAbout(subjectAccountId: string, filter: { memoryId?: string | undefined; characterId?: string | undefined } = {}): Promise<number> {
     return atomic(this.context.db, async (db) => {
@@ -148,13 +150,18 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
         if (filter.characterId !== undefined) query = query.where('character_id', '=', filter.characterId);
         return query;
       };
-      if (filter.memoryId === undefined) return Number((await inScope().executeTakeFirst()).numDeletedRows);
+      if (filter.memoryId === undefined) {
+        const gone = await inScope().returning('id').execute();
+        await new SqlReplyMemoryRepository({ ...this.context, db }).forget(gone.map((row) => row.id));
+        return gone.length;
+      }
       let deleted = 0;
       // Each step deletes one generation, newest first; a chain is a handful of rows.
       let generation = [filter.memoryId];
       let link: 'id' | 'superseded_by' = 'id';
       while (generation.length > 0) {
         const gone = await inScope().where(link, 'in', generation).returning('id').execute();
+        await new SqlReplyMemoryRepository({ ...this.context, db }).forget(gone.map((row) => row.id));
         deleted += gone.length;
         generation = gone.map((row) => row.id);
         link = 'superseded_by';

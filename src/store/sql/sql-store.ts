@@ -9,6 +9,7 @@ import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
 import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
+import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
 import { SqlMemoryBatchRepository } from './memory-batch-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
@@ -107,6 +108,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly signals;
   readonly learnedMemories;
   readonly memoryBatches;
+  readonly replyMemories;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -129,6 +131,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.signals = repositories.signals;
     this.learnedMemories = repositories.learnedMemories;
     this.memoryBatches = repositories.memoryBatches;
+    this.replyMemories = repositories.replyMemories;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -165,5 +168,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     signals: new SqlSignalRepository(context),
     learnedMemories: new SqlLearnedMemoryRepository(context),
     memoryBatches: new SqlMemoryBatchRepository(context),
+    replyMemories: new SqlReplyMemoryRepository(context),
   };
 }

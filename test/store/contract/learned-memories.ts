@@ -168,6 +168,35 @@ export function learnedMemoriesContract(context: ContractContext): void {
       expect(await store.learnedMemories.get(violin.id)).toMatchObject({ status: 'rejected', supersededBy: null });
     });
 
+    it("keeps which memories a reply used until the reply, or the memory, is deleted", async () => {
+      const { characterId, ownerId, personId } = await characterAndPerson();
+      const conversation = await store.conversations.create(
+        { id: randomUUID(), accountId: personId, characterId, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
+        personId,
+      );
+      const reply = async () =>
+        (await store.conversations.append(conversation.id, { id: randomUUID(), content: 'Aye.', mimeType: 'text/plain', participantId: characterId, participantType: 'character', createdMicros: 2, file: null })).id;
+      const learned = (await store.learnedMemories.add(learnedMemoryRecord(characterId, personId, 'Has a boat.'))).memory;
+      const written = await store.memories.add(characterId, { id: randomUUID(), text: 'I am a captain.', createdMicros: 1 }, 100);
+      const [first, second] = [await reply(), await reply()];
+      await store.replyMemories.record(first, [learned.id, written.id, learned.id]);
+      await other.replyMemories.record(second, [written.id, learned.id]);
+      expect(await other.replyMemories.of(first)).toEqual([learned.id, written.id]);
+      expect(await store.replyMemories.of(randomUUID())).toEqual([]);
+      // A deleted memory is in no record any more, written or learned.
+      await other.learnedMemories.deleteAbout(personId, { memoryId: learned.id });
+      expect(await store.replyMemories.of(first)).toEqual([written.id]);
+      expect(await store.memories.remove(characterId, written.id)).toBe(true);
+      expect(await store.replyMemories.of(second)).toEqual([]);
+      // A cleared conversation takes its replies' records along.
+      const own = (await store.learnedMemories.add(learnedMemoryRecord(characterId, ownerId, 'I sail.', { kind: 'own' }))).memory;
+      const third = await reply();
+      await store.replyMemories.record(third, [own.id]);
+      expect(await other.replyMemories.of(third)).toEqual([own.id]);
+      await other.conversations.clear(conversation.id, 3);
+      expect(await store.replyMemories.of(third)).toEqual([]);
+    });
+
     it('sets a status, false for a memory not there, and refuses to revive a fact held again', async () => {
       const { characterId, ownerId, personId } = await characterAndPerson();
       const pending = (await store.learnedMemories.add(learnedMemoryRecord(characterId, ownerId, 'I paint.', { kind: 'own', status: 'pending' }))).memory;
