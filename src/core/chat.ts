@@ -13,6 +13,7 @@ import type { CharacterRecord, ConversationRecord, MessageRecord } from './recor
 import type { RepositoryStore, StoredMessage } from './repositories.js';
 import { ConversationSummaries, type ConversationSummary, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
 import { ThinkFilter } from './think-filter.js';
+import { teaches } from './memory-scope.js';
 
 /**
  * What someone says: text, an image, or a recording (a voice message) as bytes with the type
@@ -145,19 +146,21 @@ export class Chat {
    * message the model could never be sent (longer than its context, an image it cannot see)
    * is refused here, before it is stored.
    */
-  async post(actor: Actor, conversationId: string, input: ChatInput): Promise<StoredMessage> {
+  async post(actor: Actor, conversationId: string, input: ChatInput, options: { asContext?: boolean } = {}): Promise<StoredMessage> {
     const conversation = await this.conversations.get(actor, conversationId);
-    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input);
+    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input, options);
   }
 
-  async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
+  async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput, options: { asContext?: boolean } = {}): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
+    // Rule 7 (memory-scope.ts): only what people wrote themselves, to a character, teaches.
+    const learn = teaches({ writtenByAdmin: actor.type === 'admin', keptAsContext: options.asContext === true });
     const { message, fileBytes, unheard } = await this.#toMessage(input, authorId);
     await this.#window.refuseIfTooLong(character, message);
     // The file is stored once the message is accepted: a refused image or recording leaves no file behind.
-    if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message);
+    if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message, { learn });
     const file = await this.files.put(fileBytes, message.file.mimeType);
-    const stored = await this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } });
+    const stored = await this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } }, { learn });
     // A recording the engine failed to write down is kept (nothing the person sent is lost), and the failure still ends the request.
     if (unheard !== undefined) throw unheard;
     return stored;

@@ -490,6 +490,10 @@ export interface MemoryBatchRepository {
    */
   pruneDone(createdBeforeMicros: number, limit?: number): Promise<number>;
   get(batchId: string): Promise<MemoryBatchRecord | undefined>;
+  /** Marks a stored message as one nothing is learned from (memory-scope.ts, rule 7); it goes with the message. */
+  markUnlearned(messageId: string): Promise<void>;
+  /** Those of `messageIds` marked as nothing to learn from. */
+  unlearned(messageIds: readonly string[]): Promise<Set<string>>;
   /**
    * Adds `tokens` to what extraction spent for `characterId` on `day` (YYYY-MM-DD) unless that
    * would pass `limit`; atomic across processes. Answers whether they fit.

@@ -97,6 +97,30 @@ describe('/memories', () => {
     expect(prompt()).not.toContain('Porto');
   });
 
+  it('learns nothing from what a listening channel only keeps as context; what addresses the character is learned', async () => {
+    const { discord } = bot;
+    const channel = discord.createTextChannel(discord.guild.id, 'harbour').id;
+    const manager = { id: discord.guild.ownerId } as APIUser;
+    const choices = await discord.sendAutocomplete({ user: alice, channelId: discord.guild.textChannelId, name: 'chat', options: { character: '' }, focused: 'character' });
+    const character = String(choices.find((each) => each.name.endsWith('(yours)'))!.value);
+    const added = discord.sendSlashCommand({ user: manager, channelId: channel, name: 'channel', subcommandGroup: 'characters', subcommand: 'add', options: { character } });
+    await added.response;
+    await discord.waitFor(() => JSON.stringify(discord.interactionResponses(added.interactionId)).includes('may now speak'));
+    const listened = discord.sendSlashCommand({ user: manager, channelId: channel, name: 'channel', subcommand: 'listen', options: { on: true } });
+    await listened.response;
+    await discord.waitFor(() => JSON.stringify(discord.interactionResponses(listened.interactionId)).includes('kept as context'));
+    const extractions = () => bot.llm.requests.filter((request) => isExtraction(request.body)).map((request) => JSON.stringify(request.body.messages));
+    const before = extractions().length;
+    // Bob talks with people in the channel, then tells the character something.
+    discord.sendMessage({ channelId: channel, author: bob, content: 'My cat is called Tom.' });
+    discord.sendMessage({ channelId: channel, author: bob, content: `<@${discord.botUser.id}> My dog is called Rex.` });
+    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 15_000, interval: 200 }).toContain("bob's dog is called Rex.");
+    expect((await run(bob, 'memories', {}, 'about-me')).text).not.toContain('Tom');
+    // The kept line was never even sent to be learned from, though the character's prompt had it.
+    expect(extractions().slice(before).some((text) => text.includes('Rex'))).toBe(true);
+    expect(extractions().slice(before).some((text) => text.includes('Tom'))).toBe(false);
+  });
+
   it('turns learning off for the person who asks', async () => {
     expect((await run(bob, 'memories', { state: 'off' }, 'learning')).text).toContain('learn nothing more');
     expect((await run(bob, 'memories', {}, 'about-me')).text).toContain('Learning is **off** for you');

@@ -187,6 +187,18 @@ describe('characters learn from conversations', () => {
     expect(lastSystemPrompt()).not.toContain('cello');
   });
 
+  it("learns nothing from what the admin writes in a person's conversation: it is not that person's word", async () => {
+    const talk = await conversation(bo.key);
+    const extractions = () => api.llm.requests.filter((request) => isExtraction(request.body)).map((request) => JSON.stringify(request.body.messages));
+    const before = extractions().length;
+    // The admin key writes as the conversation's person; then bo writes himself.
+    expect((await api.call('POST', `/api/v0/conversations/${talk}/chat`, { body: { data: 'My password is hunter2.' } })).status).toBe(200);
+    await say(talk, bo.key, 'My shoes are blue.');
+    await learned(bo.key, "bo's shoes are blue.");
+    expect((await aboutMe(bo.key)).map((memory) => memory.text).join()).not.toContain('hunter2');
+    expect(extractions().slice(before).some((text) => text.includes('hunter2'))).toBe(false);
+  });
+
   it('refuses a malformed engine answer: nothing stored, the batch tried again later', async () => {
     extractor = { raw: 'Sure! Here are the facts: none really.' };
     const talk = await conversation(bo.key);

@@ -186,9 +186,12 @@ export class Learner {
     const state = await this.store.conversations.state(batch.conversationId);
     // A conversation cleared or gone: nothing left to learn.
     if (!state) return {};
-    const messages = (await this.store.conversations.messages(batch.conversationId, { afterPosition: batch.fromPosition - 1, beforePosition: batch.throughPosition + 1 })).filter(
+    const said = (await this.store.conversations.messages(batch.conversationId, { afterPosition: batch.fromPosition - 1, beforePosition: batch.throughPosition + 1 })).filter(
       (message) => message.content.trim() !== '',
     );
+    // Rule 7 (memory-scope.ts): what was only kept as context, or written by the admin as someone, teaches nothing.
+    const unlearned = await this.store.memoryBatches.unlearned(said.filter((message) => message.participantType === 'account').map((message) => message.id));
+    const messages = said.filter((message) => !unlearned.has(message.id));
     if (messages.length === 0) return {};
     // A batch covering a long history (the first after learning was turned on) learns from its
     // newest messages only: one request's worth, not a prompt the engine would refuse forever.

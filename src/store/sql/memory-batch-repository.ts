@@ -203,6 +203,19 @@ export class SqlMemoryBatchRepository implements MemoryBatchRepository {
     return Number(result.numDeletedRows);
   }
 
+  async markUnlearned(messageId: string): Promise<void> {
+    await this.context.db.insertInto('unlearned_messages').values({ message_id: messageId }).onConflict((conflict) => conflict.column('message_id').doNothing()).execute();
+  }
+
+  async unlearned(messageIds: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let start = 0; start < messageIds.length; start += 500) {
+      const rows = await this.context.db.selectFrom('unlearned_messages').select('message_id').where('message_id', 'in', messageIds.slice(start, start + 500)).execute();
+      for (const row of rows) found.add(row.message_id);
+    }
+    return found;
+  }
+
   async get(batchId: string): Promise<MemoryBatchRecord | undefined> {
     const row = await this.context.db.selectFrom('memory_batches').selectAll().where('id', '=', batchId).executeTakeFirst();
     return row && memoryBatchRecord(row);

@@ -256,6 +256,18 @@ export function memoryBatchesContract(context: ContractContext): void {
       expect(await store.memoryBatches.enqueue(conversationId, 35, batch())).toMatchObject({ fromPosition: 31 });
     });
 
+    it('keeps which messages nothing is learned from, until they are deleted', async () => {
+      const { conversationId, accountId } = await openConversation();
+      const append = async () => (await store.conversations.append(conversationId, { id: randomUUID(), content: 'hi', mimeType: 'text/plain', participantId: accountId, participantType: 'account', createdMicros: 1, file: null })).id;
+      const [kept, said] = [await append(), await append()];
+      await store.memoryBatches.markUnlearned(kept);
+      await other.memoryBatches.markUnlearned(kept);
+      expect(await other.memoryBatches.unlearned([kept, said, randomUUID()])).toEqual(new Set([kept]));
+      expect(await other.memoryBatches.unlearned([])).toEqual(new Set());
+      await store.conversations.clear(conversationId, 2);
+      expect(await other.memoryBatches.unlearned([kept])).toEqual(new Set());
+    });
+
     it('spends tokens per character and day only within the limit, across concurrent spenders', async () => {
       const { characterId } = await openConversation();
       const { characterId: otherCharacterId } = await openConversation();
