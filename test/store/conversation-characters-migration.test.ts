@@ -14,6 +14,9 @@ import { createTestDatabase } from './postgres-database.js';
  * conversations: 0005 and every later migration undone, as Kysely runs them in order.
  */
 const undo0005 = [
+  'drop table unlearned_messages',
+  'drop table reply_memories',
+  'drop table memory_batch_parts',
   'drop table memory_spending',
   'drop table memory_batches',
   'drop table learned_memories',
