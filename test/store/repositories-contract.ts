@@ -7,6 +7,7 @@ import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
 import { memoryBatchesContract } from './contract/memory-batches.js';
+import { messageAlternativesContract } from './contract/message-alternatives.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
 /** One database under test. `open` may be called many times: each store is a separate pool, as another process would hold. */
@@ -57,5 +58,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     discordVoiceRepliesContract(context);
     learnedMemoriesContract(context);
     memoryBatchesContract(context);
+    messageAlternativesContract(context);
   });
 }

@@ -1,3 +1,4 @@
+import { messageAlternatives } from './message-alternatives-migration.js';
 import { type ColumnDefinitionBuilder, type CreateTableBuilder, type Kysely, type Migration, Migrator, sql } from 'kysely';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
@@ -397,6 +398,10 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .addPrimaryKeyConstraint('memory_spending_key', ['character_id', 'day'])
           .execute();
       },
+    },
+    '0012-message-alternatives': {
+      // Issue 22: a character's message keeps its alternatives (swipes); see the function.
+      up: messageAlternatives,
     },
   };
 }

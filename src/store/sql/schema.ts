@@ -14,6 +14,7 @@ export interface Database {
   conversation_speakers: ConversationSpeakersTable;
   conversation_characters: ConversationCharactersTable;
   messages: MessagesTable;
+  message_alternatives: MessageAlternativesTable;
   ledger_transactions: LedgerTransactionsTable;
   jobs: JobsTable;
   job_statuses: JobStatusesTable;
@@ -120,7 +121,20 @@ export interface MessagesTable {
   file_width: number | null;
   file_height: number | null;
   finish_reason: string | null;
-  superseded_micros: number | null;
+  /** How many alternatives the message has: 1 for most, with no rows in `message_alternatives`. */
+  swipe_count: Generated<number>;
+  /** The chosen alternative; `content` and `finish_reason` are its copy. */
+  swipe_index: Generated<number>;
+}
+
+/** The alternatives of a message that has more than one, by index (0 the oldest). */
+export interface MessageAlternativesTable {
+  message_id: string;
+  alternative_index: number;
+  id: string;
+  content: string;
+  finish_reason: string | null;
+  created_micros: number;
 }
 
 export interface LedgerTransactionsTable {
