@@ -25,14 +25,21 @@ export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChanne
   const messageId = interaction.message.id;
   const label = labelOf(interaction.message);
   let placed = false;
+  let overflowed = false;
   const editHere = async (content: string, rows?: ButtonRows): Promise<void> => {
     await interaction.editReply({ content: label + content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) });
   };
   return {
     ...base,
     maxLength: Math.min(base.maxLength ?? discordMessageLimit, discordMessageLimit - label.length),
+    // Interaction edits are paced as the channel's own (undefined), never booking a webhook's key
+    // that other replies share, until the reply overflows into messages of `base`.
+    pacingKey: () => (overflowed ? base.pacingKey?.() : undefined),
     async send(content, rows) {
-      if (placed) return base.send(content, rows);
+      if (placed) {
+        overflowed = true;
+        return base.send(content, rows);
+      }
       placed = true;
       await editHere(content, rows);
       return messageId;
