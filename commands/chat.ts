@@ -1,5 +1,6 @@
 import {
   ApplicationCommandOptionType,
+  type ButtonInteraction,
   ChannelType,
   type ChatInputCommandInteraction,
   MessageFlags,
@@ -11,7 +12,8 @@ import { type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { explainError } from '../src/bot/explain-error.js';
 import { followSpeaker } from '../src/bot/follow-speaker.js';
-import { parseRegenerateButton } from '../src/bot/reply-buttons.js';
+import { inPlaceChannel, labelOf, shownAlternative } from '../src/bot/in-place-reply.js';
+import { type SwipeButton, parseRegenerateButton, parseSwipeButton } from '../src/bot/reply-buttons.js';
 import { replyChannelOf } from '../src/bot/reply-channel.js';
 import { AppError } from '../src/core/errors.js';
 
@@ -75,9 +77,13 @@ export default {
       await context.runner.answer(actor, conversation.id, [{ text: first }], context.replies.channelFor(thread, character));
     }
   },
-  /** 🔄 under a reply: a new reply to the same message, replacing the old one. */
+  /**
+   * Under the newest reply: ◀ ▶ show another of its alternatives; 🔄, and ▶ past the last, write
+   * a new one into the same message (a failed reply's 🔄 too). No new message is posted.
+   */
   async button(interaction, context) {
-    const button = parseRegenerateButton(interaction.customId);
+    const swipe = parseSwipeButton(interaction.customId);
+    const button = swipe ?? parseRegenerateButton(interaction.customId);
     if (!button) throw new AppError('NOT_FOUND', 'This button comes from an older version of the bot and no longer works.');
     const { actor } = await context.accountOf(interaction.user);
     try {
@@ -88,24 +94,39 @@ export default {
       }
       throw error;
     }
+    if (swipe) return showAlternative(interaction, context, swipe);
     if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    const regenerate = parseRegenerateButton(interaction.customId)!;
     // The new reply comes from the character who wrote the one under the button (its persona in a
-    // server), as the core decides: the writer of the reply it replaces.
-    const target = { messageId: button.messageId, characterId: await context.channels.characterOfMessage(interaction.message.id) };
-    const writer = await context.core.chat.regenerationWriter(actor, button.conversationId, target);
-    const channel = await context.replies.channelForConversation(interaction.channel, button.conversationId, writer.id);
+    // server), as the core decides: the writer of the reply it rewrites.
+    const target = { messageId: regenerate.messageId, characterId: await context.channels.characterOfMessage(interaction.message.id) };
+    const writer = await context.core.chat.regenerationWriter(actor, regenerate.conversationId, target);
+    const channel = inPlaceChannel(interaction, await context.replies.channelForConversation(interaction.channel, regenerate.conversationId, writer.id));
     const onSentence = interaction.inGuild() && interaction.guild ? await followSpeaker(context, interaction.guild, interaction.channelId, writer) : undefined;
     await interaction.deferUpdate();
-    // The reply under the button is being replaced: its button goes.
+    // The reply under the button is being written again: its buttons go until the new one ends.
     await interaction.editReply({ components: [] });
     try {
-      await context.runner.regenerate(actor, button.conversationId, target, channel, { onSentence });
+      await context.runner.regenerate(actor, regenerate.conversationId, target, channel, { onSentence });
     } catch (error) {
       // Acknowledged as an update already: a failure is told privately, not written over the reply.
       await interaction.followUp({ content: explainError(error), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
     }
   },
 } satisfies Command;
+
+/**
+ * ◀ or ▶ to an alternative the reply already has: the core chooses it (only on the newest reply;
+ * a refusal is answered privately by the router), then the message shows it, in one update.
+ */
+async function showAlternative(interaction: ButtonInteraction, context: Parameters<Command['execute']>[1], button: SwipeButton): Promise<void> {
+  const { actor } = await context.accountOf(interaction.user);
+  const chosen = await context.core.conversations.chooseAlternative(actor, button.conversationId, button.replyId, button.index);
+  // 🔄 names the message the reply answers: the one just before it, as when it was written.
+  const [answered] = await context.core.conversations.messages(button.conversationId, { beforePosition: chosen.position, newest: true, limit: 1 });
+  const shown = shownAlternative(chosen, answered?.id ?? chosen.id, labelOf(interaction.message));
+  await interaction.update({ ...shown, allowedMentions: { parse: [] } });
+}
 
 /** Answers the first message given with /chat in a DM, where the character writes back. */
 async function sendFirst(

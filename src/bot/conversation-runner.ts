@@ -7,7 +7,7 @@ import { AppError } from '../core/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import type { ChannelPacer } from './channel-pacer.js';
 import { explainError } from './explain-error.js';
-import { finishNote, regenerateRow } from './reply-buttons.js';
+import { finishNote, replyRows } from './reply-buttons.js';
 import { SentenceCollector } from './sentence-collector.js';
 import { QueuePlace, type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
 
@@ -89,8 +89,9 @@ export class ConversationRunner {
   }
 
   /**
-   * Writes a new reply to `target.messageId` (the 🔄 button under the reply to it), in turn with
-   * other replies; the core replaces that reply if it is still the newest.
+   * Writes a new reply to `target.messageId` (🔄 or ▶ under the reply to it), in turn with other
+   * replies: another alternative of that reply if it is still the newest (the core decides).
+   * `channel` decides where it shows (the message under the button, for the bot).
    */
   async regenerate(
     actor: Actor,
@@ -108,16 +109,20 @@ export class ConversationRunner {
 
   async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence: ((sentence: string) => void) | undefined, place: QueuePlace): Promise<WrittenReply | undefined> {
     try {
-      const pieces = withFinishNote(reply);
+      let stored: StoredMessage | undefined;
+      const pieces = withFinishNote(reply, (message) => {
+        stored = message;
+      });
       const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
         pacer: this.pacer,
         logger: this.logger,
         explain: (error) => `⚠️ ${explainError(error)}`,
         place,
-        // A finished or failed reply can be asked for again (pressing it waits for this turn to end).
-        finalButtons: [regenerateRow({ conversationId, messageId })],
+        // A finished or failed reply can be asked for again (pressing it waits for this turn to end);
+        // a stored one shows which of its alternatives this is, with ◀ ▶ to the others.
+        finalButtons: () => replyRows({ conversationId, messageId }, stored && { id: stored.id, chosenIndex: stored.chosenIndex, count: stored.alternatives.length }),
       });
-      const stored = await reply.done.catch(() => undefined);
+      stored ??= await reply.done.catch(() => undefined);
       if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');
       return stored && !written.failure ? { messageIds: written.messageIds, text: stored.content, characterId: reply.characterId } : undefined;
     } finally {
@@ -144,10 +149,15 @@ export class ConversationRunner {
   }
 }
 
-/** The reply's pieces, then a note when it did not end on its own (cut at the reply limit). */
-async function* withFinishNote(reply: Reply): AsyncGenerator<string> {
+/**
+ * The reply's pieces, then a note when it did not end on its own (cut at the reply limit);
+ * `onStored` hears the stored reply before the last piece, so the final edit can show its swipes.
+ */
+async function* withFinishNote(reply: Reply, onStored: (message: StoredMessage) => void): AsyncGenerator<string> {
   yield* reply.pieces;
-  const note = finishNote((await reply.done).finishReason);
+  const stored = await reply.done;
+  onStored(stored);
+  const note = finishNote(stored.finishReason);
   if (note !== '') yield note;
 }
 

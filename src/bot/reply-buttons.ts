@@ -32,6 +32,61 @@ export function regenerateRow(button: RegenerateButton): APIActionRowComponent<A
   };
 }
 
+/**
+ * ◀ or ▶ under the newest reply: shows alternative `index` of the reply
+ * (`chat:swipe:<conversationId>:<replyId>:<index>`, under 100 characters with two UUIDs).
+ */
+export interface SwipeButton {
+  conversationId: string;
+  /** The reply whose alternatives are swiped (the core message, not the Discord one). */
+  replyId: string;
+  index: number;
+}
+
+const swipePrefix = 'chat:swipe';
+
+export function swipeButtonId(button: SwipeButton): string {
+  return `${swipePrefix}:${button.conversationId}:${button.replyId}:${button.index}`;
+}
+
+export function parseSwipeButton(customId: string): SwipeButton | undefined {
+  const [command, action, conversationId, replyId, index] = customId.split(':');
+  if (`${command}:${action}` !== swipePrefix || !conversationId || !replyId || !index || !/^\d+$/.test(index)) return undefined;
+  return { conversationId, replyId, index: Number(index) };
+}
+
+/** The stored reply a message shows: which alternative of how many. */
+export interface ShownReply {
+  id: string;
+  chosenIndex: number;
+  count: number;
+}
+
+/**
+ * The buttons under a reply: with the stored reply, ◀ and ▶ to the other alternatives, its
+ * place among them ("2/3", a disabled button, so the stored text never carries it), ▶ past the
+ * last writing a new one (as 🔄 does), and 🔄; without one (the reply failed), 🔄 alone.
+ */
+export function replyRows(button: RegenerateButton, reply: ShownReply | undefined): APIActionRowComponent<APIButtonComponent>[] {
+  const again = regenerateRow(button);
+  if (!reply) return [again];
+  const swipe = (index: number) => swipeButtonId({ conversationId: button.conversationId, replyId: reply.id, index });
+  const last = reply.chosenIndex >= reply.count - 1;
+  const style = ButtonStyle.Secondary;
+  // Custom ids must differ within a message: ◀, disabled at the first, names an index no other button does.
+  const components: APIButtonComponent[] = [
+    { type: ComponentType.Button, style, emoji: { name: '◀' }, custom_id: swipe(reply.chosenIndex === 0 ? reply.count : reply.chosenIndex - 1), disabled: reply.chosenIndex === 0 },
+    { type: ComponentType.Button, style, label: `${reply.chosenIndex + 1}/${reply.count}`, custom_id: swipe(reply.chosenIndex), disabled: true },
+    // Past the last, ▶ asks for a new alternative: 🔄's action under an id of its own.
+    { type: ComponentType.Button, style, emoji: { name: '▶' }, custom_id: last ? `${regenerateButtonId(button)}:${nextSuffix}` : swipe(reply.chosenIndex + 1) },
+    ...again.components,
+  ];
+  return [{ type: ComponentType.ActionRow, components }];
+}
+
+/** Marks ▶ past the last alternative, which `parseRegenerateButton` reads as 🔄. */
+const nextSuffix = 'next';
+
 /** What a person reads at the end of a reply that did not end on its own. */
 export function finishNote(finishReason: string | undefined): string {
   if (finishReason === 'length') return ' … *(cut off: reply limit)*';

@@ -43,9 +43,10 @@ export interface StreamingReplyOptions {
   pacer: ChannelPacer;
   /**
    * Buttons under the reply's last message, put there by the final edit itself: one request
-   * at the end of a reply, not two, when every reply ends at once.
+   * at the end of a reply, not two, when every reply ends at once. A function is asked once the
+   * pieces have ended, for buttons that depend on how the reply ended (the stored reply's swipes).
    */
-  finalButtons?: ButtonRows;
+  finalButtons?: ButtonRows | (() => ButtonRows | undefined);
   logger: Logger;
   /** Shown at the end of the text while it grows. */
   cursor?: string;
@@ -141,8 +142,9 @@ export async function writeStreamingReply(
     // Where the text these parts were cut from ends: a message that can no longer be edited is
     // gone on from there (only the last part grows, so only it is ever edited).
     const upTo = text.trimStart().length;
+    const finalRows = final ? (typeof options.finalButtons === 'function' ? options.finalButtons() : options.finalButtons) : undefined;
     for (const [index, content] of parts.entries()) {
-      const rows = final && index === parts.length - 1 ? options.finalButtons : undefined;
+      const rows = final && index === parts.length - 1 ? finalRows : undefined;
       const previous = sent[index];
       if (previous?.content === content && rows === undefined) continue;
       if (previous) {

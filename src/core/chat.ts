@@ -2,7 +2,7 @@ import type { Actor } from './actor.js';
 import { AsyncQueue } from './async-queue.js';
 import { ContextWindow, type PromptPlan } from './context-window.js';
 import type { Conversations } from './conversations.js';
-import { AppError, EngineError, ValidationError, notFound } from './errors.js';
+import { AppError, EngineError, ValidationError, notFound, notNewestReply } from './errors.js';
 import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import type { LearnedRecall } from './learning/recall.js';
@@ -10,7 +10,7 @@ import { ModelTraits } from './model-traits.js';
 import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, SpeechToText, TokenCounter, Transcription } from './ports.js';
 import { maxImageSide } from './prompt.js';
 import type { CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
-import type { RepositoryStore, StoredMessage } from './repositories.js';
+import type { MessageAlternative, RepositoryStore, StoredMessage } from './repositories.js';
 import { ConversationSummaries, type ConversationSummary, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
 import { ThinkFilter } from './think-filter.js';
 import { teaches } from './memory-scope.js';
@@ -223,15 +223,17 @@ export class Chat {
 
   /**
    * Answers the conversation's last message from a person again (after a failed or unwanted
-   * reply). Their message is not stored a second time; the newest reply after it, if any, is
-   * replaced: the new reply names it in `replaces`, and reads and prompts leave it out. The
-   * character who wrote the replaced reply writes the new one (the conversation's own character
-   * when there was none, or when that one has left the scene).
+   * reply). Their message is not stored a second time. When the newest message is a reply to
+   * it, the new reply becomes another alternative of that message and is chosen (the old one
+   * stays to swipe back to); the prompt leaves the old one out. The character who wrote that
+   * reply writes the new one (the conversation's own character when there was none, or when
+   * that one has left the scene).
    *
    * With `target.messageId` (a button under one reply, naming the message that reply answered,
    * a person's or, in a scene, another character's) only the newest reply may be written again,
-   * and only if it answers that message; when that message is the newest (its reply failed and
-   * was never stored), `target.characterId` says who was answering it.
+   * and only if it answers that message (`NOT_NEWEST_REPLY` otherwise); when that message is
+   * the newest (its reply failed and was never stored), `target.characterId` says who was
+   * answering it, and the new reply is a new message.
    */
   async regenerate(actor: Actor, conversationId: string, mode: Omit<ReplyMode, 'characterId'> & RegenerationTarget): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
@@ -244,7 +246,7 @@ export class Chat {
     return (await this.#regeneration(await this.conversations.get(actor, conversationId), target)).character;
   }
 
-  /** The message answered again, the reply to it being replaced, and who writes the new one. */
+  /** The message answered again, the reply getting a new alternative (if any), and who writes it. */
   async #regeneration(conversation: ConversationRecord, target: RegenerationTarget = {}): Promise<{ message: StoredMessage; replaces?: string; character: CharacterRecord }> {
     const present = (characterId: string | undefined) => (characterId !== undefined && conversation.characterIds.includes(characterId) ? characterId : undefined);
     if (target.messageId !== undefined) {
@@ -256,7 +258,7 @@ export class Chat {
       if (last?.participantType === 'character' && beforeLast?.id === target.messageId) {
         return { message: beforeLast, replaces: last.id, character: await this.conversations.answerer(conversation, present(last.participantId)) };
       }
-      throw new AppError('CONFLICT', 'The conversation has moved on: only the reply to the latest message can be written again.');
+      throw notNewestReply(last?.participantType === 'character' ? last.id : target.messageId);
     }
     let reply: StoredMessage | undefined;
     for (let beforePosition: number | undefined; ; ) {
@@ -393,19 +395,16 @@ export class Chat {
       if (text.trim().length === 0) {
         throw new EngineError('The chat engine returned an empty reply.', { provider: this.model.provider, purpose: 'chat' });
       }
-      const stored = await this.conversations.appendMessage(conversation.id, {
-        content: text.trim(),
-        mimeType: 'text/plain',
-        participantId: character.id,
-        participantType: 'character',
-        file: null,
-        ...(finishReason === undefined || finishReason === 'unknown' ? {} : { finishReason }),
-        ...(replaces === undefined ? {} : { replaces }),
-      });
+      const written = { content: text.trim(), ...(finishReason === undefined || finishReason === 'unknown' ? {} : { finishReason }) };
+      // A regenerated reply is another alternative of the message it rewrites, not a message after it.
+      const stored =
+        replaces === undefined
+          ? await this.conversations.appendMessage(conversation.id, { ...written, mimeType: 'text/plain', participantId: character.id, participantType: 'character', file: null })
+          : await this.conversations.addAlternative(conversation.id, replaces, written);
       if (capped) this.logger.info({ ...log, limit }, 'reply cut at the reply limit');
       // Which memories the reply was written with: whoever may read it may see those they may read.
       if (plan.usedMemoryIds.length > 0) {
-        await this.store.replyMemories.record(stored.id, plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
+        await this.store.replyMemories.record(stored.id, chosenAlternative(stored).id, plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
       }
       markStarted();
       pieces.end();
@@ -464,7 +463,7 @@ export class Chat {
     void work.finally(() => this.#inFlight.delete(work));
   }
 
-  /** `replaces`: the reply being regenerated, left out of the history like every replaced one. */
+  /** `replaces`: the reply getting a new alternative, left out of the history the new one is written from. */
   #plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, share: number, replaces?: string): Promise<PromptPlan> {
     return this.#window.plan(conversation, character, userMessage, share, replaces);
   }
@@ -540,6 +539,11 @@ type ConvertedInput = { message: Omit<MessageRecord, 'id' | 'createdMicros'>; fi
  */
 function isTranscriptionFailure(error: unknown): boolean {
   return error instanceof EngineError && error.purpose === 'transcription' && error.code !== 'PAYLOAD_TOO_LARGE' && error.code !== 'UNSUPPORTED_MEDIA_TYPE';
+}
+
+/** The alternative a message shows and the conversation goes on from. */
+export function chosenAlternative(message: StoredMessage): MessageAlternative {
+  return message.alternatives[message.chosenIndex] ?? { id: message.id, content: message.content, createdMicros: message.createdMicros };
 }
 
 /** The first `length` characters of `text`, never ending in half a surrogate pair. */

@@ -102,8 +102,8 @@ export class ContextWindow {
    * after it (to earlier messages still being answered when it arrived) come before it, as the
    * people saw them; other people's later messages wait for their own replies. `share` is the
    * part of the remaining context the history may use (less after the engine refused).
-   * Replaced replies, and `replaces` (the reply being regenerated), are not what the character
-   * said: they are left out.
+   * `replaces` (the reply getting a new alternative) is left out: the new one is written in its
+   * place. Every other message speaks with its chosen alternative.
    */
   async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, share = 1, replaces?: string): Promise<PromptPlan> {
     const { id: conversationId } = conversation;
@@ -162,8 +162,7 @@ export class ContextWindow {
       older.push(...batch);
     }
     newestFirst.push(...older);
-    const omit = new Set(newestFirst.flatMap((message) => (message.replaces === undefined ? [] : [message.replaces])));
-    if (replaces !== undefined) omit.add(replaces);
+    const omit = new Set(replaces === undefined ? [] : [replaces]);
     const characterNames = await withCharacterNames(this.store, sceneNames, newestFirst);
     const history = await buildHistory(newestFirst, {
       budget,

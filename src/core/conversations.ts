@@ -25,7 +25,7 @@ export type NewMessage = Omit<MessageRecord, 'id' | 'createdMicros'>;
 export interface ConversationRead {
   view: ConversationView;
   summary: string | null;
-  /** Oldest first, replaced replies left out; frozen, and the same objects while unchanged. */
+  /** Oldest first, each with its alternatives; frozen, and the same objects while unchanged. */
   messages: readonly StoredMessage[];
 }
 
@@ -98,7 +98,7 @@ export class Conversations {
   async #readFresh(conversationId: string): Promise<ConversationRead | undefined> {
     const state = await this.store.conversations.state(conversationId);
     if (!state) return undefined;
-    const messages = await this.#snapshots.messages(conversationId, state.lastPosition);
+    const messages = await this.#snapshots.messages(conversationId, state.lastPosition, state.newestRevision);
     const conversation = conversationRecord(
       state.conversation,
       state.speakers.map((account) => account.id),
@@ -148,7 +148,7 @@ export class Conversations {
     );
   }
 
-  /** Messages oldest first, in the order every process agrees on; replaced replies are left out. */
+  /** Messages oldest first, in the order every process agrees on. */
   messages(conversationId: string, range?: MessageRange): Promise<StoredMessage[]> {
     return this.store.conversations.messages(conversationId, range);
   }
@@ -165,24 +165,58 @@ export class Conversations {
   }
 
   /**
-   * Appends a message after every message appended before it in any process. A regenerated
-   * reply (`replaces`) marks the reply it replaces superseded in the same transaction, so no
-   * reader ever sees both or neither.
+   * Appends a message after every message appended before it in any process. A message nothing
+   * may be learned from (`learn: false`) is marked so in the same transaction: no batch ever
+   * sees it unmarked.
    */
   async appendMessage(conversationId: string, message: NewMessage, options: { learn?: boolean } = {}): Promise<StoredMessage> {
     const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
-    const appendOptions = message.replaces === undefined ? {} : { supersedes: message.replaces };
-    // A message nothing may be learned from is marked so in the same transaction: no batch ever sees it unmarked.
     const stored =
       options.learn === false
         ? await this.store.transaction(async (repositories) => {
-            const appended = await repositories.conversations.append(conversationId, record, appendOptions);
+            const appended = await repositories.conversations.append(conversationId, record);
             await repositories.memoryBatches.markUnlearned(appended.id);
             return appended;
           })
-        : await this.store.conversations.append(conversationId, record, appendOptions);
+        : await this.store.conversations.append(conversationId, record);
     this.onAppended?.(stored);
     return stored;
+  }
+
+  /**
+   * Appends a character's message written with several alternatives at once (a greeting and
+   * its alternate greetings), `chosenIndex` shown; the conversation goes on from that one.
+   */
+  async appendAlternatives(conversationId: string, characterId: string, texts: readonly string[], chosenIndex = 0): Promise<StoredMessage> {
+    if (texts.length === 0) throw new RangeError('A message needs at least one text.');
+    if (!Number.isInteger(chosenIndex) || chosenIndex < 0 || chosenIndex >= texts.length) throw new RangeError(`chosenIndex ${chosenIndex} is outside the ${texts.length} texts`);
+    const id = this.ids.uuid();
+    const createdMicros = this.clock.nowMicros();
+    // The first alternative carries the message's own id, as a regenerated message's first does.
+    const alternatives = texts.map((content, index) => ({ id: index === 0 ? id : this.ids.uuid(), content, createdMicros }));
+    const record = { id, createdMicros, content: texts[chosenIndex]!, mimeType: 'text/plain', participantId: characterId, participantType: 'character' as const, file: null };
+    const stored = await this.store.conversations.append(conversationId, texts.length > 1 ? { ...record, alternatives, chosenIndex } : record);
+    this.onAppended?.(stored);
+    return stored;
+  }
+
+  /**
+   * Adds a newly written alternative to a character's message and chooses it; only while it is
+   * the newest message (`NOT_NEWEST_REPLY`). Returns the alternative's id with the message.
+   */
+  async addAlternative(conversationId: string, messageId: string, written: { content: string; finishReason?: string }): Promise<StoredMessage> {
+    const alternative = { id: this.ids.uuid(), createdMicros: this.clock.nowMicros(), ...written };
+    return this.store.conversations.addAlternative(conversationId, messageId, alternative);
+  }
+
+  /**
+   * Chooses which alternative of the conversation's newest reply it goes on from (a swipe):
+   * `NOT_FOUND` for a conversation the actor is not in or a message not in it,
+   * `NOT_NEWEST_REPLY` for any other message, `VALIDATION_FAILED` for an index out of range.
+   */
+  async chooseAlternative(actor: Actor, conversationId: string, messageId: string, index: number): Promise<StoredMessage> {
+    await this.get(actor, conversationId);
+    return this.store.conversations.chooseAlternative(conversationId, messageId, index);
   }
 
   /** A listed message of the conversation, searching from the newest (the message asked about is usually recent). */

@@ -29,6 +29,8 @@ export type ErrorCode =
   | 'PERSONAL_CHARACTER_REQUIRED'
   /** The character was deleted by its owner; its conversations can be read, not continued. */
   | 'CHARACTER_DELETED'
+  /** Only a character's newest message, with nothing after it, can be regenerated or swiped. */
+  | 'NOT_NEWEST_REPLY'
   /** A voice message came but no speech-to-text engine is configured. */
   | 'TRANSCRIPTION_UNAVAILABLE'
   /** The speech-to-text engine heard no words in a voice message; nothing was answered. */
@@ -238,6 +240,16 @@ export function redactUpstream(text: string, limit = MAXIMUM_UPSTREAM_CHARACTERS
 export function isRetryableStatus(status: number | undefined): boolean {
   if (status === undefined) return true;
   return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/**
+ * A swipe or a regeneration asked of a message that is not the conversation's newest, or not a
+ * character's: the conversation went on from it (or it was never a reply to write again).
+ */
+export function notNewestReply(messageId: string): AppError {
+  return new AppError('NOT_NEWEST_REPLY', 'The conversation has moved on: only the newest reply, with nothing said after it, can be written again or swiped.', {
+    details: { messageId },
+  });
 }
 
 export function notFound(what: string, id: string): AppError {

@@ -8,6 +8,7 @@ export interface MessageSnapshotOptions {
 
 interface Kept {
   lastPosition: number | null;
+  newestRevision: string | null;
   messages: readonly StoredMessage[];
 }
 
@@ -16,7 +17,7 @@ const messageOverheadBytes = 300;
 
 /**
  * The newest message snapshot read of each conversation, kept while the conversation's last
- * position stays the same: a snapshot is fixed by that position (see `MessageSnapshot`), so
+ * position and newest revision stay the same: a snapshot is fixed by them (see `MessageSnapshot`), so
  * this holds only what cannot change and every read still asks the database for the position.
  * Snapshots and their messages are frozen and a message read again keeps its object, so front
  * ends may memoise what they build from them.
@@ -34,24 +35,32 @@ export class MessageSnapshots {
     });
   }
 
-  /** The conversation's listed messages as of `lastPosition` or later. */
-  async messages(conversationId: string, lastPosition: number | null): Promise<readonly StoredMessage[]> {
+  /** The conversation's messages as of `lastPosition` and `newestRevision`, or later. */
+  async messages(conversationId: string, lastPosition: number | null, newestRevision: string | null = null): Promise<readonly StoredMessage[]> {
     const kept = this.#kept.get(conversationId);
-    if (kept && kept.lastPosition === lastPosition) return kept.messages;
+    if (kept && kept.lastPosition === lastPosition && kept.newestRevision === newestRevision) return kept.messages;
     const loaded = await this.load(conversationId);
     const known = new Map(kept?.messages.map((message) => [message.id, message]));
-    const messages = Object.freeze(loaded.messages.map((message) => known.get(message.id) ?? freezeMessage(message)));
-    this.#kept.set(conversationId, { lastPosition: loaded.lastPosition, messages });
+    // A message swiped or given another alternative since is a new object; the others keep theirs.
+    const same = (message: StoredMessage) => {
+      const old = known.get(message.id);
+      return old && old.chosenIndex === message.chosenIndex && old.alternatives.length === message.alternatives.length ? old : undefined;
+    };
+    const messages = Object.freeze(loaded.messages.map((message) => same(message) ?? freezeMessage(message)));
+    this.#kept.set(conversationId, { lastPosition: loaded.lastPosition, newestRevision: loaded.newestRevision, messages });
     return messages;
   }
 }
 
 /** Roughly what a list of messages holds in memory. */
 export function snapshotBytes(messages: readonly StoredMessage[]): number {
-  return messages.reduce((sum, message) => sum + message.content.length + messageOverheadBytes, 1);
+  const alternativesLength = (message: StoredMessage) => (message.alternatives.length > 1 ? message.alternatives.reduce((sum, each) => sum + each.content.length, 0) : 0);
+  return messages.reduce((sum, message) => sum + message.content.length + alternativesLength(message) + messageOverheadBytes, 1);
 }
 
 function freezeMessage(message: StoredMessage): StoredMessage {
   if (message.file) Object.freeze(message.file);
+  for (const alternative of message.alternatives) Object.freeze(alternative);
+  Object.freeze(message.alternatives);
   return Object.freeze(message);
 }

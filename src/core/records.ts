@@ -150,8 +150,6 @@ export interface MessageRecord {
    * we stopped reading at our own limit. Absent on people's messages and older replies.
    */
   finishReason?: string;
-  /** The id of the reply this one replaces (a regenerated reply); reads show only the newest. */
-  replaces?: string;
 }
 
 export type TransactionType = 'credit' | 'debit' | 'refund';

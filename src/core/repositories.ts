@@ -144,21 +144,41 @@ export interface StoredConversation {
   summaryThroughPosition: number | null;
 }
 
-/** A message as stored: its place in the conversation and what became of it. */
+/** One of a character message's alternatives (a swipe): each reply written for that place. */
+export interface MessageAlternative {
+  /**
+   * Its own id, under which what it was written with is kept (the memories it used). The
+   * first alternative's is the message's own id; a migrated chain of replies keeps each reply's.
+   */
+  id: string;
+  content: string;
+  finishReason?: string;
+  createdMicros: number;
+}
+
+/** A message as stored: its place in the conversation and its alternatives. */
 export interface StoredMessage extends MessageRecord {
   conversationId: string;
   /** Given by the database at append: every process agrees on it; later messages have larger ones. */
   position: number;
   /**
-   * Set when a regenerated reply replaced this one (in the transaction that stored the new
-   * reply, so `MessageRecord.replaces` itself is not stored); superseded messages are not
-   * listed by default.
+   * Every text written for this place, oldest first: one for a person's message, several for a
+   * character's message that was regenerated (or opened with alternate greetings).
    */
-  supersededMicros: number | null;
+  alternatives: readonly MessageAlternative[];
+  /**
+   * Which alternative the conversation goes on from; `content` and `finishReason` are that one's,
+   * so the prompt, the summary and learning read the chosen one without asking.
+   */
+  chosenIndex: number;
 }
 
-/** What a caller gives to append; the database gives the position. */
-export type NewStoredMessage = MessageRecord;
+/**
+ * What a caller gives to append; the database gives the position. `alternatives` (with
+ * `chosenIndex`) for a character's message written with several at once, such as a greeting and
+ * its alternates: `content` and `finishReason` are then taken from the chosen one.
+ */
+export type NewStoredMessage = MessageRecord & { alternatives?: readonly MessageAlternative[]; chosenIndex?: number };
 
 export interface MessageRange {
   /** Only messages with a position greater than this. */
@@ -168,7 +188,6 @@ export interface MessageRange {
   /** At most this many: the oldest ones, or the newest ones when `newest` is true (still returned oldest first). */
   limit?: number;
   newest?: boolean;
-  includeSuperseded?: boolean;
 }
 
 /** A conversation with who takes part in it, and how far its messages go. */
@@ -178,17 +197,24 @@ export interface ConversationState {
   speakers: AccountRecord[];
   /** The characters of the conversation in the order they joined; its own character first. */
   characters: CharacterRecord[];
-  /** The newest message's position, superseded messages included; null when there is none. */
+  /** The newest message's position; null when there is none. */
   lastPosition: number | null;
+  /**
+   * Names the newest message's alternatives and choice (`count:chosen`), which change without a
+   * new position (a swipe, a regenerated reply); with `lastPosition` it fixes the listed messages.
+   */
+  newestRevision: string | null;
 }
 
 /**
- * A conversation's listed messages as of `lastPosition`. Positions are never reused, messages
- * are deleted only all at once (a clear) and superseded only by a newer message, so the same
- * last position always means the same list: a snapshot never goes stale, it is only replaced.
+ * A conversation's messages as of `lastPosition` and `newestRevision`. Positions are never
+ * reused, messages are deleted only all at once (a clear), and only the newest message may
+ * gain or change its chosen alternative, so the same two always mean the same list: a snapshot
+ * never goes stale, it is only replaced.
  */
 export interface MessageSnapshot {
   lastPosition: number | null;
+  newestRevision: string | null;
   messages: StoredMessage[];
 }
 
@@ -210,27 +236,34 @@ export interface ConversationRepository {
    * The conversation's own character is the caller's to protect (the core refuses it).
    */
   removeCharacter(conversationId: string, characterId: string): Promise<boolean>;
+  /** Stores the message once (with its alternatives, if given), after every message appended before it in any process. */
+  append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage>;
   /**
-   * Stores the message once, after every message appended before it in any process. With
-   * `supersedes`, marks that reply superseded in the same transaction: a reply is only ever
-   * replaced by a newer message, so a conversation's listed messages are fixed by its last
-   * position (see `snapshot`).
+   * Adds an alternative to a character's message and chooses it, in one transaction that holds
+   * the message's row: concurrent additions each get their own index, none lost. Only while the
+   * message is the conversation's newest (`NOT_NEWEST_REPLY` otherwise; `NOT_FOUND` when it is
+   * not there).
    */
-  append(conversationId: string, message: NewStoredMessage, options?: { supersedes?: string }): Promise<StoredMessage>;
+  addAlternative(conversationId: string, messageId: string, alternative: MessageAlternative): Promise<StoredMessage>;
+  /**
+   * Chooses one of the message's alternatives (`VALIDATION_FAILED` for an index out of range),
+   * under the same rule as `addAlternative`.
+   */
+  chooseAlternative(conversationId: string, messageId: string, index: number): Promise<StoredMessage>;
   /** Messages oldest first, in position order. */
   messages(conversationId: string, range?: MessageRange): Promise<StoredMessage[]>;
   /**
    * What a conversation read shows, in one round trip: the conversation, its character, its
-   * speakers' accounts and its characters in the order they joined, and the position of its newest message
-   * (superseded ones included; null when it has none).
+   * speakers' accounts and its characters in the order they joined, and the position and
+   * revision of its newest message (null when it has none).
    */
   state(conversationId: string): Promise<ConversationState | undefined>;
   /**
-   * The listed messages (oldest first, superseded ones left out) and the last position they
-   * were read at, from one statement, so the two always agree.
+   * The messages (oldest first) and the last position and newest revision they were read at,
+   * read in one transaction, so they always agree.
    */
   snapshot(conversationId: string): Promise<MessageSnapshot>;
-  /** The newest message still standing, if any. */
+  /** The newest message, if any. */
   lastMessage(conversationId: string): Promise<StoredMessage | undefined>;
   countMessages(conversationId: string): Promise<number>;
   /** Deletes every message; later appends continue with larger positions. Drops the summary. */
@@ -495,10 +528,10 @@ export interface LearnedMemoryRepository {
 
 /** Which memories (written or learned) each reply was written with. */
 export interface ReplyMemoryRepository {
-  /** Records that the reply `messageId` (stored) was written with `memoryIds`. */
-  record(messageId: string, memoryIds: readonly string[]): Promise<void>;
-  /** The memory ids the reply was written with, in the order recorded; none once the reply is gone. */
-  of(messageId: string): Promise<string[]>;
+  /** Records that the alternative `alternativeId` of the reply `messageId` (stored) was written with `memoryIds`. */
+  record(messageId: string, alternativeId: string, memoryIds: readonly string[]): Promise<void>;
+  /** The memory ids that alternative of the reply was written with, in the order recorded; none once the reply is gone. */
+  of(messageId: string, alternativeId: string): Promise<string[]>;
   /** Drops every record of these memories (they were deleted): no reply points to them any more. */
   forget(memoryIds: readonly string[]): Promise<void>;
 }

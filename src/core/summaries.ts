@@ -73,7 +73,7 @@ export class ConversationSummaries {
       if (!text) return;
       await this.store.transaction(async (repositories) => {
         // Cleared meanwhile: the summary would speak of messages that are gone.
-        const [still] = await repositories.conversations.messages(conversationId, { afterPosition: last.position - 1, limit: 1, includeSuperseded: true });
+        const [still] = await repositories.conversations.messages(conversationId, { afterPosition: last.position - 1, limit: 1 });
         if (still?.id !== last.id) return;
         await repositories.conversations.setSummary(conversationId, text, last.position);
       });

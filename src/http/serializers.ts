@@ -2,6 +2,7 @@ import { isoMicros } from '../core/clock.js';
 import type { SyncAnswer } from '../core/answers.js';
 import type { ConversationRead, ConversationView } from '../core/conversations.js';
 import type { ImagePayload } from '../core/ports.js';
+import type { StoredMessage } from '../core/repositories.js';
 import type {
   AccountRecord,
   CharacterRecord,
@@ -9,7 +10,6 @@ import type {
   JobRecord,
   LearnedMemoryRecord,
   MemoryRecord,
-  MessageRecord,
   OutputFileRecord,
   TrainingPayload,
   TransactionRecord,
@@ -27,9 +27,9 @@ export class Serializers {
    * the same frozen object while it caches one, so a conversation read serialises each
    * message once instead of on every request; entries go when the store drops the record.
    */
-  readonly #messageJson = new WeakMap<MessageRecord, string>();
+  readonly #messageJson = new WeakMap<StoredMessage, string>();
   /** The joined JSON of a frozen message list as bytes, and the URL expiry it was signed with. */
-  readonly #listJson = new WeakMap<readonly MessageRecord[], { expiry: number; bytes: Buffer }>();
+  readonly #listJson = new WeakMap<readonly StoredMessage[], { expiry: number; bytes: Buffer }>();
   /** Whole conversation reads as bytes, and the URL expiry they were signed with. */
   readonly #readBody = new WeakMap<ConversationRead, { expiry: number; bytes: Uint8Array<ArrayBuffer> }>();
 
@@ -91,11 +91,12 @@ export class Serializers {
     };
   }
 
-  message(message: MessageRecord) {
+  message(message: StoredMessage) {
+    // A file message's content is the signed URL of its file.
+    const content = message.file ? this.signer.sign(message.file.key) : message.content;
     return {
       id: message.id,
-      // A file message's content is the signed URL of its file.
-      content: message.file ? this.signer.sign(message.file.key) : message.content,
+      content,
       mimetype: message.mimeType,
       participant_id: message.participantId,
       participant_type: message.participantType,
@@ -104,6 +105,10 @@ export class Serializers {
       ...(message.finishReason === undefined ? {} : { finish_reason: message.finishReason }),
       // Added member: a voice message's words; `content` is its audio, as an image message's is its image.
       ...(message.file && message.mimeType.startsWith('audio/') ? { transcript: message.content } : {}),
+      // Added members (issue 22): the alternatives' texts in order and the chosen one, so
+      // `content` is always `swipes[swipe_index]`; a message with one alternative has just its content.
+      swipes: message.alternatives.length > 1 ? message.alternatives.map((alternative) => alternative.content) : [content],
+      swipe_index: message.alternatives.length > 1 ? message.chosenIndex : 0,
     };
   }
 
@@ -172,7 +177,7 @@ export class Serializers {
   }
 
   /** `message()` as JSON text, memoised for messages without a file (whose URL changes with time). */
-  messageJson(message: MessageRecord): string {
+  messageJson(message: StoredMessage): string {
     if (message.file) return JSON.stringify(this.message(message));
     let json = this.#messageJson.get(message);
     if (json === undefined) {
@@ -199,7 +204,7 @@ export class Serializers {
     return bytes;
   }
 
-  #messagesBytes(messages: readonly MessageRecord[]): Buffer {
+  #messagesBytes(messages: readonly StoredMessage[]): Buffer {
     const expiry = this.signer.expiry();
     const memo = this.#listJson.get(messages);
     if (memo?.expiry === expiry) return memo.bytes;

@@ -13,7 +13,8 @@ function message(position: number, content: string): StoredMessage {
     participantType: 'account',
     createdMicros: position,
     file: null,
-    supersededMicros: null,
+    alternatives: [{ id: `m${position}`, content, createdMicros: position }],
+    chosenIndex: 0,
   };
 }
 
@@ -22,7 +23,7 @@ function source(initial: StoredMessage[]) {
   const state = { messages: initial, loads: 0 };
   const load = async (): Promise<MessageSnapshot> => {
     state.loads += 1;
-    return { lastPosition: state.messages.at(-1)?.position ?? null, messages: state.messages.map((each) => ({ ...each })) };
+    return { lastPosition: state.messages.at(-1)?.position ?? null, newestRevision: null, messages: state.messages.map((each) => ({ ...each })) };
   };
   return { state, load };
 }

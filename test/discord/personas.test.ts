@@ -162,17 +162,20 @@ describe('Characters as themselves: persona replies through channel webhooks', (
     expect(personaTexts(thread.id).filter((text) => text.startsWith('Echo: I am talking'))).toHaveLength(0);
   });
 
-  it('writes a new persona reply when 🔄 is pressed under one', async () => {
+  it('writes the persona reply again in its own message when 🔄 is pressed under it', async () => {
     const thread = await openThread(bot.discord.guild.textChannelId);
     bot.llm.setScript({ reply: 'First try.' });
     bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'Say something' });
     const first = await bot.discord.waitFor(() => personaMessages(thread.id).find((message) => message.content === 'First try.' && againButton(message)), 10_000);
+    const count = personaMessages(thread.id).length;
     bot.llm.setScript({ reply: 'Second try.' });
     const press = bot.discord.sendButton({ user: alice, message: first, customId: againButton(first)! });
     await press.response;
+    // No new message: the webhook message under the button shows the new alternative, with its buttons.
     const second = await bot.discord.waitFor(() => personaMessages(thread.id).find((message) => message.content === 'Second try.' && againButton(message)), 10_000);
+    expect(second.id).toBe(first.id);
     expect(second.author.username).toBe('alice');
-    await bot.discord.waitFor(() => againButton(bot.discord.messages(thread.id).find((message) => message.id === first.id)!) === undefined);
+    expect(personaMessages(thread.id)).toHaveLength(count);
   });
 
   it('goes on in a new message when its webhook is deleted while a reply streams: the reply whole, nothing repeated', async () => {

@@ -74,7 +74,7 @@ describe('Discord replies: errors in our words, 🔄 to try again, cut-off repli
     expect(bot.botTexts(thread.id)).toContain('⚠️ The chat engine failed to answer. Try again; if it keeps failing, tell the operator. Your message is saved.');
   });
 
-  it('writes a new reply when a speaker presses 🔄 under a failed reply, storing the message once', async () => {
+  it('writes a new reply over a failed one when a speaker presses 🔄 under it, storing the message once', async () => {
     const failed = await bot.discord.waitFor(() => bot.discord.messages(thread.id).find((message) => message.content.startsWith('Well') && againButton(message)), 10_000);
     // The button under the earlier failure names a message that is no longer the latest.
     const older = bot.discord.messages(thread.id).find((message) => message.content.startsWith('⚠️') && againButton(message))!;
@@ -97,9 +97,9 @@ describe('Discord replies: errors in our words, 🔄 to try again, cut-off repli
     const read = await admin('GET', `/api/v0/conversations/${conversations.conversations[0].id}`);
     expect(read.messages.filter((message: { content: string }) => message.content === 'Tell me anyway')).toHaveLength(1);
     expect(read.messages.at(-1).content).toBe('Fresh answer.');
-    // The replaced reply's button is gone; the new reply has its own.
-    await bot.discord.waitFor(() => againButton(bot.discord.messages(thread.id).find((message) => message.id === failed.id)!) === undefined);
+    // Written into the failed reply's own message (no new one), which has its button again.
     const fresh = bot.discord.messages(thread.id).find((message) => message.content === 'Fresh answer.')!;
+    expect(fresh.id).toBe(failed.id);
     await bot.discord.waitFor(() => againButton(bot.discord.messages(thread.id).find((message) => message.id === fresh.id)!) !== undefined);
   });
 

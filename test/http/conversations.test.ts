@@ -83,7 +83,7 @@ describe('conversations API', () => {
     expect(messages.map((message: { content: string }) => message.content)).toEqual(['Hello!', 'Ahoy there, friend.']);
     expect(messages[0]).toMatchObject({ mimetype: 'text/plain', participant_id: user.id, participant_type: 'account' });
     expect(messages[1]).toMatchObject({ mimetype: 'text/plain', participant_id: user.characterId, participant_type: 'character' });
-    expect(Object.keys(messages[0]).sort()).toEqual(['content', 'created', 'id', 'mimetype', 'participant_id', 'participant_type']);
+    expect(Object.keys(messages[0]).sort()).toEqual(['content', 'created', 'id', 'mimetype', 'participant_id', 'participant_type', 'swipe_index', 'swipes']);
     expect(messages[0].created < messages[1].created).toBe(true);
     expect(read.body.updated).toBe(messages[1].created);
     // The engine got a system prompt naming the character, then the user's message.

@@ -8,12 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { newAccountRecords } from './repository-fixtures.js';
 import { createTestDatabase } from './postgres-database.js';
+import { undo0012 } from './undo-message-alternatives.js';
 
 /**
  * Statements that put a database back where it was before migration 0005, with its
  * conversations: 0005 and every later migration undone, as Kysely runs them in order.
  */
 const undo0005 = [
+  ...undo0012,
   'drop table lorebook_entries',
   'drop index characters_avatar',
   'drop index messages_file',

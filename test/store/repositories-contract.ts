@@ -8,6 +8,7 @@ import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
 import { manyCharactersContract } from './contract/many-characters.js';
 import { memoryBatchesContract } from './contract/memory-batches.js';
+import { messageAlternativesContract } from './contract/message-alternatives.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
 /** One database under test. `open` may be called many times: each store is a separate pool, as another process would hold. */
@@ -59,5 +60,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     learnedMemoriesContract(context);
     memoryBatchesContract(context);
     manyCharactersContract(context);
+    messageAlternativesContract(context);
   });
 }

@@ -9,6 +9,7 @@ import type { Characters } from '../characters.js';
 import { AppError, ValidationError, notFound } from '../errors.js';
 import { mayRead } from '../memory-scope.js';
 import type { Clock, IdGenerator } from '../ports.js';
+import { chosenAlternative } from '../chat.js';
 import type { Conversations } from '../conversations.js';
 import type { LearnedMemoryRecord, MemoryRecord } from '../records.js';
 import type { Repositories, RepositoryStore } from '../repositories.js';
@@ -147,7 +148,8 @@ export class LearnedMemories {
     await this.conversations.get(actor, conversationId);
     const reply = await this.conversations.find(conversationId, messageId);
     if (!reply) throw notFound('Message', messageId);
-    const ids = await this.store.replyMemories.of(messageId);
+    // The memories of the alternative the message shows now: each was written with its own.
+    const ids = await this.store.replyMemories.of(messageId, chosenAlternative(reply).id);
     if (ids.length === 0 || reply.participantType !== 'character') return [];
     const character = await this.store.characters.get(reply.participantId);
     const reader = actor.type === 'account' ? actor.accountId : undefined;

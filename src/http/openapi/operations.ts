@@ -106,8 +106,20 @@ const conversationOperations: Operation[] = [
     'regenerate',
     conversations.regenerateBody,
     { whole: 'Answer the last message again', streamed: 'Answer the last message again, streamed' },
-    'The previous reply is replaced; 409 CONFLICT when there is no message yet.',
+    'When the newest message is a reply to it, the new reply is added to that message\'s `swipes` and chosen (the earlier ones stay to swipe back to); otherwise it is a new message. 409 CONFLICT when there is no message yet.',
   ),
+  {
+    method: 'post', path: '/api/v0/conversations/:conversationId/messages/:messageId/swipe', tag: 'Conversations', summary: 'Choose which alternative of the newest reply the conversation goes on from',
+    description:
+      '`index` is a position in the message\'s `swipes`; the next reply, the summary and learning go on from that one. Only the conversation\'s newest message, a character\'s, can be swiped: 409 NOT_NEWEST_REPLY for an earlier message or a person\'s. 400 VALIDATION_FAILED for an index that is not an integer within `swipes`; 404 for a conversation or message you cannot see. Regenerate to add an alternative.',
+    body: conversations.swipeBody,
+    answers: [
+      ok(answer('SwipeAnswer', { message: resources.message }), 'The message, showing the chosen alternative'),
+      { status: 400, description: 'VALIDATION_FAILED: `index` is not an integer within the message\'s `swipes`', body: resources.errorBody },
+      { status: 404, description: 'NOT_FOUND: no such conversation for you, or no such message in it', body: resources.errorBody },
+      { status: 409, description: 'NOT_NEWEST_REPLY: the message is not the conversation\'s newest, or not a character\'s', body: resources.errorBody },
+    ],
+  },
   {
     method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account or a character to a conversation',
     description: '`accountId`: a person who may read and write. `characterId`: a character (own or public) joining the scene; chat with `characterId` to have it answer. Adding one twice changes nothing.',

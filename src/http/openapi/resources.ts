@@ -92,6 +92,11 @@ export const message = z
     created: micros,
     finish_reason: z.string().optional().describe('Why a reply ended (stop, length, …), when known'),
     transcript: z.string().optional().describe('An audio (voice) message: the words heard in it, which the character answered'),
+    swipes: z
+      .array(z.string())
+      .min(1)
+      .describe("The message's alternatives, oldest first: every reply written for this place (regenerated, or a greeting's alternates). One for most messages; `content` is always `swipes[swipe_index]`"),
+    swipe_index: z.number().int().min(0).describe('The alternative shown, which the conversation goes on from'),
   })
   .register(documented, { id: 'Message' });
 

@@ -25,6 +25,10 @@ export const listQuery = z.object({ accountId: uuid.optional() });
 
 export const regenerateBody = z.object({ allow: chatBody.shape.allow });
 
+export const swipeBody = z.object({
+  index: z.number().int().min(0).describe("Which of the message's `swipes` the conversation goes on from, from 0"),
+});
+
 export const speakerBody = z.union([
   z.object({ accountId: uuid }).strict().describe('An account that may read and write'),
   z.object({ characterId: uuid }).strict().describe('A character (own or public) joining the scene'),
@@ -94,7 +98,7 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     return streamReply(context, reply, dependencies.logger);
   });
 
-  // Answers the last message again; the previous reply is replaced, the message not stored twice.
+  // Answers the last message again: a new alternative of the newest reply, the message not stored twice.
   app.post('/:conversationId/regenerate', limit, async (context) => {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, regenerateBody);
@@ -106,6 +110,13 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     const body = await readJson(context, regenerateBody);
     const reply = await core.answers.regenerateStream(context.get('actor'), conversationId, body.allow, callerLeaving(context));
     return streamReply(context, reply, dependencies.logger);
+  });
+
+  // Chooses which alternative of the newest reply the conversation goes on from.
+  app.post('/:conversationId/messages/:messageId/swipe', async (context) => {
+    const body = await readJson(context, swipeBody);
+    const message = await core.conversations.chooseAlternative(context.get('actor'), uuidParam(context, 'conversationId'), uuidParam(context, 'messageId'), body.index);
+    return context.json({ success: true, message: serializers.message(message) });
   });
 
   // The memories a reply was written with, as far as the caller may read them.

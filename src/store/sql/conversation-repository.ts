@@ -3,17 +3,18 @@ import { notFound } from '../../core/errors.js';
 import type {
   ConversationRepository,
   ConversationState,
+  MessageAlternative,
   MessageRange,
   MessageSnapshot,
   NewStoredMessage,
   StoredConversation,
   StoredMessage,
 } from '../../core/repositories.js';
-import type { FileReference, ParticipantType } from '../../core/records.js';
 import { accountRecord } from './account-repository.js';
 import { characterRecord } from './character-repository.js';
 import { PreparedQuery, type SqlContext, atomic, isForeignKeyViolation } from './sql-context.js';
 import type { Database } from './schema.js';
+import { SqlMessageAlternatives, messageRecord, revisionOf } from './message-alternatives.js';
 
 /**
  * Conversations and their messages. A message's order is the identity column the database
@@ -21,7 +22,11 @@ import type { Database } from './schema.js';
  * from any number of processes are each stored once and every reader sees one order.
  */
 export class SqlConversationRepository implements ConversationRepository {
-  constructor(private readonly context: SqlContext) {}
+  readonly #alternatives: SqlMessageAlternatives;
+
+  constructor(private readonly context: SqlContext) {
+    this.#alternatives = new SqlMessageAlternatives(context);
+  }
 
   create(conversation: StoredConversation, firstSpeakerAccountId: string): Promise<StoredConversation> {
     return atomic(this.context.db, async (db) => {
@@ -117,30 +122,36 @@ export class SqlConversationRepository implements ConversationRepository {
     return result.numDeletedRows > 0n;
   }
 
-  append(conversationId: string, message: NewStoredMessage, options: { supersedes?: string } = {}): Promise<StoredMessage> {
-    const { supersedes } = options;
-    if (supersedes === undefined) return this.#insert(this.context.db, conversationId, message);
-    return atomic(this.context.db, async (db) => {
-      const stored = await this.#insert(db, conversationId, message);
-      await db
-        .updateTable('messages')
-        .set({ superseded_micros: message.createdMicros })
-        .where('id', '=', supersedes)
-        .where('conversation_id', '=', conversationId)
-        .where('superseded_micros', 'is', null)
-        .execute();
-      return stored;
-    });
+  append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage> {
+    const alternatives = message.alternatives ?? [];
+    if (alternatives.length < 2) return this.#insert(this.context.db, conversationId, message);
+    return atomic(this.context.db, (db) => this.#insert(db, conversationId, message));
+  }
+
+  addAlternative(conversationId: string, messageId: string, alternative: MessageAlternative): Promise<StoredMessage> {
+    return this.#alternatives.addAlternative(conversationId, messageId, alternative);
+  }
+
+  chooseAlternative(conversationId: string, messageId: string, index: number): Promise<StoredMessage> {
+    return this.#alternatives.chooseAlternative(conversationId, messageId, index);
   }
 
   async #insert(db: SqlContext['db'], conversationId: string, message: NewStoredMessage): Promise<StoredMessage> {
+    const alternatives = message.alternatives ?? [];
+    const several = alternatives.length > 1;
+    const chosenIndex = several ? (message.chosenIndex ?? 0) : 0;
+    // With several alternatives the row holds the chosen one's text, as after any swipe.
+    const chosen = several ? alternatives[chosenIndex] : undefined;
+    if (several && !chosen) throw new RangeError(`chosenIndex ${chosenIndex} is outside the ${alternatives.length} alternatives`);
+    const content = chosen?.content ?? message.content;
+    const finishReason = chosen ? chosen.finishReason : message.finishReason;
     try {
-      const { position } = await db
+      const row = await db
         .insertInto('messages')
         .values({
           id: message.id,
           conversation_id: conversationId,
-          content: message.content,
+          content,
           mime_type: message.mimeType,
           participant_id: message.participantId,
           participant_type: message.participantType,
@@ -149,13 +160,14 @@ export class SqlConversationRepository implements ConversationRepository {
           file_mime_type: message.file?.mimeType ?? null,
           file_width: message.file?.width ?? null,
           file_height: message.file?.height ?? null,
-          finish_reason: message.finishReason ?? null,
-          superseded_micros: null,
+          finish_reason: finishReason ?? null,
+          swipe_count: several ? alternatives.length : 1,
+          swipe_index: chosenIndex,
         })
-        .returning('position')
+        .returningAll()
         .executeTakeFirstOrThrow();
-      const { finishReason, ...rest } = message;
-      return { ...rest, ...(finishReason ? { finishReason } : {}), conversationId, position: Number(position), supersededMicros: null };
+      await this.#alternatives.insert(db, message.id, message);
+      return messageRecord(row, several ? alternatives : undefined);
     } catch (error) {
       if (isForeignKeyViolation(error)) throw notFound('Conversation', conversationId);
       throw error;
@@ -183,28 +195,29 @@ export class SqlConversationRepository implements ConversationRepository {
       speakers: speakers.map(accountRecord),
       characters: characters.map(characterRecord),
       lastPosition: row.last_position === null || row.last_position === undefined ? null : Number(row.last_position),
+      newestRevision: row.last_position === null || row.last_position === undefined ? null : revisionOf({ swipe_count: row.last_swipe_count ?? 1, swipe_index: row.last_swipe_index ?? 0 }),
     };
   }
 
   async snapshot(conversationId: string): Promise<MessageSnapshot> {
-    // Superseded rows too, in the same statement: the last position must be the one this list was read at.
     const rows = await this.context.db.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId).orderBy('position').execute();
     const last = rows.at(-1);
+    // The alternatives come from a second read, cut to what each row counts: the list agrees with the rows.
     return {
       lastPosition: last === undefined ? null : Number(last.position),
-      messages: rows.filter((row) => row.superseded_micros === null).map(messageRecord),
+      newestRevision: revisionOf(last),
+      messages: await this.#alternatives.messages(this.context.db, rows),
     };
   }
 
   async messages(conversationId: string, range: MessageRange = {}): Promise<StoredMessage[]> {
     let query = this.context.db.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId);
-    if (!range.includeSuperseded) query = query.where('superseded_micros', 'is', null);
     if (range.afterPosition !== undefined) query = query.where('position', '>', range.afterPosition);
     if (range.beforePosition !== undefined) query = query.where('position', '<', range.beforePosition);
     query = query.orderBy('position', range.newest ? 'desc' : 'asc');
     if (range.limit !== undefined) query = query.limit(range.limit);
-    const rows = (await query.execute()).map(messageRecord);
-    return range.newest ? rows.reverse() : rows;
+    const rows = await query.execute();
+    return this.#alternatives.messages(this.context.db, range.newest ? rows.reverse() : rows);
   }
 
   async lastMessage(conversationId: string): Promise<StoredMessage | undefined> {
@@ -217,7 +230,6 @@ export class SqlConversationRepository implements ConversationRepository {
       .selectFrom('messages')
       .select((expression) => expression.fn.countAll<number>().as('count'))
       .where('conversation_id', '=', conversationId)
-      .where('superseded_micros', 'is', null)
       .executeTakeFirstOrThrow();
     return Number(count);
   }
@@ -269,6 +281,13 @@ const conversationWithCharacter = new PreparedQuery(1, (db, conversationId) =>
         .limit(1)
         .as('last_position'),
     )
+    // Its alternatives and choice, which a swipe changes while the position stays.
+    .select((expression) =>
+      expression.selectFrom('messages').select('messages.swipe_count').whereRef('messages.conversation_id', '=', 'conversations.id').orderBy('messages.position', 'desc').limit(1).as('last_swipe_count'),
+    )
+    .select((expression) =>
+      expression.selectFrom('messages').select('messages.swipe_index').whereRef('messages.conversation_id', '=', 'conversations.id').orderBy('messages.position', 'desc').limit(1).as('last_swipe_index'),
+    )
     .where('conversations.id', '=', conversationId),
 );
 
@@ -299,30 +318,5 @@ function conversationRecord(row: Selectable<Database['conversations']>): StoredC
     updatedMicros: Number(row.updated_micros),
     summary: row.summary,
     summaryThroughPosition: row.summary_through_position === null ? null : Number(row.summary_through_position),
-  };
-}
-
-function messageRecord(row: Selectable<Database['messages']>): StoredMessage {
-  return {
-    id: row.id,
-    conversationId: row.conversation_id,
-    position: Number(row.position),
-    content: row.content,
-    mimeType: row.mime_type,
-    participantId: row.participant_id,
-    participantType: row.participant_type as ParticipantType,
-    createdMicros: Number(row.created_micros),
-    file: row.file_key === null ? null : fileReference(row),
-    ...(row.finish_reason === null ? {} : { finishReason: row.finish_reason }),
-    supersededMicros: row.superseded_micros === null ? null : Number(row.superseded_micros),
-  };
-}
-
-function fileReference(row: Selectable<Database['messages']>): FileReference {
-  return {
-    key: row.file_key ?? '',
-    mimeType: row.file_mime_type ?? 'application/octet-stream',
-    ...(row.file_width === null ? {} : { width: Number(row.file_width) }),
-    ...(row.file_height === null ? {} : { height: Number(row.file_height) }),
   };
 }

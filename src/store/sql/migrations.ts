@@ -1,3 +1,4 @@
+import { messageAlternatives } from './message-alternatives-migration.js';
 import { type ColumnDefinitionBuilder, type CreateTableBuilder, type Kysely, type Migration, Migrator, sql } from 'kysely';
 
 export type SqlDialectName = 'sqlite' | 'postgres';
@@ -416,8 +417,10 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
 
         await position(db.schema.createTable('reply_memories'))
           .addColumn('message_id', 'text', (column) => column.notNull().references('messages.id').onDelete('cascade'))
+          // Each alternative of a reply (a swipe, issue 22) was written with its own memories.
+          .addColumn('alternative_id', 'text', notNull)
           .addColumn('memory_id', 'text', notNull)
-          .addUniqueConstraint('reply_memories_once', ['message_id', 'memory_id'])
+          .addUniqueConstraint('reply_memories_once', ['message_id', 'alternative_id', 'memory_id'])
           .execute();
         await db.schema.createIndex('reply_memories_memory').on('reply_memories').column('memory_id').execute();
         // The records kept so far as facts (`reply-memories:<message id>`, a JSON list of ids) move
@@ -427,7 +430,7 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           const messageId = row.key.slice('reply-memories:'.length);
           const memoryIds = [...new Set(JSON.parse(row.value) as string[])];
           for (const memoryId of memoryIds) {
-            await sql`insert into reply_memories (message_id, memory_id) select id, ${memoryId} from messages where id = ${messageId}`.execute(db);
+            await sql`insert into reply_memories (message_id, alternative_id, memory_id) select id, id, ${memoryId} from messages where id = ${messageId}`.execute(db);
           }
         }
         await sql`delete from facts where key like 'reply-memories:%'`.execute(db);
@@ -458,6 +461,10 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
         await db.schema.createIndex('messages_file').on('messages').column('file_key').where(sql.ref('file_key'), 'is not', null).execute();
         await db.schema.createIndex('face_models_archive').on('face_models').column('archive_key').where(sql.ref('archive_key'), 'is not', null).execute();
       },
+    },
+    '0012-message-alternatives': {
+      // Issue 22: a character's message keeps its alternatives (swipes); see the function.
+      up: messageAlternatives,
     },
   };
 }

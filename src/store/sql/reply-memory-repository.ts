@@ -9,20 +9,26 @@ import { type SqlContext, atomic } from './sql-context.js';
 export class SqlReplyMemoryRepository implements ReplyMemoryRepository {
   constructor(private readonly context: SqlContext) {}
 
-  async record(messageId: string, memoryIds: readonly string[]): Promise<void> {
+  async record(messageId: string, alternativeId: string, memoryIds: readonly string[]): Promise<void> {
     const unique = [...new Set(memoryIds)];
     if (unique.length === 0) return;
     await atomic(this.context.db, (db) =>
       db
         .insertInto('reply_memories')
-        .values(unique.map((memoryId) => ({ message_id: messageId, memory_id: memoryId })))
-        .onConflict((conflict) => conflict.columns(['message_id', 'memory_id']).doNothing())
+        .values(unique.map((memoryId) => ({ message_id: messageId, alternative_id: alternativeId, memory_id: memoryId })))
+        .onConflict((conflict) => conflict.columns(['message_id', 'alternative_id', 'memory_id']).doNothing())
         .execute(),
     );
   }
 
-  async of(messageId: string): Promise<string[]> {
-    const rows = await this.context.db.selectFrom('reply_memories').select('memory_id').where('message_id', '=', messageId).orderBy('position').execute();
+  async of(messageId: string, alternativeId: string): Promise<string[]> {
+    const rows = await this.context.db
+      .selectFrom('reply_memories')
+      .select('memory_id')
+      .where('message_id', '=', messageId)
+      .where('alternative_id', '=', alternativeId)
+      .orderBy('position')
+      .execute();
     return rows.map((row) => row.memory_id);
   }
 

@@ -14,6 +14,7 @@ export interface Database {
   conversation_speakers: ConversationSpeakersTable;
   conversation_characters: ConversationCharactersTable;
   messages: MessagesTable;
+  message_alternatives: MessageAlternativesTable;
   ledger_transactions: LedgerTransactionsTable;
   jobs: JobsTable;
   job_statuses: JobStatusesTable;
@@ -138,7 +139,20 @@ export interface MessagesTable {
   file_width: number | null;
   file_height: number | null;
   finish_reason: string | null;
-  superseded_micros: number | null;
+  /** How many alternatives the message has: 1 for most, with no rows in `message_alternatives`. */
+  swipe_count: Generated<number>;
+  /** The chosen alternative; `content` and `finish_reason` are its copy. */
+  swipe_index: Generated<number>;
+}
+
+/** The alternatives of a message that has more than one, by index (0 the oldest). */
+export interface MessageAlternativesTable {
+  message_id: string;
+  alternative_index: number;
+  id: string;
+  content: string;
+  finish_reason: string | null;
+  created_micros: number;
 }
 
 export interface LedgerTransactionsTable {
@@ -330,6 +344,8 @@ export interface MemoryBatchPartsTable {
 export interface ReplyMemoriesTable {
   position: Generated<number>;
   message_id: string;
+  /** The alternative (swipe) of the message written with the memory; the message's own id for its first. */
+  alternative_id: string;
   memory_id: string;
 }
 

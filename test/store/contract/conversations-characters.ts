@@ -60,7 +60,7 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       expect((await store.conversations.lastMessage(conversation.id))?.content).toBe('m9');
     });
 
-    it('keeps the finish reason, hides superseded replies, and continues after a clear', async () => {
+    it('keeps the finish reason, a regenerated reply as an alternative of its message, and continues after a clear', async () => {
       const { account, character, conversation } = await openConversation();
       await store.conversations.append(conversation.id, messageRecord(account.id, 'hello'));
       const reply = await store.conversations.append(conversation.id, {
@@ -70,24 +70,19 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       });
       expect(reply.finishReason).toBe('length');
       const before = await other.conversations.snapshot(conversation.id);
-      expect(before).toMatchObject({ lastPosition: reply.position });
-      const regenerated = await other.conversations.append(
-        conversation.id,
-        { ...messageRecord(character.id, 'second reply'), participantType: 'character', finishReason: 'stop' },
-        { supersedes: reply.id },
-      );
+      expect(before).toMatchObject({ lastPosition: reply.position, newestRevision: '1:0' });
+      const regenerated = await other.conversations.addAlternative(conversation.id, reply.id, { id: randomUUID(), content: 'second reply', finishReason: 'stop', createdMicros: Date.now() * 1000 });
+      expect(regenerated).toMatchObject({ id: reply.id, position: reply.position, content: 'second reply', finishReason: 'stop', chosenIndex: 1 });
       expect((await store.conversations.messages(conversation.id)).map((message) => message.content)).toEqual(['hello', 'second reply']);
-      // The snapshot moved with the regenerated reply: same list only at the same last position.
+      // The snapshot moved with the new alternative: same list only at the same position and revision.
       const after = await store.conversations.snapshot(conversation.id);
-      expect(after.lastPosition).toBe(regenerated.position);
+      expect(after).toMatchObject({ lastPosition: reply.position, newestRevision: '2:1' });
       expect(after.messages.map((message) => message.content)).toEqual(['hello', 'second reply']);
-      expect(before.messages.map((message) => message.content)).toEqual(['hello', 'first reply']);
-      const history = await store.conversations.messages(conversation.id, { includeSuperseded: true });
-      expect(history.map((message) => [message.content, message.supersededMicros !== null])).toEqual([
-        ['hello', false],
-        ['first reply', true],
-        ['second reply', false],
+      expect(after.messages[1]!.alternatives.map((alternative) => [alternative.content, alternative.finishReason])).toEqual([
+        ['first reply', 'length'],
+        ['second reply', 'stop'],
       ]);
+      expect(before.messages.map((message) => message.content)).toEqual(['hello', 'first reply']);
       await store.conversations.setSummary(conversation.id, 'They said hello.', regenerated.position);
       expect(await other.conversations.get(conversation.id)).toMatchObject({ summary: 'They said hello.', summaryThroughPosition: regenerated.position });
       await store.conversations.clear(conversation.id, Date.now() * 1000);
@@ -126,14 +121,17 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       expect(state?.speakers.map((speaker) => speaker.id)).toEqual([account.id, guest.id]);
       expect(state?.lastPosition).toBe(reply.position);
       expect(state?.lastPosition).toBeGreaterThan(first.position);
-      // A regenerated reply moves the last position; a clear empties it.
-      const again = await other.conversations.append(conversation.id, { ...messageRecord(character.id, 'three'), participantType: 'character' }, { supersedes: reply.id });
-      expect((await store.conversations.state(conversation.id))?.lastPosition).toBe(again.position);
+      expect(state?.newestRevision).toBe('1:0');
+      // A regenerated reply keeps the last position and changes the newest revision; a clear empties both.
+      await other.conversations.addAlternative(conversation.id, reply.id, { id: randomUUID(), content: 'three', createdMicros: 1 });
+      expect(await store.conversations.state(conversation.id)).toMatchObject({ lastPosition: reply.position, newestRevision: '2:1' });
+      await store.conversations.chooseAlternative(conversation.id, reply.id, 0);
+      expect(await store.conversations.state(conversation.id)).toMatchObject({ lastPosition: reply.position, newestRevision: '2:0' });
       await store.conversations.setSummary(conversation.id, 'Earlier: one.', first.position);
       expect((await other.conversations.state(conversation.id))?.conversation).toMatchObject({ summary: 'Earlier: one.', summaryThroughPosition: first.position });
       await store.conversations.clear(conversation.id, Date.now() * 1000);
-      expect(await other.conversations.state(conversation.id)).toMatchObject({ lastPosition: null, conversation: { summary: null } });
-      expect(await other.conversations.snapshot(conversation.id)).toEqual({ lastPosition: null, messages: [] });
+      expect(await other.conversations.state(conversation.id)).toMatchObject({ lastPosition: null, newestRevision: null, conversation: { summary: null } });
+      expect(await other.conversations.snapshot(conversation.id)).toEqual({ lastPosition: null, newestRevision: null, messages: [] });
     });
 
     it('puts characters into a conversation once, in join order, the conversation\'s own first; takes them out again', async () => {

@@ -179,22 +179,27 @@ export function learnedMemoriesContract(context: ContractContext): void {
       const learned = (await store.learnedMemories.add(learnedMemoryRecord(characterId, personId, 'Has a boat.'))).memory;
       const written = await store.memories.add(characterId, { id: randomUUID(), text: 'I am a captain.', createdMicros: 1 }, 100);
       const [first, second] = [await reply(), await reply()];
-      await store.replyMemories.record(first, [learned.id, written.id, learned.id]);
-      await other.replyMemories.record(second, [written.id, learned.id]);
-      expect(await other.replyMemories.of(first)).toEqual([learned.id, written.id]);
-      expect(await store.replyMemories.of(randomUUID())).toEqual([]);
+      await store.replyMemories.record(first, first, [learned.id, written.id, learned.id]);
+      await other.replyMemories.record(second, second, [written.id, learned.id]);
+      expect(await other.replyMemories.of(first, first)).toEqual([learned.id, written.id]);
+      expect(await store.replyMemories.of(randomUUID(), randomUUID())).toEqual([]);
+      // Another alternative (swipe) of the same reply keeps its own record.
+      const swipe = randomUUID();
+      await store.replyMemories.record(first, swipe, [written.id]);
+      expect(await other.replyMemories.of(first, swipe)).toEqual([written.id]);
+      expect(await other.replyMemories.of(first, first)).toEqual([learned.id, written.id]);
       // A deleted memory is in no record any more, written or learned.
       await other.learnedMemories.deleteAbout(personId, { memoryId: learned.id });
-      expect(await store.replyMemories.of(first)).toEqual([written.id]);
+      expect(await store.replyMemories.of(first, first)).toEqual([written.id]);
       expect(await store.memories.remove(characterId, written.id)).toBe(true);
-      expect(await store.replyMemories.of(second)).toEqual([]);
+      expect(await store.replyMemories.of(second, second)).toEqual([]);
       // A cleared conversation takes its replies' records along.
       const own = (await store.learnedMemories.add(learnedMemoryRecord(characterId, ownerId, 'I sail.', { kind: 'own' }))).memory;
       const third = await reply();
-      await store.replyMemories.record(third, [own.id]);
-      expect(await other.replyMemories.of(third)).toEqual([own.id]);
+      await store.replyMemories.record(third, third, [own.id]);
+      expect(await other.replyMemories.of(third, third)).toEqual([own.id]);
       await other.conversations.clear(conversation.id, 3);
-      expect(await store.replyMemories.of(third)).toEqual([]);
+      expect(await store.replyMemories.of(third, third)).toEqual([]);
     });
 
     it('sets a status, false for a memory not there, and refuses to revive a fact held again', async () => {
