@@ -5,6 +5,7 @@
  */
 import type { ScanText } from './scan-text.js';
 import { repetitionProblem } from './regex-safety.js';
+import { isSingleWord, unspacedScript, wordCharacter } from './words.js';
 
 export type KeyMatcher = (scan: ScanText) => boolean;
 
@@ -22,12 +23,25 @@ export interface KeyRules {
 
 /** Compiled entries kept; past this the oldest go (a few books of many entries each). */
 const cacheLimit = 20_000;
-const cache = new Map<string, CompiledKeys>();
+/**
+ * By an entry's first key, then compared key by key: a book is read afresh for every prompt, so
+ * its arrays are new each time, and building a text of all keys to look them up cost more than
+ * matching them.
+ */
+const cache = new Map<string, (CompiledKeys & { from: Source })[]>();
+let cached = 0;
+
+interface Source {
+  primary: readonly string[];
+  secondary: readonly string[];
+  rules: KeyRules;
+}
 
 export function compileKeys(primary: readonly string[], secondary: readonly string[], rules: KeyRules): CompiledKeys {
-  const signature = `${rules.caseSensitive ? 1 : 0}${rules.matchWholeWords ? 1 : 0}\u0000${primary.join('\u0001')}\u0000${secondary.join('\u0001')}`;
-  const cached = cache.get(signature);
-  if (cached) return cached;
+  const bucketKey = primary[0] ?? '';
+  const bucket = cache.get(bucketKey);
+  const found = bucket?.find(({ from }) => from.rules.caseSensitive === rules.caseSensitive && from.rules.matchWholeWords === rules.matchWholeWords && sameKeys(from.primary, primary) && sameKeys(from.secondary, secondary));
+  if (found) return found;
   let problem: string | undefined;
   const compile = (keys: readonly string[]) =>
     keys.flatMap((key) => {
@@ -39,10 +53,20 @@ export function compileKeys(primary: readonly string[], secondary: readonly stri
       }
       return [compiled];
     });
-  const compiled: CompiledKeys = { primary: compile(primary), secondary: compile(secondary), problem };
-  if (cache.size >= cacheLimit) cache.delete(cache.keys().next().value!);
-  cache.set(signature, compiled);
+  const compiled = { primary: compile(primary), secondary: compile(secondary), problem, from: { primary: [...primary], secondary: [...secondary], rules: { ...rules } } };
+  if (cached >= cacheLimit) {
+    cache.clear();
+    cached = 0;
+  }
+  cache.set(bucketKey, [...(bucket ?? []), compiled]);
+  cached++;
   return compiled;
+}
+
+function sameKeys(left: readonly string[], right: readonly string[]): boolean {
+  if (left.length !== right.length) return false;
+  for (let index = 0; index < left.length; index++) if (left[index] !== right[index]) return false;
+  return true;
 }
 
 /** Why `key` cannot be used as a key, for an editor to say so when it is written; undefined when it can. */
@@ -61,9 +85,16 @@ function compileKey(key: string, rules: KeyRules): KeyMatcher | string {
   const needle = rules.caseSensitive ? key.trim() : key.trim().toLowerCase();
   const haystack = (scan: ScanText) => (rules.caseSensitive ? scan.text : scan.lower);
   if (!rules.matchWholeWords) return (scan) => haystack(scan).includes(needle);
+  if (isSingleWord(needle)) return (scan) => scan.words(!rules.caseSensitive).has(needle);
   // Only an edge that is a word character needs a boundary: "Dr." is found in "Dr.Who".
   const startBound = isWordCharacter(needle, 0);
   const endBound = isWordCharacter(needle, needle.length - 1);
+  // Every word between spaces in the key is a whole word of any text it is in: the longest, looked up first, rules most texts out.
+  const longest = needle
+    .split(' ')
+    .filter(isSingleWord)
+    .reduce((best, word) => (word.length > best.length ? word : best), '');
+  if (longest !== '') return (scan) => scan.words(!rules.caseSensitive).has(longest) && containsWholeWord(haystack(scan), needle, startBound, endBound);
   return (scan) => containsWholeWord(haystack(scan), needle, startBound, endBound);
 }
 
@@ -90,13 +121,6 @@ function containsWholeWord(haystack: string, needle: string, startBound: boolean
   }
   return false;
 }
-
-const wordCharacter = /[\p{L}\p{M}\p{N}_]/u;
-/**
- * Scripts written without spaces between words: a key in them is found inside a sentence, as
- * SillyTavern's ASCII `\W` lets it be.
- */
-const unspacedScript = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
 
 function isWordCharacter(text: string, index: number): boolean {
   const code = text.charCodeAt(index);

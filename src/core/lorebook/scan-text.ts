@@ -4,6 +4,8 @@
  * bounded tail are made once, on first use, and shared by every entry that scans it.
  */
 
+import { unspacedScript, unspacedScripts, wordRuns } from './words.js';
+
 /**
  * Regular expressions read at most this many characters, the newest: a key that backtracks in
  * proportion to a power of the length stays within milliseconds (plain keys read everything,
@@ -14,6 +16,8 @@ export const maxRegexScanCharacters = 8_000;
 export class ScanText {
   #lower: string | undefined;
   #bounded: string | undefined;
+  #words: Set<string> | undefined;
+  #lowerWords: Set<string> | undefined;
 
   constructor(readonly text: string) {}
 
@@ -22,11 +26,34 @@ export class ScanText {
     return this.#lower;
   }
 
+  /**
+   * The whole words of the text (as `words.ts` bounds them), so a one-word key is a lookup
+   * rather than a search of the text: most keys are one word, and a book holds hundreds.
+   */
+  words(lower: boolean): Set<string> {
+    if (lower) {
+      this.#lowerWords ??= wordsOf(this.lower);
+      return this.#lowerWords;
+    }
+    this.#words ??= wordsOf(this.text);
+    return this.#words;
+  }
+
   /** The newest `maxRegexScanCharacters` characters. */
   get bounded(): string {
     this.#bounded ??= this.text.length <= maxRegexScanCharacters ? this.text : this.text.slice(-maxRegexScanCharacters);
     return this.#bounded;
   }
+}
+
+function wordsOf(text: string): Set<string> {
+  const words = new Set<string>();
+  for (const run of text.match(wordRuns) ?? []) {
+    // Letters of unspaced scripts end a word; the runs between them are words of their own.
+    if (unspacedScript.test(run)) for (const part of run.split(unspacedScripts)) words.add(part);
+    else words.add(run);
+  }
+  return words;
 }
 
 /**
