@@ -5,6 +5,7 @@
  * sent. Creator notes never come here.
  */
 import { type MacroValues, expandMacros } from './macros.js';
+import type { TokenCounter } from './ports.js';
 import type { CharacterDefinition, CharacterRecord } from './records.js';
 
 /** The parts of the system prompt a card and its lorebook fill. */
@@ -58,8 +59,29 @@ export function exampleBlocks(text: string): string[] {
     .filter((block) => block !== '');
 }
 
+const examplesHeading = 'Examples of how you speak (their style only; they did not happen in this conversation):';
+const exampleBlock = (block: string) => `<START>\n${block}`;
+
 /** How the examples read in the system prompt: told apart from what was said. */
 export function examplesSection(blocks: readonly string[]): string {
   if (blocks.length === 0) return '';
-  return ['Examples of how you speak (their style only; they did not happen in this conversation):', ...blocks.map((block) => `<START>\n${block}`)].join('\n');
+  return [examplesHeading, ...blocks.map(exampleBlock)].join('\n');
+}
+
+/**
+ * The first example dialogue blocks that fit `room` tokens with their heading (whole blocks: the
+ * last ones go first), and what they cost, a token for each line break between counted too.
+ */
+export async function fitExamples(tokens: Pick<TokenCounter, 'count'>, blocks: readonly string[], room: number): Promise<{ blocks: string[]; tokens: number }> {
+  if (blocks.length === 0 || room <= 0) return { blocks: [], tokens: 0 };
+  const [heading = 0, ...costs] = await tokens.count([examplesHeading, ...blocks.map(exampleBlock)]);
+  let used = heading + 2;
+  const fitting: string[] = [];
+  for (const [index, block] of blocks.entries()) {
+    const cost = (costs[index] ?? 0) + 1;
+    if (used + cost > room) break;
+    used += cost;
+    fitting.push(block);
+  }
+  return fitting.length === 0 ? { blocks: [], tokens: 0 } : { blocks: fitting, tokens: used };
 }

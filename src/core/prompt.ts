@@ -109,6 +109,8 @@ export interface History {
   kept: number;
   /** Whether any image goes as pixels. */
   withImages: boolean;
+  /** What the kept messages cost against the budget, images included. */
+  used: number;
 }
 
 /**
@@ -178,7 +180,7 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
       turns.push({ role, content: parts });
     }
   }
-  return { messages: turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) })), kept: kept.length, withImages };
+  return { messages: turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) })), kept: kept.length, withImages, used };
 }
 
 function ownLine(message: MessageRecord, answererId: string | undefined): boolean {
