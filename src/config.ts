@@ -116,6 +116,7 @@ const variables = {
   /** Characters learn from conversations (each person can still turn it off for themselves). */
   LEARNING: oneOf(['on', 'off'], 'on'),
   LEARNING_DAILY_TOKENS: integer(200_000, 1_000, 1_000_000_000),
+  MAX_CHARACTERS_PER_ACCOUNT: integer(20, 1, 100_000),
   LEARNING_BATCH_MESSAGES: integer(6, 1, 200),
   LEARNING_QUIET_SECONDS: integer(120, 1, 86_400),
   STARTING_BALANCE: integer(100, 0, 1_000_000_000),
@@ -281,6 +282,8 @@ function toConfig(values: Variables, workingDirectory: string) {
       batchMessages: values.LEARNING_BATCH_MESSAGES,
       quietMs: values.LEARNING_QUIET_SECONDS * 1000,
     },
+    /** How many characters an account may hold, its own one included. */
+    characters: { maxPerAccount: values.MAX_CHARACTERS_PER_ACCOUNT },
     startingBalance: values.STARTING_BALANCE,
     /** Chat and image requests allowed per account per minute over the API. */
     apiRateLimitPerMinute: values.API_RATE_LIMIT_PER_MINUTE,

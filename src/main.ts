@@ -91,6 +91,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       images: { ...config.images, workerName: `${os.hostname()}:${process.pid}` },
       workerName: `${os.hostname()}:${process.pid}`,
       learning: config.learning,
+      characters: config.characters,
     },
   });
   // Batches of messages to learn from, claimed by lease from the shared queue like image jobs.

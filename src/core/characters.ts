@@ -1,10 +1,11 @@
 import type { Actor } from './actor.js';
 import { defaultAvatarPng } from './default-avatar.js';
-import { AppError, ValidationError, notFound } from './errors.js';
+import { actsFor } from './actor.js';
+import { AppError, type FieldIssue, ValidationError, notFound } from './errors.js';
 import { checkImage } from './media.js';
 import type { Clock, FileStore, IdGenerator, ImageCodec } from './ports.js';
-import type { CharacterRecord, FaceModelRecord } from './records.js';
-import type { RepositoryStore } from './repositories.js';
+import { type CharacterDefinition, type CharacterRecord, type FaceModelRecord, emptyCharacterDefinition } from './records.js';
+import type { CharacterPage, RepositoryStore } from './repositories.js';
 
 
 export interface CharacterChange {
@@ -12,13 +13,37 @@ export interface CharacterChange {
   description?: string;
   personalitySummary?: string;
   isPublic?: boolean;
+  /** Fields of the definition to change; the others stay. */
+  definition?: Partial<CharacterDefinition>;
 }
+
+/** A new character: a name, and whatever else is known of it (a card gives much). */
+export interface NewCharacter extends CharacterChange {
+  name: string;
+  /** The avatar's image; the generated default when absent. */
+  avatar?: Uint8Array | undefined;
+}
+
+export interface CharactersOptions {
+  /** How many characters (not deleted) an account may hold, its own one included. */
+  maxPerAccount: number;
+}
+
+export const defaultCharactersOptions: CharactersOptions = { maxPerAccount: 20 };
 
 export const characterLimits = {
   name: 100,
   description: 4000,
   personalitySummary: 4000,
   avatarBytes: 5 * 1024 * 1024,
+  /** Each text of the definition (scenario, greetings, example dialogue, prompts, notes). */
+  definitionText: 32_000,
+  /** Alternate and group-only greetings, each. */
+  greetings: 50,
+  tags: 50,
+  tag: 100,
+  /** The card's `extensions` JSON, kept for other apps. */
+  extensionsJson: 256 * 1024,
 } as const;
 
 /** Characters: the personal model of an account (looks, voice, personality). */
@@ -29,15 +54,71 @@ export class Characters {
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
     private readonly imageCodec: ImageCodec,
+    private readonly options: CharactersOptions = defaultCharactersOptions,
   ) {}
+
+  /**
+   * Makes another character for `accountId` (an account acts for itself; the admin for anyone),
+   * up to `maxPerAccount` (`CHARACTER_LIMIT_REACHED`), held by the database across processes.
+   */
+  async create(actor: Actor, accountId: string, input: NewCharacter): Promise<CharacterRecord> {
+    if (!actsFor(actor, accountId)) throw new AppError('FORBIDDEN', 'An account may make characters only for itself.');
+    validateChange(input);
+    const avatar = input.avatar === undefined ? undefined : await checkImage('avatar', input.avatar, characterLimits.avatarBytes, this.imageCodec);
+    const character = await this.newCharacterFor(accountId, input.name.trim(), input.avatar && avatar ? { bytes: input.avatar, mimeType: avatar } : undefined);
+    return this.store.characters.createWithin(
+      {
+        ...character,
+        description: input.description ?? '',
+        personalitySummary: input.personalitySummary ?? '',
+        isPublic: input.isPublic ?? false,
+        definition: { ...emptyCharacterDefinition, ...input.definition },
+      },
+      this.options.maxPerAccount,
+    );
+  }
+
+  /**
+   * A page of characters by name: the account's own; with `query`, its own whose name contains
+   * it, then public ones of others whose name starts with it.
+   */
+  list(actor: Actor, accountId: string, page: { query?: string | undefined; limit: number; cursor?: string | undefined }): Promise<CharacterPage> {
+    if (!actsFor(actor, accountId)) throw new AppError('FORBIDDEN', 'An account lists only its own characters and public ones.');
+    const query = page.query?.trim();
+    return this.store.characters.list({
+      accountId,
+      limit: page.limit,
+      ...(query ? { publicQuery: query } : {}),
+      ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+    });
+  }
+
+  /**
+   * Deletes a character the actor owns, with its memories (written and learned), lorebook,
+   * voice, face models and the files nothing else holds. Its conversations keep their messages
+   * and show it as deleted. The account's own character goes only with the account.
+   */
+  async delete(actor: Actor, characterId: string): Promise<void> {
+    const character = await this.getOwned(actor, characterId);
+    const account = await this.store.accounts.get(character.accountId);
+    if (account?.characterId === characterId) {
+      throw new AppError(
+        'PERSONAL_CHARACTER_REQUIRED',
+        `"${character.name}" is the account's own character (its personal model); it is deleted only with the account.`,
+      );
+    }
+    const unheld = await this.store.characters.purge(characterId, this.clock.nowMicros());
+    // After the commit: a file removed before it could be missing for a row that still held it.
+    await Promise.all(unheld.map((key) => this.files.remove(key)));
+  }
 
   /**
    * The character an account is created with, with its default avatar stored; the account's
    * own transaction stores the character.
    */
-  async newCharacterFor(accountId: string, name: string): Promise<CharacterRecord> {
+  async newCharacterFor(accountId: string, name: string, image?: { bytes: Uint8Array; mimeType: string }): Promise<CharacterRecord> {
     const id = this.ids.uuid();
-    const avatar = await this.files.put(defaultAvatarPng(id), 'image/png');
+    const avatar = image ? await this.files.put(image.bytes, image.mimeType) : await this.files.put(defaultAvatarPng(id), 'image/png');
     const now = this.clock.nowMicros();
     const character: CharacterRecord = {
       id,
@@ -50,6 +131,8 @@ export class Characters {
       ttsVoiceId: null,
       createdMicros: now,
       updatedMicros: now,
+      definition: emptyCharacterDefinition,
+      deletedMicros: null,
     };
     return character;
   }
@@ -66,6 +149,7 @@ export class Characters {
   /** A character the actor may see: its own, a public one, or any for the admin. */
   async get(actor: Actor, characterId: string): Promise<CharacterRecord> {
     const character = await this.store.characters.get(characterId);
+    if (character?.deletedMicros) throw characterDeleted(character);
     if (!character || !canSee(actor, character)) throw notFound('Character', characterId);
     return character;
   }
@@ -96,6 +180,7 @@ export class Characters {
       description: change.description ?? character.description,
       personalitySummary: change.personalitySummary ?? character.personalitySummary,
       isPublic: change.isPublic ?? character.isPublic,
+      definition: { ...character.definition, ...change.definition },
     }));
   }
 
@@ -130,10 +215,18 @@ export class Characters {
     return this.store.transaction(async ({ characters }) => {
       const current = await characters.get(characterId);
       if (!current) throw notFound('Character', characterId);
+      if (current.deletedMicros) throw characterDeleted(current);
       await this.getOwned(actor, characterId, 'change', current);
       return characters.update({ ...change(current), updatedMicros: this.clock.nowMicros() });
     });
   }
+}
+
+/** The one answer about a deleted character, wherever it is asked for. */
+export function characterDeleted(character: CharacterRecord): AppError {
+  return new AppError('CHARACTER_DELETED', `"${character.name}" was deleted by its owner; its conversations can be read but not continued.`, {
+    details: { characterId: character.id },
+  });
 }
 
 export function canSee(actor: Actor, character: CharacterRecord): boolean {
@@ -151,5 +244,43 @@ function validateChange(change: CharacterChange): void {
   if (change.personalitySummary !== undefined && change.personalitySummary.length > characterLimits.personalitySummary) {
     issues.push({ field: 'personality_summary', message: `must be at most ${characterLimits.personalitySummary} characters` });
   }
+  if (change.definition) issues.push(...definitionIssues(change.definition));
   if (issues.length > 0) throw new ValidationError(issues);
+}
+
+const definitionTexts = [
+  ['nickname', 'nickname', characterLimits.name],
+  ['scenario', 'scenario', characterLimits.definitionText],
+  ['firstMessage', 'first_message', characterLimits.definitionText],
+  ['exampleDialogue', 'example_dialogue', characterLimits.definitionText],
+  ['systemPrompt', 'system_prompt', characterLimits.definitionText],
+  ['postHistoryInstructions', 'post_history_instructions', characterLimits.definitionText],
+  ['creatorNotes', 'creator_notes', characterLimits.definitionText],
+  ['creator', 'creator', characterLimits.name],
+  ['characterVersion', 'character_version', characterLimits.name],
+] as const;
+
+const definitionLists = [
+  ['alternateGreetings', 'alternate_greetings', characterLimits.greetings, characterLimits.definitionText],
+  ['groupOnlyGreetings', 'group_only_greetings', characterLimits.greetings, characterLimits.definitionText],
+  ['tags', 'tags', characterLimits.tags, characterLimits.tag],
+] as const;
+
+/** Bounds on what a definition may hold, named by the API's field names. */
+function definitionIssues(definition: Partial<CharacterDefinition>): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  for (const [key, field, limit] of definitionTexts) {
+    const value = definition[key];
+    if (value !== undefined && value.length > limit) issues.push({ field, message: `must be at most ${limit} characters` });
+  }
+  for (const [key, field, count, length] of definitionLists) {
+    const value = definition[key];
+    if (value === undefined) continue;
+    if (value.length > count) issues.push({ field, message: `must hold at most ${count} items` });
+    if (value.some((item) => item.length > length)) issues.push({ field, message: `each must be at most ${length} characters` });
+  }
+  if (definition.extensionsJson !== undefined && definition.extensionsJson.length > characterLimits.extensionsJson) {
+    issues.push({ field: 'extensions', message: `must be at most ${characterLimits.extensionsJson} characters of JSON` });
+  }
+  return issues;
 }

@@ -1,5 +1,5 @@
 import type { Actor } from './actor.js';
-import { type Characters, canSee } from './characters.js';
+import { type Characters, canSee, characterDeleted } from './characters.js';
 import { AppError, ValidationError, notFound } from './errors.js';
 import type { Clock, IdGenerator } from './ports.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
@@ -57,6 +57,7 @@ export class Conversations {
     const account = await this.store.accounts.get(accountId);
     if (!account) throw ValidationError.field('accountId', `account ${accountId} does not exist`);
     const character = await this.store.characters.get(characterId);
+    if (character?.deletedMicros) throw characterDeleted(character);
     if (!character || !canSee({ type: 'account', accountId }, character)) {
       throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
     }
@@ -216,6 +217,7 @@ export class Conversations {
     if (conversation.characterIds.includes(characterId)) return conversation;
     const character = await this.store.characters.get(characterId);
     const user: Actor = actor.type === 'account' ? actor : { type: 'account', accountId: conversation.accountId };
+    if (character?.deletedMicros) throw characterDeleted(character);
     if (!character || !canSee(user, character)) {
       throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
     }
@@ -252,6 +254,7 @@ export class Conversations {
     }
     const character = await this.store.characters.get(chosen);
     if (!character) throw notFound('Character', chosen);
+    if (character.deletedMicros !== null) throw characterDeleted(character);
     return character;
   }
 }

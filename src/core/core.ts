@@ -1,6 +1,6 @@
 import { Accounts } from './accounts.js';
 import { Answers } from './answers.js';
-import { Characters } from './characters.js';
+import { Characters, type CharactersOptions, defaultCharactersOptions } from './characters.js';
 import { Chat, type ChatOptions, defaultChatOptions } from './chat.js';
 import { Conversations } from './conversations.js';
 import { Images, type ImagesOptions } from './images/images.js';
@@ -12,6 +12,7 @@ import { Ledger } from './ledger.js';
 import { LearnedMemories } from './learning/learned-memories.js';
 import { Learner, type LearnerOptions, defaultLearnerOptions } from './learning/learner.js';
 import { LearnedRecall } from './learning/recall.js';
+import { Lorebooks } from './lorebooks.js';
 import { Memories } from './memories.js';
 import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
@@ -47,6 +48,8 @@ export interface CoreDependencies {
     chat: Pick<ChatOptions, 'contextTokens' | 'maxReplyTokens'> & Partial<ChatOptions>;
     /** Learning from conversations (issue 21). */
     learning?: (Partial<LearnerOptions> & { enabled?: boolean }) | undefined;
+    /** Many characters per account (issue 22). */
+    characters?: Partial<CharactersOptions> | undefined;
     /** Names this process in the leases it takes on shared queues. */
     workerName?: string | undefined;
   };
@@ -56,6 +59,7 @@ export interface CoreDependencies {
 export interface Core {
   accounts: Accounts;
   characters: Characters;
+  lorebooks: Lorebooks;
   memories: Memories;
   conversations: Conversations;
   chat: Chat;
@@ -80,7 +84,8 @@ export const defaultImageOptions = {
 export function createCore(dependencies: CoreDependencies): Core {
   const { repositories, files, clock, ids, logger, options } = dependencies;
   const ledger = new Ledger(repositories, clock, ids);
-  const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec);
+  const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec, { ...defaultCharactersOptions, ...options.characters });
+  const lorebooks = new Lorebooks(repositories, characters, ids);
   const accounts = new Accounts(repositories, clock, ids, characters, ledger, options);
   const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(repositories, characters, clock, ids);
@@ -116,5 +121,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories };
+  return { accounts, characters, lorebooks, memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories };
 }

@@ -23,6 +23,12 @@ export type ErrorCode =
   | 'CHARACTER_NOT_IN_CONVERSATION'
   /** The character a conversation is with cannot be taken out of it. */
   | 'MAIN_CHARACTER_REQUIRED'
+  /** An account already holds `MAX_CHARACTERS_PER_ACCOUNT` characters. */
+  | 'CHARACTER_LIMIT_REACHED'
+  /** The account's own character (its personal model) is deleted only with the account. */
+  | 'PERSONAL_CHARACTER_REQUIRED'
+  /** The character was deleted by its owner; its conversations can be read, not continued. */
+  | 'CHARACTER_DELETED'
   /** A voice message came but no speech-to-text engine is configured. */
   | 'TRANSCRIPTION_UNAVAILABLE'
   /** The speech-to-text engine heard no words in a voice message; nothing was answered. */

@@ -20,6 +20,8 @@ export interface FileStore {
   read(key: string): Promise<Buffer | undefined>;
   /** The MIME type of a key this store made, or undefined for anything it could not have made. */
   typeOf(key: string): string | undefined;
+  /** Removes a file nothing holds any more; a key it does not hold is no error. */
+  remove(key: string): Promise<void>;
 }
 
 /** Links to stored files that someone outside (an engine, a client) can fetch for a while. */

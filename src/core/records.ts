@@ -38,6 +38,10 @@ export interface CharacterRecord {
   ttsVoiceId: string | null;
   createdMicros: number;
   updatedMicros: number;
+  /** What a character card defines beyond the fields above. */
+  definition: CharacterDefinition;
+  /** Set once its owner deleted it: only its name is kept, so conversations that had it still read. */
+  deletedMicros: number | null;
 }
 
 /**

@@ -14,6 +14,7 @@ import type {
   MessageRecord,
   TransactionRecord,
 } from './records.js';
+import type { Lorebook, LorebookEntry, LorebookSettings } from './lorebook/lorebook.js';
 
 /**
  * Repository ports: persistence per aggregate, in domain types. Each adapter holds every
@@ -71,6 +72,52 @@ export interface CharacterRepository {
    * Without `accountId` (the admin) every character whose name starts with it.
    */
   search(query: string, options: { accountId: string | null; limit: number }): Promise<CharacterRecord[]>;
+  /**
+   * Creates a character unless its account already has `maxPerAccount` (deleted ones not
+   * counted); then `CHARACTER_LIMIT_REACHED`. Counting and inserting hold the account's row, so
+   * concurrent creations in any process never pass the limit.
+   */
+  createWithin(character: CharacterRecord, maxPerAccount: number): Promise<CharacterRecord>;
+  /**
+   * A page of characters, by name then id: without `publicQuery`, those of `accountId`; with it,
+   * those of `accountId` whose name contains it, then public ones of others whose name starts
+   * with it. Deleted characters are never listed. `cursor` is one this method gave out.
+   */
+  list(options: CharacterListOptions): Promise<CharacterPage>;
+  /**
+   * Deletes what belongs to a character (memories written and learned, lorebook, face models,
+   * its places in Discord casts and DM choices) and keeps its row, scrubbed to its name, marked
+   * deleted at `deletedMicros`, in one transaction. Answers the file keys it no longer holds.
+   */
+  purge(characterId: string, deletedMicros: number): Promise<string[]>;
+}
+
+export interface CharacterListOptions {
+  accountId: string;
+  publicQuery?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export interface CharacterPage {
+  characters: CharacterRecord[];
+  nextCursor: string | null;
+}
+
+/** A character's lorebook: its settings and its entries, in the order they were added. */
+export interface LorebookRepository {
+  /** The book; with default settings and no entries when the character has none. */
+  get(characterId: string): Promise<Lorebook>;
+  /** `NOT_FOUND` when the character does not exist. */
+  setSettings(characterId: string, settings: LorebookSettings): Promise<void>;
+  /** Adds an entry unless the book already holds `maxEntries`; then `CONFLICT`. */
+  addEntry(characterId: string, entry: LorebookEntry, maxEntries: number): Promise<LorebookEntry>;
+  /** Replaces an entry's fields; `NOT_FOUND` when the book has no such entry. */
+  updateEntry(characterId: string, entry: LorebookEntry): Promise<LorebookEntry>;
+  /** False when the book had no such entry. */
+  removeEntry(characterId: string, entryId: string): Promise<boolean>;
+  /** Replaces the whole book (an imported card's), in one transaction. */
+  replace(characterId: string, lorebook: Lorebook): Promise<void>;
 }
 
 export interface MemoryRepository {
@@ -495,6 +542,7 @@ export interface Repositories {
   signals: SignalRepository;
   learnedMemories: LearnedMemoryRepository;
   memoryBatches: MemoryBatchRepository;
+  lorebooks: LorebookRepository;
 }
 
 /** The store: repositories, and transactions across them. */

@@ -11,6 +11,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { avatarRoutes } from './routes/avatars.js';
 import { memoryRoutes, proposedMemoryRoutes } from './routes/memories.js';
 import { characterRoutes } from './routes/characters.js';
+import { lorebookRoutes } from './routes/lorebooks.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { fileRoutes } from './routes/files.js';
 import { healthRoutes } from './routes/health.js';
@@ -85,6 +86,7 @@ export function createApp(dependencies: HttpDependencies) {
   api.route('/accounts', accountRoutes(routes));
   api.route('/characters', characterRoutes(routes));
   api.route('/characters', proposedMemoryRoutes(routes));
+  api.route('/characters', lorebookRoutes(routes));
   api.route('/memories', memoryRoutes(routes));
   api.route('/voices', voiceRoutes(routes));
   api.route('/', imageRoutes(routes));

@@ -15,6 +15,7 @@ import type {
   TransactionRecord,
 } from '../core/records.js';
 import { toSpecImagePayload } from '../engines/image/spec-payload.js';
+import { definitionFields } from './character-fields.js';
 import type { UrlSigner } from './signed-urls.js';
 
 const closing = Buffer.from(']}');
@@ -61,6 +62,7 @@ export class Serializers {
       tts_voice_id: character.ttsVoiceId,
       created: isoMicros(character.createdMicros),
       updated: isoMicros(character.updatedMicros),
+      ...definitionFields(character.definition),
     };
   }
 
@@ -81,6 +83,7 @@ export class Serializers {
           name: character.name,
           type: 'character' as const,
           avatarUrl: character.avatar ? this.signer.sign(character.avatar.key) : null,
+          ...(character.deletedMicros === null ? {} : { deleted: true }),
         })),
       ],
       created: isoMicros(conversation.createdMicros),

@@ -116,6 +116,11 @@ export class DiskFileStore implements FileStore {
     }
   }
 
+  async remove(key: string): Promise<void> {
+    if (mimeTypeOfKey(key) === undefined) return;
+    await rm(this.#pathOf(key), { force: true });
+  }
+
   #pathOf(key: string): string {
     return path.join(this.#directory, key.slice(0, 2), key.slice(2, 4), key);
   }

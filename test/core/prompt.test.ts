@@ -9,6 +9,9 @@ const files: FileStore = {
   },
   read: async (key) => (key === 'photo.png' ? Buffer.from('png-bytes') : undefined),
   typeOf: (key) => (key.endsWith('.png') ? 'image/png' : undefined),
+  remove: async () => {
+    throw new Error('not used');
+  },
 };
 
 function account(id: string, username: string): AccountRecord {

@@ -30,8 +30,14 @@ describe('characters API', () => {
     const answer = await api.call('GET', `/api/v0/characters/${owner.characterId}`, { key: owner.key });
     expect(answer.status).toBe(200);
     expect(Object.keys(answer.body).sort()).toEqual(
-      ['account_id', 'avatar_url', 'created', 'description', 'id', 'is_public', 'name', 'personality_summary', 'tts_voice_id', 'updated'].sort(),
+      [
+        ...['account_id', 'avatar_url', 'created', 'description', 'id', 'is_public', 'name', 'personality_summary', 'tts_voice_id', 'updated'],
+        // What character cards define (issue 22), empty until set.
+        ...['nickname', 'scenario', 'first_message', 'alternate_greetings', 'group_only_greetings', 'example_dialogue', 'system_prompt'],
+        ...['post_history_instructions', 'creator_notes', 'tags', 'creator', 'character_version', 'extensions'],
+      ].sort(),
     );
+    expect(answer.body).toMatchObject({ scenario: '', alternate_greetings: [], tags: [], extensions: {} });
     expect(answer.body.created).toMatch(isoMicros);
     expect(answer.body.updated).toMatch(isoMicros);
     expect(answer.body.is_public).toBe(false);

@@ -6,6 +6,7 @@ import { conversationsAndCharactersContract } from './contract/conversations-cha
 import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
+import { manyCharactersContract } from './contract/many-characters.js';
 import { memoryBatchesContract } from './contract/memory-batches.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
@@ -57,5 +58,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     discordVoiceRepliesContract(context);
     learnedMemoriesContract(context);
     memoryBatchesContract(context);
+    manyCharactersContract(context);
   });
 }

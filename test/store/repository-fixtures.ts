@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { NewAccountRecords, NewStoredMessage } from '../../src/core/repositories.js';
-import type { CharacterRecord, JobRecord, JobType, LearnedMemoryRecord, TransactionRecord } from '../../src/core/records.js';
+import { type CharacterRecord, type JobRecord, type JobType, type LearnedMemoryRecord, type TransactionRecord, emptyCharacterDefinition } from '../../src/core/records.js';
 
 /** Records as the core would build them, for the repository contract and the multi-process test. */
 
@@ -20,6 +20,8 @@ export function characterRecord(accountId: string, name: string, change: Partial
     ttsVoiceId: null,
     createdMicros: Date.now() * 1000,
     updatedMicros: Date.now() * 1000,
+    definition: emptyCharacterDefinition,
+    deletedMicros: null,
     ...change,
   };
 }

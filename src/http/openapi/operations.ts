@@ -3,6 +3,7 @@ import * as accounts from '../routes/accounts.js';
 import * as characters from '../routes/characters.js';
 import * as conversations from '../routes/conversations.js';
 import * as images from '../routes/images.js';
+import * as lorebooks from '../routes/lorebooks.js';
 import * as memories from '../routes/memories.js';
 import { pageQuery } from '../validation.js';
 import * as resources from './resources.js';
@@ -161,7 +162,51 @@ const accountOperations: Operation[] = [
   },
 ];
 
+const characterAnswer = answer('CharacterAnswer', { character: resources.character });
+const lorebookEntryAnswer = answer('LorebookEntryAnswer', { entry: resources.lorebookEntry });
+
 const characterOperations: Operation[] = [
+  {
+    method: 'post', path: '/api/v0/characters', tag: 'Characters', summary: 'Make another character',
+    description: 'Owned by the caller (the admin key names the account in `accountId`). 409 CHARACTER_LIMIT_REACHED past MAX_CHARACTERS_PER_ACCOUNT (the account\'s own character counts).',
+    body: characters.createBody,
+    answers: [created(characterAnswer)],
+  },
+  {
+    method: 'get', path: '/api/v0/characters', tag: 'Characters', summary: 'List your characters, and public ones by name',
+    description: 'By name: the caller\'s own; with `query`, its own whose name contains it, then public characters of others whose name starts with it. Paged with `nextCursor`.',
+    query: characters.listQuery,
+    answers: [ok(answer('CharacterList', { characters: z.array(resources.character), nextCursor: z.string().optional() }))],
+  },
+  {
+    method: 'delete', path: '/api/v0/characters/:characterId', tag: 'Characters', summary: 'Delete a character (owner)',
+    description: 'With its memories (written and learned), lorebook, voice, face models and files. Its conversations keep their messages and list it as deleted; reading it answers 410 CHARACTER_DELETED. 409 PERSONAL_CHARACTER_REQUIRED for the account\'s own character.',
+    answers: [ok(answer('Success', {}))],
+  },
+  {
+    method: 'get', path: '/api/v0/characters/:characterId/lorebook', tag: 'Characters', summary: 'Read the lorebook',
+    answers: [ok(answer('Lorebook', { settings: resources.lorebookSettings, entries: z.array(resources.lorebookEntry) }))],
+  },
+  {
+    method: 'patch', path: '/api/v0/characters/:characterId/lorebook', tag: 'Characters', summary: 'Change the lorebook\'s settings (owner)',
+    body: lorebooks.settingsBody,
+    answers: [ok(answer('LorebookSettingsAnswer', { settings: resources.lorebookSettings }))],
+  },
+  {
+    method: 'post', path: '/api/v0/characters/:characterId/lorebook/entries', tag: 'Characters', summary: 'Add a lorebook entry (owner)',
+    description: 'Fields left out take their defaults; an entry that is not constant needs a key. 409 CONFLICT past 2000 entries.',
+    body: lorebooks.entryBody,
+    answers: [created(lorebookEntryAnswer)],
+  },
+  {
+    method: 'patch', path: '/api/v0/characters/:characterId/lorebook/entries/:entryId', tag: 'Characters', summary: 'Change a lorebook entry (owner)',
+    body: lorebooks.entryBody,
+    answers: [ok(lorebookEntryAnswer)],
+  },
+  {
+    method: 'delete', path: '/api/v0/characters/:characterId/lorebook/entries/:entryId', tag: 'Characters', summary: 'Delete a lorebook entry (owner)',
+    answers: [ok(answer('Success', {}))],
+  },
   { method: 'get', path: '/api/v0/characters/:characterId', tag: 'Characters', summary: 'Read a character', answers: [ok(resources.character)] },
   {
     method: 'patch', path: '/api/v0/characters/:characterId', tag: 'Characters', summary: 'Change a character (owner)',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ErrorCode } from '../../core/errors.js';
 import type { FaceModelStatus, JobStatus, JobType, ParticipantType, TransactionType } from '../../core/records.js';
+import { definitionSchema, lorebookEntrySchema, lorebookSettingsSchema } from '../character-fields.js';
 import { statusByCode } from '../errors.js';
 
 /**
@@ -56,8 +57,16 @@ export const character = z
     tts_voice_id: z.string().nullable().describe('null until the character is given a voice'),
     created: micros,
     updated: micros,
+    ...definitionSchema,
   })
-  .register(documented, { id: 'Character', description: 'A character, sent without a success wrapper.' });
+  .register(documented, { id: 'Character', description: 'A character, sent without a success wrapper. The fields after `updated` are what character cards define.' });
+
+export const lorebookEntry = lorebookEntrySchema
+  .required()
+  .extend({ id: uuid })
+  .register(documented, { id: 'LorebookEntry', description: 'Goes into the prompt when one of its keys is in the last messages (or always, when constant).' });
+
+export const lorebookSettings = lorebookSettingsSchema.required().register(documented, { id: 'LorebookSettings' });
 
 const speaker = z
   .object({
@@ -65,6 +74,7 @@ const speaker = z
     name: z.string(),
     type: z.enum(['account', 'character'] as const satisfies readonly ParticipantType[]),
     avatarUrl: z.string().nullable(),
+    deleted: z.literal(true).optional().describe('A character its owner deleted: its lines stay, it answers no more'),
   })
   .register(documented, { id: 'Speaker' });
 

@@ -5,16 +5,43 @@ import { AppError, ValidationError } from '../../core/errors.js';
 import { memoryLimits } from '../../core/memories.js';
 import type { UploadedFile } from '../../core/images/face-photos.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
-import { readJson, uuidParam } from '../validation.js';
+import { accountInScope } from '../account-scope.js';
+import { definitionChange, definitionSchema } from '../character-fields.js';
+import { pageQuery, readJson, readQuery, uuidParam } from '../validation.js';
 
-export const changeBody = z
-  .object({
-    name: z.string().trim().min(1).max(characterLimits.name).optional(),
-    description: z.string().max(characterLimits.description).optional(),
-    personality_summary: z.string().max(characterLimits.personalitySummary).optional(),
-    is_public: z.boolean().optional(),
-  })
+const characterFields = {
+  name: z.string().trim().min(1).max(characterLimits.name),
+  description: z.string().max(characterLimits.description),
+  personality_summary: z.string().max(characterLimits.personalitySummary),
+  is_public: z.boolean(),
+  ...definitionSchema,
+};
+
+export const changeBody = z.object(characterFields).partial().strict();
+
+export const createBody = z
+  .object(characterFields)
+  .partial()
+  .required({ name: true })
+  .extend({ accountId: z.uuid().optional().describe('With the admin key: whose character it is') })
   .strict();
+
+export const listQuery = pageQuery.extend({
+  query: z.string().trim().max(characterLimits.name).optional().describe('Also list public characters of others whose name starts with it'),
+  cursor: z.string().max(1000).optional(),
+  accountId: z.uuid().optional(),
+});
+
+/** What a request changes of a character, from the body's snake_case fields. */
+function characterChange(body: z.infer<typeof changeBody>) {
+  return {
+    name: body.name,
+    description: body.description,
+    personalitySummary: body.personality_summary,
+    isPublic: body.is_public,
+    definition: definitionChange(body),
+  };
+}
 
 export const memoryBody = z.object({ text: z.string().trim().min(1).max(memoryLimits.text) });
 
@@ -25,6 +52,32 @@ export const presetBody = z.object({ voiceId: z.string().trim().min(1).max(200) 
 export function characterRoutes({ core, serializers, signer }: RouteDependencies) {
   const app = new Hono<HttpEnv>();
 
+  app.post('/', async (context) => {
+    const actor = context.get('actor');
+    const body = await readJson(context, createBody);
+    const accountId = accountInScope(actor, body.accountId, 'accountId');
+    const character = await core.characters.create(actor, accountId, { ...characterChange(body), name: body.name });
+    context.header('Location', `/api/v0/characters/${character.id}`);
+    return context.json({ success: true, character: serializers.character(character) }, 201);
+  });
+
+  app.get('/', async (context) => {
+    const actor = context.get('actor');
+    const query = readQuery(context, listQuery);
+    const accountId = accountInScope(actor, query.accountId, 'query.accountId');
+    const page = await core.characters.list(actor, accountId, query);
+    return context.json({
+      success: true,
+      characters: page.characters.map((character) => serializers.character(character)),
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+    });
+  });
+
+  app.delete('/:characterId', async (context) => {
+    await core.characters.delete(context.get('actor'), uuidParam(context, 'characterId'));
+    return context.json({ success: true });
+  });
+
   app.get('/:characterId', async (context) => {
     const character = await core.characters.get(context.get('actor'), uuidParam(context, 'characterId'));
     return context.json(serializers.character(character));
@@ -33,12 +86,7 @@ export function characterRoutes({ core, serializers, signer }: RouteDependencies
   app.patch('/:characterId', async (context) => {
     const characterId = uuidParam(context, 'characterId');
     const body = await readJson(context, changeBody);
-    const character = await core.characters.update(context.get('actor'), characterId, {
-      name: body.name,
-      description: body.description,
-      personalitySummary: body.personality_summary,
-      isPublic: body.is_public,
-    });
+    const character = await core.characters.update(context.get('actor'), characterId, characterChange(body));
     return context.json(serializers.character(character));
   });
 

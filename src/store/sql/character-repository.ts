@@ -1,12 +1,13 @@
-import { type Selectable, sql } from 'kysely';
+import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import { AppError, notFound } from '../../core/errors.js';
-import type { CharacterRepository, MemoryRepository } from '../../core/repositories.js';
-import type { CharacterRecord, MemoryRecord } from '../../core/records.js';
+import type { CharacterListOptions, CharacterPage, CharacterRepository, MemoryRepository } from '../../core/repositories.js';
+import { listCharacters } from './character-list.js';
+import { type CharacterDefinition, type CharacterRecord, type MemoryRecord, emptyCharacterDefinition } from '../../core/records.js';
 import { type SqlContext, atomic, forUpdate } from './sql-context.js';
 import type { CharactersTable, Database } from './schema.js';
 
 /** The largest code point: `prefix + this` is above every name that starts with `prefix`. */
-const afterEveryName = String.fromCodePoint(0x10ffff);
+export const afterEveryName = String.fromCodePoint(0x10ffff);
 
 /**
  * Characters. Autocomplete never loads every character: an account's own are found through
@@ -45,6 +46,7 @@ export class SqlCharacterRepository implements CharacterRepository {
             .selectFrom('characters')
             .selectAll()
             .where('account_id', '=', options.accountId)
+            .where('deleted_micros', 'is', null)
             .where(sql<boolean>`name_lower like ${`%${escapeLike(needle)}%`} escape '\\'`)
             .orderBy('name_lower')
             .limit(limit)
@@ -55,12 +57,105 @@ export class SqlCharacterRepository implements CharacterRepository {
       .selectAll()
       .where('name_lower', '>=', needle)
       .where('name_lower', '<', needle + afterEveryName)
+      .where('deleted_micros', 'is', null)
       .orderBy('name_lower')
       .limit(limit - own.length);
     if (options.accountId !== null) others = others.where('is_public', '=', 1).where('account_id', '<>', options.accountId);
     return [...own, ...(await others.execute())].map(characterRecord);
   }
+
+  createWithin(character: CharacterRecord, maxPerAccount: number): Promise<CharacterRecord> {
+    return atomic(this.context.db, async (db) => {
+      // The account's row lock makes count-then-insert safe against a concurrent creation.
+      const account = await forUpdate(this.context, db.selectFrom('accounts').select('id').where('id', '=', character.accountId)).executeTakeFirst();
+      if (!account) throw notFound('Account', character.accountId);
+      const { count } = await db
+        .selectFrom('characters')
+        .select((expression) => expression.fn.countAll<number>().as('count'))
+        .where('account_id', '=', character.accountId)
+        .where('deleted_micros', 'is', null)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= maxPerAccount) {
+        throw new AppError(
+          'CHARACTER_LIMIT_REACHED',
+          `An account holds at most ${maxPerAccount} characters; delete one before making another.`,
+          { details: { limit: maxPerAccount } },
+        );
+      }
+      await db.insertInto('characters').values(characterRow(character)).execute();
+      return character;
+    });
+  }
+
+  list(options: CharacterListOptions): Promise<CharacterPage> {
+    return listCharacters(this.context, options);
+  }
+
+  purge(characterId: string, deletedMicros: number): Promise<string[]> {
+    return atomic(this.context.db, async (db) => {
+      const row = await forUpdate(this.context, db.selectFrom('characters').selectAll().where('id', '=', characterId)).executeTakeFirst();
+      if (!row) throw notFound('Character', characterId);
+      const faceArchives = await db.selectFrom('face_models').select('archive_key').where('character_id', '=', characterId).execute();
+      for (const table of ownedByCharacter) await db.deleteFrom(table).where('character_id', '=', characterId).execute();
+      await db
+        .updateTable('characters')
+        .set({
+          description: '',
+          personality_summary: '',
+          is_public: 0,
+          avatar_key: null,
+          avatar_mime_type: null,
+          tts_voice_id: null,
+          definition: '{}',
+          lorebook_settings: '{}',
+          deleted_micros: deletedMicros,
+          updated_micros: deletedMicros,
+        })
+        .where('id', '=', characterId)
+        .execute();
+      const keys = [row.avatar_key, ...faceArchives.map((face) => face.archive_key)].filter((key): key is string => key !== null);
+      const unheld: string[] = [];
+      for (const key of new Set(keys)) if (!(await isHeld(db, key, row.account_id))) unheld.push(key);
+      return unheld;
+    });
+  }
 }
+
+/**
+ * Whether any row still holds a file: a character's avatar, a message's file, a face model's
+ * archive (each an indexed lookup), or an output of the account's image jobs (which a person may
+ * have made an avatar of).
+ */
+async function isHeld(db: Kysely<Database>, key: string, accountId: string): Promise<boolean> {
+  const holders = await Promise.all([
+    db.selectFrom('characters').select('id').where('avatar_key', '=', key).limit(1).executeTakeFirst(),
+    db.selectFrom('messages').select('id').where('file_key', '=', key).limit(1).executeTakeFirst(),
+    db.selectFrom('face_models').select('id').where('archive_key', '=', key).limit(1).executeTakeFirst(),
+    db
+      .selectFrom('jobs')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where(sql<boolean>`output_files like ${`%${escapeLike(key)}%`} escape '\\'`)
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  return holders.some((holder) => holder !== undefined);
+}
+
+/**
+ * What a deleted character takes with it. Conversations, their messages and scene places stay:
+ * people's words are theirs, and the character is shown there as deleted.
+ */
+const ownedByCharacter = [
+  'memories',
+  'learned_memories',
+  'memory_spending',
+  'lorebook_entries',
+  'face_models',
+  'discord_channel_characters',
+  'discord_dm_characters',
+  'discord_dm_conversations',
+] as const;
 
 /** A character's memories, in the order they were written. */
 export class SqlMemoryRepository implements MemoryRepository {
@@ -107,11 +202,11 @@ export class SqlMemoryRepository implements MemoryRepository {
   }
 }
 
-function escapeLike(text: string): string {
+export function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (character) => `\\${character}`);
 }
 
-export function characterRow(character: CharacterRecord): CharactersTable {
+export function characterRow(character: CharacterRecord): Insertable<CharactersTable> {
   return {
     id: character.id,
     account_id: character.accountId,
@@ -125,6 +220,8 @@ export function characterRow(character: CharacterRecord): CharactersTable {
     tts_voice_id: character.ttsVoiceId,
     created_micros: character.createdMicros,
     updated_micros: character.updatedMicros,
+    definition: JSON.stringify(character.definition),
+    deleted_micros: character.deletedMicros,
   };
 }
 
@@ -140,5 +237,12 @@ export function characterRecord(row: Selectable<Database['characters']>): Charac
     ttsVoiceId: row.tts_voice_id,
     createdMicros: Number(row.created_micros),
     updatedMicros: Number(row.updated_micros),
+    definition: parseDefinition(row.definition),
+    deletedMicros: row.deleted_micros === null ? null : Number(row.deleted_micros),
   };
+}
+
+/** Rows from before definitions (`'{}'`) and fields added later read as the empty definition's. */
+function parseDefinition(json: string): CharacterDefinition {
+  return { ...emptyCharacterDefinition, ...(JSON.parse(json) as Partial<CharacterDefinition>) };
 }

@@ -398,5 +398,26 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0011-many-characters': {
+      // Issue 22: many characters per account, what character cards define beyond the seed's
+      // fields (one JSON document: nothing queries inside it), a lorebook per character, and
+      // deleted characters kept as a name so conversations that had them still read.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('characters').addColumn('definition', 'text', (column) => column.notNull().defaultTo('{}')).execute();
+        await db.schema.alterTable('characters').addColumn('lorebook_settings', 'text', (column) => column.notNull().defaultTo('{}')).execute();
+        await db.schema.alterTable('characters').addColumn('deleted_micros', 'bigint').execute();
+        await position(db.schema.createTable('lorebook_entries'))
+          .addColumn('id', 'text', (column) => column.notNull().unique())
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('entry', 'text', notNull)
+          .execute();
+        await db.schema.createIndex('lorebook_entries_character').on('lorebook_entries').columns(['character_id', 'position']).execute();
+        // A deleted character's files are removed only when nothing else holds them (files are
+        // content-addressed: two characters imported from one card share an avatar).
+        await db.schema.createIndex('characters_avatar').on('characters').column('avatar_key').where(sql.ref('avatar_key'), 'is not', null).execute();
+        await db.schema.createIndex('messages_file').on('messages').column('file_key').where(sql.ref('file_key'), 'is not', null).execute();
+        await db.schema.createIndex('face_models_archive').on('face_models').column('archive_key').where(sql.ref('archive_key'), 'is not', null).execute();
+      },
+    },
   };
 }

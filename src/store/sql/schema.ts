@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /**
  * The tables as Kysely sees them. Booleans are integers 0/1 and structured values JSON text in
@@ -33,6 +33,7 @@ export interface Database {
   learned_memories: LearnedMemoriesTable;
   memory_batches: MemoryBatchesTable;
   memory_spending: MemorySpendingTable;
+  lorebook_entries: LorebookEntriesTable;
 }
 
 export interface AccountsTable {
@@ -72,6 +73,20 @@ export interface CharactersTable {
   tts_voice_id: string | null;
   created_micros: number;
   updated_micros: number;
+  /** JSON of the core's `CharacterDefinition`. */
+  definition: string;
+  /** JSON of the core's `LorebookSettings`; written by the lorebook repository alone. */
+  lorebook_settings: ColumnType<string, string | undefined, string>;
+  /** When the owner deleted it; the row stays, scrubbed, so old conversations still name it. */
+  deleted_micros: number | null;
+}
+
+export interface LorebookEntriesTable {
+  position: Generated<number>;
+  id: string;
+  character_id: string;
+  /** JSON of the core's `LorebookEntry` without its id. */
+  entry: string;
 }
 
 export interface MemoriesTable {

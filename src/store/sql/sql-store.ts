@@ -1,3 +1,4 @@
+import { SqlLorebookRepository } from './lorebook-repository.js';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -106,6 +107,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly facts;
   readonly signals;
   readonly learnedMemories;
+  readonly lorebooks;
   readonly memoryBatches;
 
   constructor(
@@ -128,6 +130,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.facts = repositories.facts;
     this.signals = repositories.signals;
     this.learnedMemories = repositories.learnedMemories;
+    this.lorebooks = repositories.lorebooks;
     this.memoryBatches = repositories.memoryBatches;
   }
 
@@ -165,5 +168,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     signals: new SqlSignalRepository(context),
     learnedMemories: new SqlLearnedMemoryRepository(context),
     memoryBatches: new SqlMemoryBatchRepository(context),
+    lorebooks: new SqlLorebookRepository(context),
   };
 }

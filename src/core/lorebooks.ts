@@ -1,0 +1,145 @@
+import type { Actor } from './actor.js';
+import type { Characters } from './characters.js';
+import { type FieldIssue, ValidationError, notFound } from './errors.js';
+import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookSettings } from './lorebook/lorebook.js';
+import type { IdGenerator } from './ports.js';
+import type { RepositoryStore } from './repositories.js';
+
+export const lorebookLimits = {
+  entries: 2000,
+  keys: 100,
+  key: 500,
+  content: 32_000,
+  name: 200,
+  depth: 10_000,
+  scanDepth: 1000,
+  recursionSteps: 10,
+  extensionsJson: 64 * 1024,
+} as const;
+
+/** An entry as given: its content, and whichever other fields differ from the defaults. */
+export type LorebookEntryInput = Partial<Omit<LorebookEntry, 'id'>>;
+
+export const defaultLorebookEntry: Omit<LorebookEntry, 'id'> = {
+  name: '',
+  keys: [],
+  secondaryKeys: [],
+  secondaryLogic: 'and_any',
+  content: '',
+  enabled: true,
+  constant: false,
+  caseSensitive: null,
+  matchWholeWords: null,
+  insertionOrder: 100,
+  priority: 10,
+  position: 'before_character',
+  depth: 4,
+  role: 'system',
+  excludeRecursion: false,
+  preventRecursion: false,
+  scanDepth: null,
+  extensionsJson: '{}',
+};
+
+/**
+ * Characters' lorebooks: anyone who may see a character may read its book (a public card's
+ * book is exported with it); only the owner changes it.
+ */
+export class Lorebooks {
+  constructor(
+    private readonly store: RepositoryStore,
+    private readonly characters: Characters,
+    private readonly ids: IdGenerator,
+  ) {}
+
+  async get(actor: Actor, characterId: string): Promise<Lorebook> {
+    await this.characters.get(actor, characterId);
+    return this.store.lorebooks.get(characterId);
+  }
+
+  async setSettings(actor: Actor, characterId: string, change: Partial<LorebookSettings>): Promise<LorebookSettings> {
+    await this.characters.getOwned(actor, characterId);
+    const current = await this.store.lorebooks.get(characterId);
+    const settings = { ...defaultLorebookSettings, ...current.settings, ...change };
+    throwIfAny(settingsIssues(settings));
+    await this.store.lorebooks.setSettings(characterId, settings);
+    return settings;
+  }
+
+  async addEntry(actor: Actor, characterId: string, input: LorebookEntryInput): Promise<LorebookEntry> {
+    await this.characters.getOwned(actor, characterId);
+    const entry: LorebookEntry = { ...defaultLorebookEntry, ...input, id: this.ids.uuid() };
+    throwIfAny(entryIssues(entry));
+    return this.store.lorebooks.addEntry(characterId, entry, lorebookLimits.entries);
+  }
+
+  async updateEntry(actor: Actor, characterId: string, entryId: string, change: LorebookEntryInput): Promise<LorebookEntry> {
+    await this.characters.getOwned(actor, characterId);
+    const current = (await this.store.lorebooks.get(characterId)).entries.find((entry) => entry.id === entryId);
+    if (!current) throw notFound('Lorebook entry', entryId);
+    const entry: LorebookEntry = { ...current, ...change, id: entryId };
+    throwIfAny(entryIssues(entry));
+    return this.store.lorebooks.updateEntry(characterId, entry);
+  }
+
+  async removeEntry(actor: Actor, characterId: string, entryId: string): Promise<void> {
+    await this.characters.getOwned(actor, characterId);
+    if (!(await this.store.lorebooks.removeEntry(characterId, entryId))) throw notFound('Lorebook entry', entryId);
+  }
+
+  /** Replaces a character's whole book (a card's), checked as entries added one by one are. */
+  async replace(actor: Actor, characterId: string, lorebook: Lorebook): Promise<void> {
+    await this.characters.getOwned(actor, characterId);
+    throwIfAny(lorebookIssues(lorebook));
+    await this.store.lorebooks.replace(characterId, lorebook);
+  }
+}
+
+/** Every bound a book must keep, named by the API's field names; empty when it keeps them. */
+export function lorebookIssues(lorebook: Lorebook): FieldIssue[] {
+  const issues = settingsIssues(lorebook.settings);
+  if (lorebook.entries.length > lorebookLimits.entries) issues.push({ field: 'entries', message: `must hold at most ${lorebookLimits.entries}` });
+  lorebook.entries.forEach((entry, index) => issues.push(...entryIssues(entry).map((issue) => ({ ...issue, field: `entries.${index}.${issue.field}` }))));
+  return issues;
+}
+
+function throwIfAny(issues: FieldIssue[]): void {
+  if (issues.length > 0) throw new ValidationError(issues);
+}
+
+function settingsIssues(settings: LorebookSettings): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  if (!(settings.tokenBudgetShare > 0 && settings.tokenBudgetShare <= 1)) issues.push({ field: 'token_budget_share', message: 'must be above 0 and at most 1' });
+  if (!inRange(settings.scanDepth, 0, lorebookLimits.scanDepth)) issues.push({ field: 'scan_depth', message: `must be a whole number from 0 to ${lorebookLimits.scanDepth}` });
+  if (!inRange(settings.maxRecursionSteps, 0, lorebookLimits.recursionSteps)) {
+    issues.push({ field: 'max_recursion_steps', message: `must be a whole number from 0 to ${lorebookLimits.recursionSteps}` });
+  }
+  if (settings.name.length > lorebookLimits.name) issues.push({ field: 'name', message: `must be at most ${lorebookLimits.name} characters` });
+  if (settings.description.length > lorebookLimits.content) issues.push({ field: 'description', message: `must be at most ${lorebookLimits.content} characters` });
+  if (settings.extensionsJson.length > lorebookLimits.extensionsJson) issues.push({ field: 'extensions', message: 'is too large' });
+  return issues;
+}
+
+function entryIssues(entry: LorebookEntry): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
+    if (keys.length > lorebookLimits.keys) issues.push({ field, message: `must hold at most ${lorebookLimits.keys} keys` });
+    if (keys.some((key) => key.length > lorebookLimits.key)) issues.push({ field, message: `each key must be at most ${lorebookLimits.key} characters` });
+  }
+  if (!entry.constant && entry.enabled && entry.keys.every((key) => key.trim() === '')) {
+    issues.push({ field: 'keys', message: 'needs at least one key, unless the entry is constant' });
+  }
+  if (entry.content.length > lorebookLimits.content) issues.push({ field: 'content', message: `must be at most ${lorebookLimits.content} characters` });
+  if (entry.name.length > lorebookLimits.name) issues.push({ field: 'name', message: `must be at most ${lorebookLimits.name} characters` });
+  if (!inRange(entry.depth, 0, lorebookLimits.depth)) issues.push({ field: 'depth', message: `must be a whole number from 0 to ${lorebookLimits.depth}` });
+  if (entry.scanDepth !== null && !inRange(entry.scanDepth, 0, lorebookLimits.scanDepth)) {
+    issues.push({ field: 'scan_depth', message: `must be a whole number from 0 to ${lorebookLimits.scanDepth}` });
+  }
+  if (!Number.isFinite(entry.insertionOrder) || !Number.isFinite(entry.priority)) issues.push({ field: 'insertion_order', message: 'must be a number' });
+  if (entry.extensionsJson.length > lorebookLimits.extensionsJson) issues.push({ field: 'extensions', message: 'is too large' });
+  return issues;
+}
+
+function inRange(value: number, minimum: number, maximum: number): boolean {
+  return Number.isInteger(value) && value >= minimum && value <= maximum;
+}

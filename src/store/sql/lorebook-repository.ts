@@ -1,0 +1,90 @@
+import { AppError, notFound } from '../../core/errors.js';
+import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookSettings } from '../../core/lorebook/lorebook.js';
+import type { LorebookRepository } from '../../core/repositories.js';
+import { type SqlContext, atomic, forUpdate } from './sql-context.js';
+
+/**
+ * Lorebooks: the settings as one JSON column of the character's row, each entry a row holding
+ * its fields as JSON (nothing queries inside an entry: activation reads the whole book).
+ */
+export class SqlLorebookRepository implements LorebookRepository {
+  constructor(private readonly context: SqlContext) {}
+
+  async get(characterId: string): Promise<Lorebook> {
+    const { db } = this.context;
+    const [character, rows] = await Promise.all([
+      db.selectFrom('characters').select('lorebook_settings').where('id', '=', characterId).executeTakeFirst(),
+      db.selectFrom('lorebook_entries').select(['id', 'entry']).where('character_id', '=', characterId).orderBy('position').execute(),
+    ]);
+    return {
+      settings: { ...defaultLorebookSettings, ...(JSON.parse(character?.lorebook_settings ?? '{}') as Partial<LorebookSettings>) },
+      entries: rows.map((row) => ({ ...(JSON.parse(row.entry) as Omit<LorebookEntry, 'id'>), id: row.id })),
+    };
+  }
+
+  async setSettings(characterId: string, settings: LorebookSettings): Promise<void> {
+    const result = await this.context.db
+      .updateTable('characters')
+      .set({ lorebook_settings: JSON.stringify(settings) })
+      .where('id', '=', characterId)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw notFound('Character', characterId);
+  }
+
+  addEntry(characterId: string, entry: LorebookEntry, maxEntries: number): Promise<LorebookEntry> {
+    return atomic(this.context.db, async (db) => {
+      // The character's row lock makes count-then-insert safe against a concurrent add.
+      const character = await forUpdate(this.context, db.selectFrom('characters').select('id').where('id', '=', characterId)).executeTakeFirst();
+      if (!character) throw notFound('Character', characterId);
+      const { count } = await db
+        .selectFrom('lorebook_entries')
+        .select((expression) => expression.fn.countAll<number>().as('count'))
+        .where('character_id', '=', characterId)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= maxEntries) {
+        throw new AppError('CONFLICT', `A lorebook holds at most ${maxEntries} entries; delete some first.`, { details: { limit: maxEntries } });
+      }
+      await db.insertInto('lorebook_entries').values(entryRow(characterId, entry)).execute();
+      return entry;
+    });
+  }
+
+  async updateEntry(characterId: string, entry: LorebookEntry): Promise<LorebookEntry> {
+    const result = await this.context.db
+      .updateTable('lorebook_entries')
+      .set({ entry: entryRow(characterId, entry).entry })
+      .where('character_id', '=', characterId)
+      .where('id', '=', entry.id)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw notFound('Lorebook entry', entry.id);
+    return entry;
+  }
+
+  async removeEntry(characterId: string, entryId: string): Promise<boolean> {
+    const result = await this.context.db
+      .deleteFrom('lorebook_entries')
+      .where('character_id', '=', characterId)
+      .where('id', '=', entryId)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  replace(characterId: string, lorebook: Lorebook): Promise<void> {
+    return atomic(this.context.db, async (db) => {
+      const result = await db
+        .updateTable('characters')
+        .set({ lorebook_settings: JSON.stringify(lorebook.settings) })
+        .where('id', '=', characterId)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) throw notFound('Character', characterId);
+      await db.deleteFrom('lorebook_entries').where('character_id', '=', characterId).execute();
+      // Inserted one by one, so positions (and the book's order) follow the entries' order.
+      for (const entry of lorebook.entries) await db.insertInto('lorebook_entries').values(entryRow(characterId, entry)).execute();
+    });
+  }
+}
+
+function entryRow(characterId: string, entry: LorebookEntry) {
+  const { id, ...fields } = entry;
+  return { id, character_id: characterId, entry: JSON.stringify(fields) };
+}
