@@ -404,6 +404,10 @@ export class Chat {
       if (plan.usedMemoryIds.length > 0) {
         await this.store.facts.set(usedMemoriesKey(stored.id), plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
       }
+      // Which lorebook entries it was written with: its owner may look (lorebook/used-entries.ts).
+      if (plan.usedLorebookEntryIds.length > 0) {
+        await this.store.facts.set(usedLorebookKey(stored.id), plan.usedLorebookEntryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the lorebook entries a reply used'));
+      }
       markStarted();
       pieces.end();
       await this.#learn(plan, finish, log);
@@ -542,6 +546,11 @@ function isTranscriptionFailure(error: unknown): boolean {
 /** Where a reply's used memories are kept (ids only: a memory deleted later leaves nothing readable). */
 export function usedMemoriesKey(replyMessageId: string): string {
   return `reply-memories:${replyMessageId}`;
+}
+
+/** Where a reply's used lorebook entries are kept (ids only: an entry deleted later leaves nothing readable). */
+export function usedLorebookKey(replyMessageId: string): string {
+  return `reply-lorebook:${replyMessageId}`;
 }
 
 /** The first `length` characters of `text`, never ending in half a surrogate pair. */
