@@ -5,12 +5,16 @@
  * service's token estimate) and to make their contents what the prompt holds (macros), from the
  * newest messages of a conversation that names a few of them. p99 over 5,000 prompts after 500
  * not counted, each prompt with other messages, as a conversation has; once with the book's
- * recursion on (three steps) beside it.
+ * recursion on (three steps) beside it. Beside them, reading the book from the default SQLite
+ * store, which every prompt also does.
  */
+import path from 'node:path';
 import { expandMacros } from '../src/core/macros.js';
 import { activateLorebook } from '../src/core/lorebook/activation.js';
 import { type Lorebook, type LorebookEntry, defaultLorebookSettings } from '../src/core/lorebook/lorebook.js';
 import { LearningTokenEstimator } from '../src/core/tokens.js';
+import { openSqlStore } from '../src/store/sql/sql-store.js';
+import { newAccountRecords, uniqueUsername } from '../test/store/repository-fixtures.js';
 import { percentile, round } from './stats.js';
 
 const entryCount = 500;
@@ -94,11 +98,31 @@ async function measure(book: Lorebook): Promise<{ p50Ms: number; p99Ms: number; 
   };
 }
 
-export async function benchmarkLorebook(): Promise<Record<string, unknown>> {
+/** p50 and p99 of reading the book from a SQLite file, as ContextWindow does for every prompt. */
+async function measureRead(scratch: string, book: Lorebook): Promise<{ p50Ms: number; p99Ms: number }> {
+  const store = await openSqlStore(`sqlite://${path.join(scratch, 'lorebook.sqlite')}`);
+  try {
+    const owner = newAccountRecords(uniqueUsername('keeper'));
+    await store.accounts.create(owner);
+    await store.lorebooks.replace(owner.character.id, book);
+    const samples: number[] = [];
+    for (let read = 0; read < 1_100; read++) {
+      const started = performance.now();
+      await store.lorebooks.get(owner.character.id);
+      if (read >= 100) samples.push(performance.now() - started);
+    }
+    return { p50Ms: round(percentile(samples, 0.5), 3), p99Ms: round(percentile(samples, 0.99), 3) };
+  } finally {
+    await store.close();
+  }
+}
+
+export async function benchmarkLorebook(scratch: string): Promise<Record<string, unknown>> {
   const entries = Array.from({ length: entryCount }, (_, index) => entry(index));
   const settings = { ...defaultLorebookSettings, scanDepth: 4 };
   const activation = await measure({ settings, entries });
   const withRecursion = await measure({ settings: { ...settings, recursiveScanning: true, maxRecursionSteps: 3 }, entries });
+  const storeRead = await measureRead(scratch, { settings, entries });
   // ── Card import (issue 22's second figure: a 2 MB PNG card, target < 200 ms) ──────────────
   // Another helper writes `measureCardImport()` (src/cards/ or bench/); once it is on main,
   // call it here and report it beside the activation figures:
@@ -110,6 +134,7 @@ export async function benchmarkLorebook(): Promise<Record<string, unknown>> {
     prompts,
     activation,
     withRecursion,
+    storeRead,
     cardImport: 'not measured here yet (measureCardImport is not on main)',
   };
 }

@@ -40,7 +40,7 @@ try {
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
   if (selected('memories')) results.memories = await benchmarkMemories(path.join(scratch, 'memories'));
-  if (selected('lorebook')) results.lorebook = await benchmarkLorebook();
+  if (selected('lorebook')) results.lorebook = await benchmarkLorebook(await mkdir(path.join(scratch, 'lorebook'), { recursive: true }).then(() => path.join(scratch, 'lorebook')));
   if (selected('embedded')) results.embedded = await benchmarkEmbedded(path.join(scratch, 'embedded'));
   if (selected('discord-images')) results.discordImages = await benchmarkDiscordImages(path.join(scratch, 'discord-images'));
 } finally {

@@ -4,7 +4,7 @@
  * that cannot fit even alone is refused before it is stored.
  */
 import { type CardContext, type CardParts, cardParts, deepestScan, prepareCardContext } from './card-context.js';
-import { fitExamples } from './card-prompt.js';
+import { cardTexts, fitExamples } from './card-prompt.js';
 import type { Conversations, NewMessage } from './conversations.js';
 import { insertIntoHistory } from './history-insertions.js';
 import { characterMacroName, defaultUserName } from './macros.js';
@@ -86,10 +86,13 @@ export class ContextWindow {
     if (isImage && !seeImages) {
       throw new AppError('MODEL_CANNOT_SEE_IMAGES', `${character.name}'s chat model cannot see images; describe the picture in words instead.`);
     }
-    const [[system = 0, text = 0], framing] = await Promise.all([this.tokens.count([systemPrompt(character, []), message.content]), promptFramingOf(this.tokens)]);
+    // The card's own texts stay in every prompt (lorebook entries and examples give way): count them.
+    const card = cardTexts(character, character.definition, { character: characterMacroName(character), user: defaultUserName, random: this.options.random });
+    const bare = systemPrompt(character, [], undefined, [], undefined, { ...card, loreBefore: [], loreAfter: [], examples: [] });
+    const [[system = 0, text = 0, postHistory = 0], framing] = await Promise.all([this.tokens.count([bare, message.content, card.postHistory]), promptFramingOf(this.tokens)]);
     const { messageTokens } = framing;
     const replyTokens = this.#replyTokens(contextTokens);
-    const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens;
+    const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens - postHistory;
     const pixels = isImage ? imageTokens(message.file?.width, message.file?.height) : 0;
     const cost = text + pixels + messageTokens + labelTokens;
     if (cost <= available) return;
