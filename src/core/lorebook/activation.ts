@@ -100,10 +100,10 @@ export async function activateLorebook(request: ActivationRequest): Promise<Acti
 
   const steps = settings.recursiveScanning ? settings.maxRecursionSteps : 0;
   for (let step = 1; step <= steps && !overBudget; step++) {
-    const recursion = admitted.filter((each) => !each.entry.excludeRecursion).map((each) => each.content).join('\n');
+    const recursion = admitted.filter((each) => !each.entry.preventRecursion).map((each) => each.content).join('\n');
     if (recursion === '') break;
     const withContents = new ScanTexts(request.messages, recursion);
-    const round = candidates.filter((candidate) => !taken.has(candidate.index) && !candidate.entry.constant && !candidate.entry.preventRecursion && matches(candidate, withContents)).sort(byPrecedence);
+    const round = candidates.filter((candidate) => !taken.has(candidate.index) && !candidate.entry.constant && !candidate.entry.excludeRecursion && matches(candidate, withContents)).sort(byPrecedence);
     if (round.length === 0) break;
     await admit(round, () => 'recursion');
   }

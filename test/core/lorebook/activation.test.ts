@@ -159,11 +159,11 @@ describe('recursion', () => {
     expect(await steps(0)).toBe(1);
   });
 
-  it('never reads an excludeRecursion entry’s content, nor lets a preventRecursion entry in by content', async () => {
+  it('never reads a preventRecursion entry’s content, nor lets an excludeRecursion entry in by content (SillyTavern’s meanings)', async () => {
     const [first, second] = chain();
-    const quiet = { ...first, excludeRecursion: true };
+    const quiet = { ...first, preventRecursion: true };
     expect(await ids([quiet, second], ['Sam: the castle'], { recursiveScanning: true })).toEqual([quiet.id]);
-    const shy = { ...second, preventRecursion: true };
+    const shy = { ...second, excludeRecursion: true };
     expect(await ids([first, shy], ['Sam: the castle'], { recursiveScanning: true })).toEqual([first.id]);
     expect(await ids([first, shy], ['Sam: the castle and the duke'], { recursiveScanning: true })).toEqual([first.id, shy.id]);
   });
