@@ -207,8 +207,9 @@ export class ContextWindow {
     const olderKept = Math.max(0, history.kept - 1 - later.length);
     // Replaced replies count as kept but are not sent.
     const sent = newestFirst.slice(0, history.kept).filter((message) => !omit.has(message.id));
-    // Example dialogue gets only the room the history left: it is the first thing to go.
-    const examples = await fitExamples(this.tokens, card.texts.examples, budget - history.used);
+    const anyFellOut = olderKept < older.length || !exhausted;
+    // Example dialogue only beside the whole history, in the room it left: it is the first thing to go.
+    const examples = await fitExamples(this.tokens, card.texts.examples, anyFellOut ? 0 : budget - history.used);
     const system = examples.blocks.length === 0 ? bare : compose(examples.blocks);
     const countedTokens = framing.promptTokens + systemTokens + examples.tokens + insertionCost + sent.reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
     const textTokens = systemTokens - framing.messageTokens + examples.tokens + parts.insertionTokens + sent.reduce((sum, message) => sum + (texts.get(message.id) ?? 0), 0);
@@ -219,7 +220,7 @@ export class ContextWindow {
       withImages: history.withImages,
       contextTokens,
       firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),
-      anyFellOut: olderKept < older.length || !exhausted,
+      anyFellOut,
       usedMemoryIds,
       characterNames,
       usedLorebookEntryIds: parts.loreIds,
