@@ -70,7 +70,7 @@ interface Candidate {
 export async function activateLorebook(request: ActivationRequest): Promise<Activation> {
   const { settings } = request.book;
   const budget = Math.max(0, Math.floor(settings.tokenBudgetShare * request.contextTokens));
-  const candidates = usable(request.book);
+  const candidates = usable(request.book, request.render);
   const admitted: (ActivatedEntry & { index: number })[] = [];
   const taken = new Set<number>();
   let used = 0;
@@ -125,13 +125,15 @@ export async function activateLorebook(request: ActivationRequest): Promise<Acti
 }
 
 /** The entries that could ever come in: enabled, not `@@dont_activate`, with usable keys. */
-function usable(book: Lorebook): Candidate[] {
+function usable(book: Lorebook, render: ActivationRequest['render']): Candidate[] {
   const { settings } = book;
+  // Keys may hold macros too (`{{char}}`), as SillyTavern reads them; most hold none and are kept as they are.
+  const withMacros = (keys: string[]) => (render && keys.some((key) => key.includes('{{') || key.includes('<')) ? keys.map(render) : keys);
   return book.entries.flatMap((entry, index) => {
     if (!entry.enabled) return [];
     const decorated = readDecorators(entry.content);
     if (decorated.dontActivate) return [];
-    const keys = compileKeys(entry.keys, entry.secondaryKeys, {
+    const keys = compileKeys(withMacros(entry.keys), withMacros(entry.secondaryKeys), {
       caseSensitive: entry.caseSensitive ?? false,
       matchWholeWords: entry.matchWholeWords ?? true,
     });

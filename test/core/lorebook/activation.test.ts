@@ -107,6 +107,13 @@ describe('the budget', () => {
     expect(activation.tokens).toBe(7);
   });
 
+  it('reads macros in keys too', async () => {
+    const named = entry({ keys: ['{{char}}'], content: 'Named.' });
+    const render = (text: string) => text.replace('{{char}}', 'Ada');
+    expect((await activate([named], ['Sam: hello Ada'], {}, { render })).entryIds).toEqual([named.id]);
+    expect((await activate([named], ['Sam: hello {{char}}'], {}, { render })).entryIds).toEqual([]);
+  });
+
   it('asks an exact counter once for the same text', async () => {
     const counter = wordCounter(true);
     const moon = entry({ keys: ['moon'], content: 'The moon is made of rock.' });
