@@ -118,6 +118,15 @@ describe('the prompt with a card and its lorebook (fake engine)', () => {
     expect(system).not.toContain('LORE-RECURSIVE');
   });
 
+  it('lets lorebook entries give way when the character itself fills the system prompt, instead of refusing to answer', async () => {
+    const constant = entry({ constant: true, content: `LORE-LARGE ${'fact '.repeat(95)}` });
+    const { say, card, core, actor, conversationId } = await open([constant], {}, 700);
+    await card({}, undefined, { description: 'word '.repeat(180) });
+    const { messages, replyId } = await say('Hello');
+    expect(String(messages[0]!.content)).not.toContain('LORE-LARGE');
+    expect(await core.lorebookUse.usedBy(actor, conversationId, replyId)).toEqual([]);
+  });
+
   it('follows recursion through an activated entry within its steps', async () => {
     const castle = entry({ keys: ['castle'], content: 'The castle belongs to the duke.' });
     const duke = entry({ keys: ['duke'], content: 'LORE-RECURSIVE: the duke fears the witch.' });
