@@ -12,6 +12,8 @@ import { AppError } from '../src/core/errors.js';
 import { facePhotoLimits } from '../src/core/images/face-photos.js';
 import type { TrainingPayload } from '../src/core/records.js';
 import { memoryLimits } from '../src/core/memories.js';
+import { executeExport, executeImport, exportSubcommand, importSubcommand } from './character/cards.js';
+import { chosenCharacter, createSubcommand, optionLength, deleteSubcommand, executeCreate, executeDelete, whichOfYours } from './character/manage.js';
 
 const { String: text, Boolean: boolean, Attachment: attachment, Subcommand: subcommand } = ApplicationCommandOptionType;
 
@@ -27,6 +29,10 @@ const data = {
   name: 'character',
   description: 'See and shape your character',
   options: [
+    createSubcommand,
+    deleteSubcommand,
+    importSubcommand,
+    exportSubcommand,
     {
       type: subcommand,
       name: 'show',
@@ -39,24 +45,25 @@ const data = {
       description: 'Change your character',
       options: [
         { type: text, name: 'name', description: 'Its name', max_length: characterLimits.name },
-        { type: text, name: 'description', description: 'Who it is', max_length: characterLimits.description },
-        { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: characterLimits.personalitySummary },
+        { type: text, name: 'description', description: 'Who it is', max_length: optionLength(characterLimits.description) },
+        { type: text, name: 'personality', description: 'How it speaks and behaves', max_length: optionLength(characterLimits.personalitySummary) },
         { type: boolean, name: 'public', description: 'Whether others may talk to it' },
+        whichOfYours,
       ],
     },
     {
       type: subcommand,
       name: 'avatar',
       description: 'Give your character a picture (PNG, JPEG or WebP, up to 5 MB)',
-      options: [{ type: attachment, name: 'image', description: 'The picture', required: true }],
+      options: [{ type: attachment, name: 'image', description: 'The picture', required: true }, whichOfYours],
     },
     {
       type: subcommand,
       name: 'remember',
       description: 'Teach your character a fact it will bring up when relevant',
-      options: [{ type: text, name: 'fact', description: 'A short fact', required: true, max_length: memoryLimits.text }],
+      options: [{ type: text, name: 'fact', description: 'A short fact', required: true, max_length: memoryLimits.text }, whichOfYours],
     },
-    { type: subcommand, name: 'memories', description: "List your character's memories" },
+    { type: subcommand, name: 'memories', description: "List your character's memories", options: [whichOfYours] },
     {
       type: subcommand,
       name: 'voice',
@@ -66,6 +73,7 @@ const data = {
         { type: attachment, name: 'sample', description: 'A recording of the voice (mp3, wav, ogg…)' },
         { type: attachment, name: 'sample2', description: 'Another recording' },
         { type: attachment, name: 'sample3', description: 'Another recording' },
+        whichOfYours,
       ],
     },
     {
@@ -74,7 +82,7 @@ const data = {
       description: `Train a face model of your character from ${facePhotoLimits.minPhotos} to ${facePhotoLimits.maxPhotos} photos, for /imagine`,
       options: [
         { type: attachment, name: 'photos', description: 'A face photo (PNG, JPEG or WebP), or a zip of them', required: true },
-        { type: text, name: 'character', description: 'Which of your characters (yours by default)', autocomplete: true },
+        whichOfYours,
         ...photoOptions,
       ],
     },
@@ -82,7 +90,7 @@ const data = {
       type: subcommand,
       name: 'forget',
       description: 'Make your character forget a memory',
-      options: [{ type: text, name: 'memory', description: 'Which one', required: true, autocomplete: true }],
+      options: [{ type: text, name: 'memory', description: 'Which one', required: true, autocomplete: true }, whichOfYours],
     },
   ],
 } as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
@@ -91,7 +99,7 @@ export default {
   data,
   ephemeral: true,
   // Downloads and engines take seconds; the rest answers at once.
-  defer: { 'train-face': 'at-once', voice: 'at-once', avatar: 'at-once' },
+  defer: { 'train-face': 'at-once', voice: 'at-once', avatar: 'at-once', import: 'at-once', export: 'at-once' },
   async autocomplete(interaction, context) {
     if (interaction.options.getSubcommand() === 'voice') {
       const query = String(interaction.options.getFocused()).toLowerCase();
@@ -104,13 +112,15 @@ export default {
       );
       return;
     }
-    if (interaction.options.getSubcommand() !== 'forget') {
+    if (interaction.options.getFocused(true).name !== 'memory') {
       await suggestCharacters(interaction, context);
       return;
     }
     const { actor, account } = await context.accountOf(interaction.user);
     const query = String(interaction.options.getFocused()).toLowerCase();
-    const memories = await context.core.memories.list(actor, account.characterId);
+    const option = interaction.options.getString('character');
+    const characterId = option ? (await resolveCharacter(context.core, actor, option)).id : account.characterId;
+    const memories = await context.core.memories.list(actor, characterId);
     await interaction.respond(
       memories
         .filter((memory) => memory.text.toLowerCase().includes(query))
@@ -126,11 +136,14 @@ export default {
 
 type Run = (interaction: ChatInputCommandInteraction, context: BotContext) => Promise<void>;
 
-const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice' | 'train-face', Run> = {
+const subcommands: Record<'create' | 'delete' | 'import' | 'export' | 'show' | 'edit' | 'avatar' | 'remember' | 'memories' | 'forget' | 'voice' | 'train-face', Run> = {
+  create: executeCreate,
+  delete: executeDelete,
+  import: executeImport,
+  export: executeExport,
   async 'train-face'(interaction, context) {
-    const { actor, account } = await context.accountOf(interaction.user);
-    const option = interaction.options.getString('character');
-    const character = option ? await resolveCharacter(context.core, actor, option) : await context.core.characters.get(actor, account.characterId);
+    const { actor } = await context.accountOf(interaction.user);
+    const character = await chosenCharacter(interaction, context);
     const attachments = ['photos', ...photoOptions.map((photo) => photo.name)].map((name) => interaction.options.getAttachment(name)).filter((item) => item !== null);
     const uploads = await Promise.all(attachments.map(async (item) => ({ filename: item.name, data: await downloadAttachment(item, maxAttachmentBytes) })));
     const { job, model, transaction } = await context.core.images.trainFace(actor, character.id, uploads);
@@ -145,13 +158,14 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
   async voice(interaction, context) {
     const speech = context.core.speech;
     if (!speech) throw new AppError('NOT_CONFIGURED', 'Speech is not set up on this bot (TTS_ENGINE).');
-    const { actor, account } = await context.accountOf(interaction.user);
+    const { actor } = await context.accountOf(interaction.user);
+    const { id: characterId } = await chosenCharacter(interaction, context);
     const preset = interaction.options.getString('preset');
     const attachments = ['sample', 'sample2', 'sample3'].map((name) => interaction.options.getAttachment(name)).filter((item) => item !== null);
     if (!preset && attachments.length === 0) throw new AppError('VALIDATION_FAILED', 'Choose a preset, or attach recordings of the voice to clone.');
     let character;
     if (preset) {
-      character = await speech.train(actor, account.characterId, { voiceId: preset });
+      character = await speech.train(actor, characterId, { voiceId: preset });
     } else {
       const samples = await Promise.all(
         attachments.map(async (item) => ({
@@ -160,7 +174,7 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
           data: await downloadAttachment(item, maxAttachmentBytes),
         })),
       );
-      character = await speech.train(actor, account.characterId, { samples });
+      character = await speech.train(actor, characterId, { samples });
     }
     await answer(interaction, `🗣️ **${character.name}** now speaks with the voice \`${character.ttsVoiceId}\`. Try \`/speak\`.`);
   },
@@ -171,7 +185,7 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
     await answer(interaction, await characterCard(context.core, character));
   },
   async edit(interaction, context) {
-    const { actor, account } = await context.accountOf(interaction.user);
+    const { actor } = await context.accountOf(interaction.user);
     const change = {
       name: interaction.options.getString('name') ?? undefined,
       description: interaction.options.getString('description') ?? undefined,
@@ -181,25 +195,28 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
     if (Object.values(change).every((value) => value === undefined)) {
       throw new AppError('VALIDATION_FAILED', 'Give at least one of name, description, personality or public.');
     }
-    const character = await context.core.characters.update(actor, account.characterId, change);
+    const character = await context.core.characters.update(actor, (await chosenCharacter(interaction, context)).id, change);
     await answer(interaction, { content: 'Saved.', ...(await characterCard(context.core, character)) });
   },
   async avatar(interaction, context) {
-    const { actor, account } = await context.accountOf(interaction.user);
+    const { actor } = await context.accountOf(interaction.user);
+    const { id: characterId } = await chosenCharacter(interaction, context);
     const image = interaction.options.getAttachment('image', true);
     // Checked before downloading anything.
     if (image.size > characterLimits.avatarBytes) throw new AppError('PAYLOAD_TOO_LARGE', 'The picture is larger than 5 MB.');
-    const character = await context.core.characters.setAvatar(actor, account.characterId, await downloadAttachment(image, characterLimits.avatarBytes));
+    const character = await context.core.characters.setAvatar(actor, characterId, await downloadAttachment(image, characterLimits.avatarBytes));
     await answer(interaction, { content: 'New picture saved.', ...(await characterCard(context.core, character)) });
   },
   async remember(interaction, context) {
-    const { actor, account } = await context.accountOf(interaction.user);
-    const memory = await context.core.memories.add(actor, account.characterId, interaction.options.getString('fact', true));
+    const { actor } = await context.accountOf(interaction.user);
+    const { id: characterId } = await chosenCharacter(interaction, context);
+    const memory = await context.core.memories.add(actor, characterId, interaction.options.getString('fact', true));
     await answer(interaction, `Remembered: “${memory.text}”`);
   },
   async memories(interaction, context) {
-    const { actor, account } = await context.accountOf(interaction.user);
-    const memories = await context.core.memories.list(actor, account.characterId);
+    const { actor } = await context.accountOf(interaction.user);
+    const { id: characterId } = await chosenCharacter(interaction, context);
+    const memories = await context.core.memories.list(actor, characterId);
     if (memories.length === 0) {
       await answer(interaction, 'Your character remembers nothing yet. Teach it with `/character remember`.');
       return;
@@ -212,8 +229,9 @@ const subcommands: Record<'show' | 'edit' | 'avatar' | 'remember' | 'memories' |
     await answer(interaction, shown.join('\n') + more);
   },
   async forget(interaction, context) {
-    const { actor, account } = await context.accountOf(interaction.user);
-    await context.core.memories.remove(actor, account.characterId, interaction.options.getString('memory', true));
+    const { actor } = await context.accountOf(interaction.user);
+    const { id: characterId } = await chosenCharacter(interaction, context);
+    await context.core.memories.remove(actor, characterId, interaction.options.getString('memory', true));
     await answer(interaction, 'Forgotten.');
   },
 };

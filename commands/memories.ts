@@ -16,6 +16,7 @@ import { resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import type { Actor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import type { LearnedMemoryRecord } from '../src/core/records.js';
+import type { ReviewedMemory } from '../src/core/learning/learned-memories.js';
 
 const { String: text, Subcommand: subcommand } = ApplicationCommandOptionType;
 
@@ -99,7 +100,7 @@ export default {
           return;
         }
         const shown = proposed.slice(0, 10);
-        const lines = shown.map((memory, index) => `${index + 1}. ${memory.text} \`${memory.id}\``);
+        const lines = shown.map(reviewLine);
         await answer(interaction, {
           content: [
             `**${character.name} learned this from you.** Approve what it may tell anyone, reject the rest; to change the words, \`/memories approve id text\`.`,
@@ -142,7 +143,7 @@ export default {
       const rest = await learned.proposed(actor, first);
       const shown = rest.slice(0, 10);
       await interaction.update({
-        content: [action === 'approve' ? '✅ Approved.' : '❌ Rejected: it will not be proposed again.', ...shown.map((memory, index) => `${index + 1}. ${memory.text} \`${memory.id}\``)].join('\n'),
+        content: [action === 'approve' ? '✅ Approved.' : '❌ Rejected: it will not be proposed again.', ...shown.map(reviewLine)].join('\n'),
         components: reviewRows(first, shown),
       });
     }
@@ -171,6 +172,12 @@ async function aboutMe(context: BotContext, actor: Actor, characterId: string | 
       ...buttonRows([{ label: 'Delete all', customId: 'memories:forget-all', style: ButtonStyle.Danger }]),
     ],
   };
+}
+
+/** A proposal as the owner reviews it: a contradiction says what it replaces once approved. */
+function reviewLine(memory: ReviewedMemory, index: number): string {
+  const replacing = memory.replacing ? ` — *replaces “${memory.replacing.text}”*` : '';
+  return `${index + 1}. ${memory.text}${replacing} \`${memory.id}\``;
 }
 
 function reviewRows(characterId: string, memories: readonly LearnedMemoryRecord[]) {

@@ -146,7 +146,8 @@ async function keepAsContext(context: BotContext, limiter: RateLimiterAbstract, 
     const inputs = await inputsOf(message, context.core.chat, turn.text, { audio: false });
     if (inputs.length === 0) return;
     await context.core.conversations.addSpeaker(adminActor, turn.conversationId, account.id);
-    for (const input of inputs) await context.core.chat.post(actor, turn.conversationId, input);
+    // Kept as context, never learned from (memory-scope.ts, rule 7): nobody told a character anything.
+    for (const input of inputs) await context.core.chat.post(actor, turn.conversationId, input, { asContext: true });
   } catch (error) {
     context.logger.info({ err: error, userId: message.author.id, channelId: message.channelId, messageId: message.id }, 'message not kept as context');
   }

@@ -1,5 +1,7 @@
 import type { Actor } from './actor.js';
 import { defaultAvatarPng } from './default-avatar.js';
+import { lorebookIssues } from './lorebooks.js';
+import type { Lorebook } from './lorebook/lorebook.js';
 import { actsFor } from './actor.js';
 import { AppError, type FieldIssue, ValidationError, notFound } from './errors.js';
 import { checkImage } from './media.js';
@@ -31,10 +33,14 @@ export interface CharactersOptions {
 
 export const defaultCharactersOptions: CharactersOptions = { maxPerAccount: 20 };
 
+/** Larger sides than any avatar needs are never made when an avatar is converted. */
+const maxAvatarSide = 4096;
+
 export const characterLimits = {
   name: 100,
-  description: 4000,
-  personalitySummary: 4000,
+  // Shared cards carry descriptions and personalities of several thousand words.
+  description: 32_000,
+  personalitySummary: 32_000,
   avatarBytes: 5 * 1024 * 1024,
   /** Each text of the definition (scenario, greetings, example dialogue, prompts, notes). */
   definitionText: 32_000,
@@ -61,21 +67,29 @@ export class Characters {
    * Makes another character for `accountId` (an account acts for itself; the admin for anyone),
    * up to `maxPerAccount` (`CHARACTER_LIMIT_REACHED`), held by the database across processes.
    */
-  async create(actor: Actor, accountId: string, input: NewCharacter): Promise<CharacterRecord> {
+  async create(actor: Actor, accountId: string, input: NewCharacter, lorebook?: Lorebook): Promise<CharacterRecord> {
     if (!actsFor(actor, accountId)) throw new AppError('FORBIDDEN', 'An account may make characters only for itself.');
     validateChange(input);
+    if (lorebook) {
+      const issues = lorebookIssues(lorebook);
+      if (issues.length > 0) throw new ValidationError(issues.map((issue) => ({ ...issue, field: `lorebook.${issue.field}` })));
+    }
     const avatar = input.avatar === undefined ? undefined : await checkImage('avatar', input.avatar, characterLimits.avatarBytes, this.imageCodec);
     const character = await this.newCharacterFor(accountId, input.name.trim(), input.avatar && avatar ? { bytes: input.avatar, mimeType: avatar } : undefined);
-    return this.store.characters.createWithin(
-      {
-        ...character,
-        description: input.description ?? '',
-        personalitySummary: input.personalitySummary ?? '',
-        isPublic: input.isPublic ?? false,
-        definition: { ...emptyCharacterDefinition, ...input.definition },
-      },
-      this.options.maxPerAccount,
-    );
+    const record: CharacterRecord = {
+      ...character,
+      description: input.description ?? '',
+      personalitySummary: input.personalitySummary ?? '',
+      isPublic: input.isPublic ?? false,
+      definition: { ...emptyCharacterDefinition, ...input.definition },
+    };
+    // With its lorebook (a card's) in one transaction: a refused book leaves no character behind.
+    return this.store.transaction(async (repositories) => {
+      const created = await repositories.characters.createWithin(record, this.options.maxPerAccount);
+      // A card numbers its entries within the book; ours are ids of their own.
+      if (lorebook) await repositories.lorebooks.replace(created.id, { ...lorebook, entries: lorebook.entries.map((entry) => ({ ...entry, id: this.ids.uuid() })) });
+      return created;
+    });
   }
 
   /**
@@ -193,6 +207,19 @@ export class Characters {
       ...character,
       avatar: { key: file.key, mimeType: file.mimeType },
     }));
+  }
+
+  /**
+   * The character's avatar as stored, or as a PNG when `as` says so (a card's image must be
+   * one); the generated default when it has none.
+   */
+  async avatarImage(actor: Actor, characterId: string, as?: 'image/png'): Promise<{ bytes: Uint8Array; mimeType: string }> {
+    const character = await this.get(actor, characterId);
+    const stored = character.avatar ? await this.files.read(character.avatar.key) : undefined;
+    const image = stored ? { bytes: new Uint8Array(stored), mimeType: character.avatar!.mimeType } : { bytes: defaultAvatarPng(character.id), mimeType: 'image/png' };
+    if (as === undefined || image.mimeType === as) return image;
+    const converted = await this.imageCodec.fit('avatar', image.bytes, maxAvatarSide, as);
+    return { bytes: converted.data, mimeType: converted.mimeType };
   }
 
   /** Sets the voice the speech engine speaks the character with (`tts_voice_id`). */

@@ -13,6 +13,7 @@ import type { CharacterRecord, ConversationRecord, MessageRecord } from './recor
 import type { RepositoryStore, StoredMessage } from './repositories.js';
 import { ConversationSummaries, type ConversationSummary, type SummaryOptions, defaultSummaryOptions } from './summaries.js';
 import { ThinkFilter } from './think-filter.js';
+import { teaches } from './memory-scope.js';
 
 /**
  * What someone says: text, an image, or a recording (a voice message) as bytes with the type
@@ -145,19 +146,21 @@ export class Chat {
    * message the model could never be sent (longer than its context, an image it cannot see)
    * is refused here, before it is stored.
    */
-  async post(actor: Actor, conversationId: string, input: ChatInput): Promise<StoredMessage> {
+  async post(actor: Actor, conversationId: string, input: ChatInput, options: { asContext?: boolean } = {}): Promise<StoredMessage> {
     const conversation = await this.conversations.get(actor, conversationId);
-    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input);
+    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input, options);
   }
 
-  async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput): Promise<StoredMessage> {
+  async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput, options: { asContext?: boolean } = {}): Promise<StoredMessage> {
     const authorId = actor.type === 'account' ? actor.accountId : conversation.accountId;
+    // Rule 7 (memory-scope.ts): only what people wrote themselves, to a character, teaches.
+    const learn = teaches({ writtenByAdmin: actor.type === 'admin', keptAsContext: options.asContext === true });
     const { message, fileBytes, unheard } = await this.#toMessage(input, authorId);
     await this.#window.refuseIfTooLong(character, message);
     // The file is stored once the message is accepted: a refused image or recording leaves no file behind.
-    if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message);
+    if (fileBytes === undefined || message.file === null) return this.conversations.appendMessage(conversation.id, message, { learn });
     const file = await this.files.put(fileBytes, message.file.mimeType);
-    const stored = await this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } });
+    const stored = await this.conversations.appendMessage(conversation.id, { ...message, file: { ...message.file, key: file.key } }, { learn });
     // A recording the engine failed to write down is kept (nothing the person sent is lost), and the failure still ends the request.
     if (unheard !== undefined) throw unheard;
     return stored;
@@ -402,7 +405,7 @@ export class Chat {
       if (capped) this.logger.info({ ...log, limit }, 'reply cut at the reply limit');
       // Which memories the reply was written with: whoever may read it may see those they may read.
       if (plan.usedMemoryIds.length > 0) {
-        await this.store.facts.set(usedMemoriesKey(stored.id), plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
+        await this.store.replyMemories.record(stored.id, plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
       }
       // Which lorebook entries it was written with: its owner may look (lorebook/used-entries.ts).
       if (plan.usedLorebookEntryIds.length > 0) {
@@ -543,12 +546,11 @@ function isTranscriptionFailure(error: unknown): boolean {
   return error instanceof EngineError && error.purpose === 'transcription' && error.code !== 'PAYLOAD_TOO_LARGE' && error.code !== 'UNSUPPORTED_MEDIA_TYPE';
 }
 
-/** Where a reply's used memories are kept (ids only: a memory deleted later leaves nothing readable). */
-export function usedMemoriesKey(replyMessageId: string): string {
-  return `reply-memories:${replyMessageId}`;
-}
-
-/** Where a reply's used lorebook entries are kept (ids only: an entry deleted later leaves nothing readable). */
+/**
+ * Where a reply's used lorebook entries are kept (ids only: an entry deleted later leaves nothing
+ * readable). A fact per reply, where used memories now have rows of their own (reply_memories);
+ * the same for lorebook entries would go with the entries and the reply.
+ */
 export function usedLorebookKey(replyMessageId: string): string {
   return `reply-lorebook:${replyMessageId}`;
 }

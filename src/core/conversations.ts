@@ -169,9 +169,18 @@ export class Conversations {
    * reply (`replaces`) marks the reply it replaces superseded in the same transaction, so no
    * reader ever sees both or neither.
    */
-  async appendMessage(conversationId: string, message: NewMessage): Promise<StoredMessage> {
+  async appendMessage(conversationId: string, message: NewMessage, options: { learn?: boolean } = {}): Promise<StoredMessage> {
     const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
-    const stored = await this.store.conversations.append(conversationId, record, message.replaces === undefined ? {} : { supersedes: message.replaces });
+    const appendOptions = message.replaces === undefined ? {} : { supersedes: message.replaces };
+    // A message nothing may be learned from is marked so in the same transaction: no batch ever sees it unmarked.
+    const stored =
+      options.learn === false
+        ? await this.store.transaction(async (repositories) => {
+            const appended = await repositories.conversations.append(conversationId, record, appendOptions);
+            await repositories.memoryBatches.markUnlearned(appended.id);
+            return appended;
+          })
+        : await this.store.conversations.append(conversationId, record, appendOptions);
     this.onAppended?.(stored);
     return stored;
   }

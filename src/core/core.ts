@@ -94,6 +94,7 @@ export function createCore(dependencies: CoreDependencies): Core {
   const conversations = new Conversations(repositories, characters, clock, ids);
   const tokenCounter = dependencies.tokenCounter ?? new LearningTokenEstimator();
   const chatOptions = { ...defaultChatOptions, ...options.chat };
+  const recall = new LearnedRecall(repositories, clock, dependencies.embedder, logger);
   const chat = new Chat(
     repositories,
     conversations,
@@ -107,13 +108,13 @@ export function createCore(dependencies: CoreDependencies): Core {
     logger,
     chatOptions,
     dependencies.speechToText,
-    new LearnedRecall(repositories, clock, dependencies.embedder, logger),
+    recall,
   );
   // Every stored message is noticed; a batch of them is learned from in the background.
-  const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning });
+  const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning }, dependencies.embedder);
   // On when the configuration says (main passes LEARNING); a core built without it learns nothing.
   if (options.learning?.enabled ?? false) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
-  const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids);
+  const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids, (memoryIds) => recall.forget(memoryIds));
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };

@@ -33,6 +33,18 @@ export type ErrorCode =
   | 'TRANSCRIPTION_UNAVAILABLE'
   /** The speech-to-text engine heard no words in a voice message; nothing was answered. */
   | 'NO_SPEECH_HEARD'
+  /** A file sent as a character card holds no card (a PNG without a `chara`/`ccv3` chunk, JSON of another shape). */
+  | 'NOT_A_CHARACTER_CARD'
+  /** A character card of a spec version we do not read (e.g. `chara_card_v4`). */
+  | 'CARD_VERSION_UNSUPPORTED'
+  /** A character card past a cap: its file, its JSON, its image's pixels, or what its CHARX zip unpacks to. */
+  | 'CARD_TOO_LARGE'
+  /** A character card's container is damaged: a PNG cut short or failing its checksums, an unreadable zip. */
+  | 'CARD_DAMAGED'
+  /** A CHARX zip names a path outside its root (`..`, an absolute path, a backslash). */
+  | 'CARD_UNSAFE_PATH'
+  /** Text sent as JSON does not parse. */
+  | 'INVALID_JSON'
   | 'ENGINE_FAILED'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_UNAVAILABLE'

@@ -91,7 +91,7 @@ export class Lorebooks {
   async replace(actor: Actor, characterId: string, lorebook: Lorebook): Promise<void> {
     await this.characters.getOwned(actor, characterId);
     throwIfAny(lorebookIssues(lorebook));
-    await this.store.lorebooks.replace(characterId, lorebook);
+    await this.store.lorebooks.replace(characterId, { ...lorebook, entries: lorebook.entries.map((entry) => ({ ...entry, id: this.ids.uuid() })) });
   }
 }
 

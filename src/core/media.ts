@@ -4,6 +4,20 @@ import type { ImageCodec } from './ports.js';
 export const imageMimeTypes = ['image/png', 'image/jpeg', 'image/webp'] as const;
 export type ImageMimeType = (typeof imageMimeTypes)[number];
 
+/** Bounds on an uploaded image, checked from its header before any pixel is decoded. */
+export interface ImageLimits {
+  /** Largest width × height accepted; a decompression bomb is refused by its header. */
+  maxPixels: number;
+  /** Largest number of frames (animated WebP/PNG); a still image has one. */
+  maxFrames: number;
+}
+
+/** Face photos, avatars and character cards' images share these caps (`UPLOAD_IMAGE_MAX_PIXELS` overrides the pixels). */
+export const defaultImageLimits: ImageLimits = {
+  maxPixels: 40_000_000,
+  maxFrames: 1,
+};
+
 export function isImageMimeType(value: string): value is ImageMimeType {
   return (imageMimeTypes as readonly string[]).includes(value);
 }

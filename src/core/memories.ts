@@ -49,6 +49,9 @@ export class Memories {
   async remove(actor: Actor, characterId: string, memoryId: string): Promise<void> {
     await this.characters.getOwned(actor, characterId);
     if (!(await this.store.memories.remove(characterId, memoryId))) throw notFound('Memory', memoryId);
+    // Nothing derived from a deleted memory stays in the process.
+    this.#words.forget([memoryId]);
+    this.#vectors?.forget([memoryId]);
   }
 
   /** The memories most relevant to `query`, best first; all of them when there are few. */

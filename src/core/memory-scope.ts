@@ -67,6 +67,16 @@ export function mayRead(memory: Pick<LearnedMemoryRecord, 'kind' | 'subjectAccou
  * author (`person`), except that the owner of a character that takes its owner's facts grows
  * the character instead: the facts become its own memories (`own`), pending the owner's review.
  */
+/**
+ * Rule 7: a message teaches only when its author wrote it themselves, to a character. A message
+ * a listening channel only keeps as context (it addressed no character) teaches nothing: the
+ * person was talking with other people, not telling the character about themselves. Neither does
+ * one the admin wrote in an account's name: it is not that person's word about themselves.
+ */
+export function teaches(message: { writtenByAdmin: boolean; keptAsContext: boolean }): boolean {
+  return !message.writtenByAdmin && !message.keptAsContext;
+}
+
 export function lessonsOf(
   message: { participantType: 'account' | 'character'; participantId: string },
   character: { ownerAccountId: string; learnsFromOwner: boolean },

@@ -67,8 +67,11 @@ export interface FittedImage {
  */
 export interface ImageCodec {
   inspect(field: string, bytes: Uint8Array): Promise<ImageInfo>;
-  /** Scales down so neither side exceeds `maxSide` (never up) and re-encodes; a full decode. */
-  fit(field: string, bytes: Uint8Array, maxSide: number): Promise<FittedImage>;
+  /**
+   * Scales down so neither side exceeds `maxSide` (never up) and re-encodes (JPEG stays JPEG,
+   * others become PNG; `as` asks for PNG whatever came); a full decode.
+   */
+  fit(field: string, bytes: Uint8Array, maxSide: number, as?: 'image/png'): Promise<FittedImage>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -304,6 +304,8 @@ export interface LearnedMemoryRecord {
   /** When it stopped being true, and the memory that replaced it. */
   supersededMicros: number | null;
   supersededBy: string | null;
+  /** A pending own memory that contradicts an approved one: that one, superseded once this is approved. */
+  replaces?: string;
 }
 
 /** `queued` → `running` (leased) → `done`, or back to `queued` to be retried later. */

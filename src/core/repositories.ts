@@ -478,6 +478,12 @@ export interface LearnedMemoryRepository {
    * the replacement (active). `NOT_FOUND` when the old one is not there or already superseded.
    */
   supersede(oldMemoryId: string, replacement: LearnedMemoryRecord, nowMicros: number): Promise<LearnedMemoryRecord>;
+  /**
+   * Makes a pending (or active) memory active and, in the same transaction, supersedes the
+   * active memory it `replaces` (kept with the time it stopped being true); undefined when the
+   * memory is not there or neither pending nor active.
+   */
+  approve(memoryId: string, nowMicros: number): Promise<LearnedMemoryRecord | undefined>;
   /** Sets a memory's status (approve: `active`; reject: `rejected`); false when it is not there. */
   setStatus(memoryId: string, status: LearnedMemoryStatus, nowMicros: number): Promise<boolean>;
   /**
@@ -485,6 +491,16 @@ export interface LearnedMemoryRepository {
    * holds, or all (and the memories they superseded); answers how many rows went.
    */
   deleteAbout(subjectAccountId: string, filter?: { memoryId?: string | undefined; characterId?: string | undefined }): Promise<number>;
+}
+
+/** Which memories (written or learned) each reply was written with. */
+export interface ReplyMemoryRepository {
+  /** Records that the reply `messageId` (stored) was written with `memoryIds`. */
+  record(messageId: string, memoryIds: readonly string[]): Promise<void>;
+  /** The memory ids the reply was written with, in the order recorded; none once the reply is gone. */
+  of(messageId: string): Promise<string[]>;
+  /** Drops every record of these memories (they were deleted): no reply points to them any more. */
+  forget(memoryIds: readonly string[]): Promise<void>;
 }
 
 /** A learned memory as recall ranks it and a prompt shows it. */
@@ -504,7 +520,27 @@ export interface MemoryBatchRepository {
   complete(batchId: string, workerId: string): Promise<boolean>;
   /** Back to the queue after a failure, due at `runAfterMillis`, attempts counted; false when the lease was lost. */
   retry(batchId: string, workerId: string, runAfterMillis: number, error: string): Promise<boolean>;
+  /** Extends a lease `workerId` still holds to `nowMillis + leaseMs`; false when it was lost (or ran out). */
+  renew(batchId: string, workerId: string, nowMillis: number, leaseMs: number): Promise<boolean>;
+  /** The characters whose part of the batch is done: their facts are stored. */
+  doneCharacters(batchId: string): Promise<string[]>;
+  /**
+   * Marks `characterId`'s part of the batch done if `workerId` still holds the lease at
+   * `nowMillis`; false when the lease was lost (or the part was already done). Called inside
+   * `RepositoryStore.transaction` with the stores of that character's facts, it makes them one:
+   * a worker that lost its lease stores nothing, and no part is stored twice.
+   */
+  finishCharacter(batchId: string, characterId: string, workerId: string, nowMillis: number, nowMicros: number): Promise<boolean>;
+  /**
+   * Deletes done batches created before `createdBeforeMicros`, except each conversation's
+   * newest (where its next batch starts); answers how many went.
+   */
+  pruneDone(createdBeforeMicros: number, limit?: number): Promise<number>;
   get(batchId: string): Promise<MemoryBatchRecord | undefined>;
+  /** Marks a stored message as one nothing is learned from (memory-scope.ts, rule 7); it goes with the message. */
+  markUnlearned(messageId: string): Promise<void>;
+  /** Those of `messageIds` marked as nothing to learn from. */
+  unlearned(messageIds: readonly string[]): Promise<Set<string>>;
   /**
    * Adds `tokens` to what extraction spent for `characterId` on `day` (YYYY-MM-DD) unless that
    * would pass `limit`; atomic across processes. Answers whether they fit.
@@ -543,6 +579,7 @@ export interface Repositories {
   learnedMemories: LearnedMemoryRepository;
   memoryBatches: MemoryBatchRepository;
   lorebooks: LorebookRepository;
+  replyMemories: ReplyMemoryRepository;
 }
 
 /** The store: repositories, and transactions across them. */

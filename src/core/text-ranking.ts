@@ -1,9 +1,11 @@
 /**
  * The two ways memories are matched to what is being talked about, shared by the memories
  * owners write and those characters learn: word indexes (BM25, MiniSearch) kept while their
- * texts are the same, and embedding vectors kept for the process's life (a memory's text never
- * changes under its id). Both are bounded.
+ * texts are the same, and embedding vectors kept while used (a memory's text never changes
+ * under its id). Both are bounded (least recently used go first), and both forget a deleted
+ * memory at once (`forget`): what was deleted is not kept in the process either.
  */
+import { LRUCache } from 'lru-cache';
 import MiniSearch from 'minisearch';
 import type { Embedder } from './ports.js';
 
@@ -15,9 +17,17 @@ export interface RankedText {
 
 /** Word indexes by key (a character, a character and a person), rebuilt only when the set of ids changes. */
 export class WordIndexes<Item extends RankedText> {
-  readonly #indexes = new Map<string, { signature: string; index: MiniSearch<Item> }>();
+  readonly #indexes: LRUCache<string, { ids: ReadonlySet<string>; signature: string; index: MiniSearch<Item> }>;
 
-  constructor(private readonly maxIndexes = 1_000) {}
+  constructor(maxIndexes = 1_000) {
+    this.#indexes = new LRUCache({ max: maxIndexes });
+  }
+
+  /** Drops every index holding one of these memories (deleted): the next query rebuilds it from what is left. */
+  forget(ids: readonly string[]): void {
+    const stale = [...this.#indexes.entries()].filter(([, cached]) => ids.some((id) => cached.ids.has(id)));
+    for (const [key] of stale) this.#indexes.delete(key);
+  }
 
   /** Scores of the items matching `query`, by id, the best 1. */
   scores(key: string, items: readonly Item[], query: string): Map<string, number> {
@@ -33,30 +43,34 @@ export class WordIndexes<Item extends RankedText> {
     if (cached?.signature === signature) return cached.index;
     const index = new MiniSearch<Item>({ fields: ['text'], storeFields: [] });
     index.addAll(items);
-    if (!cached && this.#indexes.size >= this.maxIndexes) this.#indexes.delete(this.#indexes.keys().next().value as string);
-    this.#indexes.set(key, { signature, index });
+    this.#indexes.set(key, { ids: new Set(items.map((item) => item.id)), signature, index });
     return index;
   }
 }
 
-/** Embedding vectors of texts by id, computed once each; cleared when full. */
+/** Embedding vectors of texts by id, computed once each; the least recently used go when full. */
 export class TextVectors {
-  readonly #vectors = new Map<string, number[]>();
+  readonly #vectors: LRUCache<string, number[]>;
 
   constructor(
     private readonly embedder: Embedder,
-    private readonly maxVectors = 20_000,
-  ) {}
+    maxVectors = 20_000,
+  ) {
+    this.#vectors = new LRUCache({ max: maxVectors });
+  }
+
+  /** Drops the vectors of these memories (deleted). */
+  forget(ids: readonly string[]): void {
+    for (const id of ids) this.#vectors.delete(`${this.embedder.modelId}:${id}`);
+  }
 
   /** Cosine similarity of each item to `query`, by id; throws what the embedder throws. */
   async similarities(query: string, items: readonly RankedText[]): Promise<Map<string, number>> {
     const key = (item: RankedText) => `${this.embedder.modelId}:${item.id}`;
-    // Read before anything is cleared: a full cache is emptied below, and these still count.
     const known = new Map(items.flatMap((item): [string, number[]][] => { const vector = this.#vectors.get(key(item)); return vector ? [[item.id, vector]] : []; }));
     const missing = items.filter((item) => !known.has(item.id));
     const [queryVector, ...fresh] = await this.embedder.embed([query, ...missing.map((item) => item.text)]);
     if (!queryVector || fresh.length !== missing.length) throw new Error('embedder returned too few vectors');
-    if (this.#vectors.size + missing.length > this.maxVectors) this.#vectors.clear();
     missing.forEach((item, position) => {
       known.set(item.id, fresh[position]!);
       this.#vectors.set(key(item), fresh[position]!);

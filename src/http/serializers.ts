@@ -219,7 +219,7 @@ export class Serializers {
     return { id: memory.id, text: memory.text, created: isoMicros(memory.createdMicros) };
   }
 
-  learnedMemory(memory: LearnedMemoryRecord) {
+  learnedMemory(memory: LearnedMemoryRecord & { replacing?: Pick<LearnedMemoryRecord, 'id' | 'text'> | undefined }) {
     return {
       id: memory.id,
       character_id: memory.characterId,
@@ -234,6 +234,7 @@ export class Serializers {
       created: isoMicros(memory.createdMicros),
       superseded: memory.supersededMicros === null ? null : isoMicros(memory.supersededMicros),
       superseded_by: memory.supersededBy,
+      replaces: memory.replacing ? { id: memory.replacing.id, text: memory.replacing.text } : null,
     };
   }
 

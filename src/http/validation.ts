@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { ValidationError } from '../core/errors.js';
+import { AppError, ValidationError } from '../core/errors.js';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -70,4 +70,13 @@ export function decodeBase64(field: string, data: string, what: string): Buffer 
     throw ValidationError.field(field, `must be base64 or a data: URL of ${what}`);
   }
   return Buffer.from(payload, 'base64');
+}
+
+/** Base64 of `maxBytes`, with room for a data: URL's head and line breaks every 76 characters. */
+export function refuseLongerThan(data: string, maxBytes: number, what: string): void {
+  const encoded = Math.ceil(maxBytes / 3) * 4;
+  if (data.length <= encoded + Math.ceil(encoded / 38) + 256) return;
+  throw new AppError('PAYLOAD_TOO_LARGE', `The ${what} is larger than ${Math.floor(maxBytes / (1024 * 1024))} MB; send a smaller one.`, {
+    details: { field: 'data', maxBytes },
+  });
 }

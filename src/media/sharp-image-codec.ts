@@ -5,20 +5,13 @@
  */
 import sharp, { type Metadata } from 'sharp';
 import { AppError } from '../core/errors.js';
-import { type ImageMimeType, imageMimeTypes, isImageMimeType } from '../core/media.js';
+import { defaultImageLimits, type ImageLimits, type ImageMimeType, imageMimeTypes, isImageMimeType } from '../core/media.js';
 import type { FittedImage, ImageCodec, ImageInfo } from '../core/ports.js';
 
-export interface SharpImageCodecOptions {
-  /** Largest width × height accepted; a decompression bomb is refused by its header. */
-  maxPixels: number;
-  /** Largest number of frames (animated WebP/PNG); a still image has one. */
-  maxFrames: number;
-}
+export type SharpImageCodecOptions = ImageLimits;
 
-export const defaultImageLimits: SharpImageCodecOptions = {
-  maxPixels: 40_000_000,
-  maxFrames: 1,
-};
+// The caps live in the core so modules that only read headers (character cards) share them without loading sharp.
+export { defaultImageLimits };
 
 const formats: Record<string, ImageMimeType> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
 
@@ -49,17 +42,18 @@ export function createSharpImageCodec(options: SharpImageCodecOptions = defaultI
     return { mimeType, width, height, frames };
   }
 
-  async function fit(field: string, bytes: Uint8Array, maxSide: number): Promise<FittedImage> {
+  async function fit(field: string, bytes: Uint8Array, maxSide: number, as?: 'image/png'): Promise<FittedImage> {
     const info = await inspect(field, bytes);
     const pipeline = open(bytes)
       .rotate() // applies the EXIF orientation, which re-encoding would otherwise lose
       .resize({ width: maxSide, height: maxSide, fit: 'inside', withoutEnlargement: true });
     // JPEG stays JPEG; PNG and WebP (maybe with transparency) become PNG, which every vision
     // model reads.
-    const encoded = info.mimeType === 'image/jpeg' ? pipeline.jpeg({ quality: 85, mozjpeg: false }) : pipeline.png({ compressionLevel: 6 });
+    const jpeg = info.mimeType === 'image/jpeg' && as === undefined;
+    const encoded = jpeg ? pipeline.jpeg({ quality: 85, mozjpeg: false }) : pipeline.png({ compressionLevel: 6 });
     try {
       const { data, info: out } = await encoded.toBuffer({ resolveWithObject: true });
-      return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), mimeType: info.mimeType === 'image/jpeg' ? 'image/jpeg' : 'image/png', width: out.width, height: out.height };
+      return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), mimeType: jpeg ? 'image/jpeg' : 'image/png', width: out.width, height: out.height };
     } catch (error) {
       throw refuse(field, bytes, error, maxPixels);
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lessonsOf, mayRead, originOf, placeOf, promptSubject, usableOrigins } from '../../src/core/memory-scope.js';
+import { lessonsOf, mayRead, originOf, placeOf, promptSubject, teaches, usableOrigins } from '../../src/core/memory-scope.js';
 
 describe('where learned memories may be used (one test per rule)', () => {
   it('1: a Discord server channel or thread is shared, even with one person; a DM is private; an API conversation is private while one person holds it', () => {
@@ -43,5 +43,11 @@ describe('where learned memories may be used (one test per rule)', () => {
     expect(lessonsOf({ participantType: 'account', participantId: 'owner' }, { ...character, learnsFromOwner: false }, on)).toBe('person');
     expect(lessonsOf({ participantType: 'character', participantId: 'ch1' }, character, on)).toBeUndefined();
     expect(lessonsOf({ participantType: 'account', participantId: 'ana' }, character, (id) => id !== 'ana')).toBeUndefined();
+  });
+
+  it('7: a message teaches only when its author wrote it to a character: not kept as context, not written by the admin', () => {
+    expect(teaches({ writtenByAdmin: false, keptAsContext: false })).toBe(true);
+    expect(teaches({ writtenByAdmin: false, keptAsContext: true })).toBe(false);
+    expect(teaches({ writtenByAdmin: true, keptAsContext: false })).toBe(false);
   });
 });

@@ -2,13 +2,7 @@ import { PNG } from 'pngjs';
 import type { APIUser } from 'discord-api-types/v10';
 import { PermissionFlagsBits } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BotHarness, startBotHarness } from './harness.js';
-
-/** The text of the bot's last answer to an interaction (reply or edit of @original). */
-function lastAnswer(bot: BotHarness, interactionId: string): string {
-  const records = bot.discord.interactionResponses(interactionId).filter((record) => record.body !== null && record.body !== undefined);
-  return JSON.stringify(records.at(-1)?.body ?? '');
-}
+import { type BotHarness, type CommandOptions, latestAnswer, runCommand, startBotHarness } from './harness.js';
 
 describe('Discord commands, end to end', () => {
   let bot: BotHarness;
@@ -16,16 +10,9 @@ describe('Discord commands, end to end', () => {
   let owner: APIUser;
   const channel = () => bot.discord.guild.textChannelId;
 
-  async function run(user: APIUser, name: string, options: Record<string, string | number | boolean> = {}, subcommand?: string, channelId = channel()) {
-    const sent = bot.discord.sendSlashCommand({ user, channelId, name, options, ...(subcommand ? { subcommand } : {}) });
-    await sent.response;
-    // The answer is in once the deferred reply has been edited, or a reply was given at once.
-    return bot.discord.waitFor(() => {
-      const records = bot.discord.interactionResponses(sent.interactionId);
-      const answered = records.some((record) => record.kind === 'original-edit' || (record.kind === 'callback' && record.callbackType === 4));
-      return answered && { id: sent.interactionId, text: lastAnswer(bot, sent.interactionId) };
-    });
-  }
+  const run = (user: APIUser, name: string, options: CommandOptions = {}, subcommand?: string, channelId = channel()) =>
+    runCommand(bot, user, name, options, subcommand, channelId);
+  const lastAnswer = latestAnswer;
 
   beforeAll(async () => {
     bot = await startBotHarness({

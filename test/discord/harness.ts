@@ -108,3 +108,33 @@ export async function startBotHarness(
     },
   };
 }
+
+/** Options of a slash command as a test gives them. */
+export type CommandOptions = Record<string, string | number | boolean>;
+
+/**
+ * Runs a slash command on the fake Discord and waits for its answer (the deferred reply edited,
+ * or a reply given at once); answers the interaction id and the text of its latest answer.
+ */
+export async function runCommand(
+  bot: BotHarness,
+  user: APIUser,
+  name: string,
+  options: CommandOptions = {},
+  subcommand?: string,
+  channelId = bot.discord.guild.textChannelId,
+): Promise<{ id: string; text: string }> {
+  const sent = bot.discord.sendSlashCommand({ user, channelId, name, options, ...(subcommand ? { subcommand } : {}) });
+  await sent.response;
+  return bot.discord.waitFor(() => {
+    const records = bot.discord.interactionResponses(sent.interactionId);
+    const answered = records.some((record) => record.kind === 'original-edit' || (record.kind === 'callback' && record.callbackType === 4));
+    return answered && { id: sent.interactionId, text: latestAnswer(bot, sent.interactionId) };
+  });
+}
+
+/** The text of the bot's latest answer to an interaction (reply or edit of @original). */
+export function latestAnswer(bot: BotHarness, interactionId: string): string {
+  const records = bot.discord.interactionResponses(interactionId).filter((record) => record.body !== null && record.body !== undefined);
+  return JSON.stringify(records.at(-1)?.body ?? '');
+}

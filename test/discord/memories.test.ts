@@ -6,21 +6,16 @@ import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractionAnswer, isExtraction } from '../fakes/fake-extractor.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
-import { type BotHarness, startBotHarness } from './harness.js';
+import { type BotHarness, type CommandOptions, latestAnswer, runCommand, startBotHarness } from './harness.js';
 
 describe('/memories', () => {
   let bot: BotHarness;
   let alice: APIUser;
   let bob: APIUser;
 
-  /** Runs a command; answers its interaction id and the text of its latest answer. */
-  async function run(user: APIUser, name: string, options: Record<string, string | number | boolean> = {}, subcommand?: string, channelId = bot.discord.guild.textChannelId) {
-    const sent = bot.discord.sendSlashCommand({ user, channelId, name, options, ...(subcommand ? { subcommand } : {}) });
-    await sent.response;
-    await bot.discord.waitFor(() => bot.discord.interactionResponses(sent.interactionId).some((record) => record.kind === 'original-edit' || (record.kind === 'callback' && record.callbackType === 4)));
-    return { id: sent.interactionId, text: latest(sent.interactionId) };
-  }
-  const latest = (interactionId: string) => JSON.stringify(bot.discord.interactionResponses(interactionId).filter((record) => record.body !== null && record.body !== undefined).at(-1)?.body ?? '');
+  const run = (user: APIUser, name: string, options: CommandOptions = {}, subcommand?: string, channelId = bot.discord.guild.textChannelId) =>
+    runCommand(bot, user, name, options, subcommand, channelId);
+  const latest = (interactionId: string) => latestAnswer(bot, interactionId);
   const messageOf = (interactionId: string) => bot.discord.interactionResponses(interactionId).find((record) => record.messageId)!.messageId!;
 
   async function openThread(user: APIUser, pick: (name: string) => boolean, first: string) {
@@ -79,6 +74,46 @@ describe('/memories', () => {
     await press.response;
     await bot.discord.waitFor(() => latest(press.interactionId).includes('Approved'));
     expect((await run(alice, 'memories', {}, 'review')).text).toContain('Nothing from your conversations is waiting');
+  });
+
+  it('shows the owner which approved memory a contradiction replaces, and supersedes it on approval', async () => {
+    await openThread(alice, (name) => name.endsWith('(yours)'), 'I grew up in Lisbon.');
+    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 15_000, interval: 200 }).toContain('I grew up in Lisbon.');
+    const review = await run(alice, 'memories', {}, 'review');
+    expect(review.text).toContain('I grew up in Lisbon. — *replaces “I grew up in Porto.”*');
+    const press = bot.discord.sendButton({ user: alice, message: messageOf(review.id), customId: JSON.parse(review.text).components[0].components[0].custom_id });
+    await press.response;
+    await bot.discord.waitFor(() => latest(press.interactionId).includes('Approved'));
+    // The replaced memory is no longer used: the character's next prompt has Lisbon only.
+    const thread = await openThread(bob, (name) => name.startsWith('alice'), 'Where did you grow up?');
+    const prompt = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions') && !isExtraction(request.body)).map((request) => JSON.stringify(request.body.messages)).at(-1) ?? '';
+    await bot.discord.waitFor(() => bot.botTexts(thread.id).includes('Aye.') || undefined, 15_000);
+    expect(prompt()).toContain('I grew up in Lisbon.');
+    expect(prompt()).not.toContain('Porto');
+  });
+
+  it('learns nothing from what a listening channel only keeps as context; what addresses the character is learned', async () => {
+    const { discord } = bot;
+    const channel = discord.createTextChannel(discord.guild.id, 'harbour').id;
+    const manager = { id: discord.guild.ownerId } as APIUser;
+    const choices = await discord.sendAutocomplete({ user: alice, channelId: discord.guild.textChannelId, name: 'chat', options: { character: '' }, focused: 'character' });
+    const character = String(choices.find((each) => each.name.endsWith('(yours)'))!.value);
+    const added = discord.sendSlashCommand({ user: manager, channelId: channel, name: 'channel', subcommandGroup: 'characters', subcommand: 'add', options: { character } });
+    await added.response;
+    await discord.waitFor(() => JSON.stringify(discord.interactionResponses(added.interactionId)).includes('may now speak'));
+    const listened = discord.sendSlashCommand({ user: manager, channelId: channel, name: 'channel', subcommand: 'listen', options: { on: true } });
+    await listened.response;
+    await discord.waitFor(() => JSON.stringify(discord.interactionResponses(listened.interactionId)).includes('kept as context'));
+    const extractions = () => bot.llm.requests.filter((request) => isExtraction(request.body)).map((request) => JSON.stringify(request.body.messages));
+    const before = extractions().length;
+    // Bob talks with people in the channel, then tells the character something.
+    discord.sendMessage({ channelId: channel, author: bob, content: 'My cat is called Tom.' });
+    discord.sendMessage({ channelId: channel, author: bob, content: `<@${discord.botUser.id}> My dog is called Rex.` });
+    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 15_000, interval: 200 }).toContain("bob's dog is called Rex.");
+    expect((await run(bob, 'memories', {}, 'about-me')).text).not.toContain('Tom');
+    // The kept line was never even sent to be learned from, though the character's prompt had it.
+    expect(extractions().slice(before).some((text) => text.includes('Rex'))).toBe(true);
+    expect(extractions().slice(before).some((text) => text.includes('Tom'))).toBe(false);
   });
 
   it('turns learning off for the person who asks', async () => {

@@ -2,7 +2,7 @@
  * The fake engine's side of learning: it answers an extraction request (`response_format`
  * named `learned_facts`) as a model would, from the numbered lines it was sent, so tests of
  * learning go through the real wire. A person's line "My …" or "I …" is a fact about them;
- * a known fact starting with the same three words is one the new fact replaces.
+ * a known fact starting with the same three words (in either person) is one the new fact replaces.
  */
 import type { FakeChatScript, FakeRequestBody } from './fake-openai.js';
 
@@ -29,8 +29,9 @@ export function extractionAnswer(body: FakeRequestBody, options: FakeExtractorOp
     const mine = /^(My|I) /.exec(line);
     if (!mine) continue;
     const third = line.replace(/^My /, `${speaker}'s `).replace(/^I /, `${speaker} `);
-    const start = third.split(' ').slice(0, 3).join(' ').toLowerCase();
-    const replaced = known.find((each) => each.fact.toLowerCase().startsWith(start) && each.fact.toLowerCase() !== third.toLowerCase());
+    // A person's known fact is third person; a character's own, first person.
+    const starts = [third, line].map((form) => form.split(' ').slice(0, 3).join(' ').toLowerCase());
+    const replaced = known.find((each) => starts.some((start) => each.fact.toLowerCase().startsWith(start)) && ![third, line].some((form) => each.fact.toLowerCase() === form.toLowerCase()));
     facts.push({ message: Number(number), fact: third, firstPerson: line, importance: 3, replaces: replaced?.key ?? null });
   }
   if (options.citeAlso !== undefined) facts.push({ message: options.citeAlso, fact: 'Someone said something.', firstPerson: 'I said something.', importance: 1, replaces: null });

@@ -151,6 +151,54 @@ describe('characters learn from conversations', () => {
     expect(lastSystemPrompt()).not.toContain('Porto');
   });
 
+  it("proposes a contradiction of the character's approved memory as its replacement: approved, the old one is superseded", async () => {
+    const proposed = async (all = false) =>
+      (await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed${all ? '?all=true' : ''}`, { key: owner.key })).body.memories as Array<{
+        id: string;
+        text: string;
+        status: string;
+        superseded: string | null;
+        superseded_by: string | null;
+        replaces: { id: string; text: string } | null;
+      }>;
+    const talk = await conversation(owner.key);
+    await say(talk, owner.key, 'I play the cello.');
+    await expect.poll(async () => (await proposed()).map((memory) => memory.text), { timeout: 15_000 }).toEqual(['I play the cello.']);
+    const [cello] = await proposed();
+    expect(cello!.replaces).toBeNull();
+    await api.call('POST', `/api/v0/characters/${owner.characterId}/memories/proposed/${cello!.id}/approve`, { key: owner.key, body: {} });
+
+    await say(talk, owner.key, 'I play the violin.');
+    await expect.poll(async () => (await proposed()).map((memory) => memory.text), { timeout: 15_000 }).toEqual(['I play the violin.']);
+    const [violin] = await proposed();
+    // The owner sees what it would replace; until approved, the old memory is still the one used.
+    expect(violin!.replaces).toEqual({ id: cello!.id, text: 'I play the cello.' });
+    const withAna = await conversation(ana.key);
+    await say(withAna, ana.key, 'What do you play?');
+    expect(lastSystemPrompt()).toContain('I play the cello.');
+    expect(lastSystemPrompt()).not.toContain('violin');
+
+    await api.call('POST', `/api/v0/characters/${owner.characterId}/memories/proposed/${violin!.id}/approve`, { key: owner.key, body: {} });
+    const history = await proposed(true);
+    expect(history.find((memory) => memory.id === cello!.id)).toMatchObject({ status: 'superseded', superseded: expect.any(String), superseded_by: violin!.id });
+    expect(history.find((memory) => memory.id === violin!.id)).toMatchObject({ status: 'active' });
+    await say(withAna, ana.key, 'And now?');
+    expect(lastSystemPrompt()).toContain('I play the violin.');
+    expect(lastSystemPrompt()).not.toContain('cello');
+  });
+
+  it("learns nothing from what the admin writes in a person's conversation: it is not that person's word", async () => {
+    const talk = await conversation(bo.key);
+    const extractions = () => api.llm.requests.filter((request) => isExtraction(request.body)).map((request) => JSON.stringify(request.body.messages));
+    const before = extractions().length;
+    // The admin key writes as the conversation's person; then bo writes himself.
+    expect((await api.call('POST', `/api/v0/conversations/${talk}/chat`, { body: { data: 'My password is hunter2.' } })).status).toBe(200);
+    await say(talk, bo.key, 'My shoes are blue.');
+    await learned(bo.key, "bo's shoes are blue.");
+    expect((await aboutMe(bo.key)).map((memory) => memory.text).join()).not.toContain('hunter2');
+    expect(extractions().slice(before).some((text) => text.includes('hunter2'))).toBe(false);
+  });
+
   it('refuses a malformed engine answer: nothing stored, the batch tried again later', async () => {
     extractor = { raw: 'Sure! Here are the facts: none really.' };
     const talk = await conversation(bo.key);

@@ -14,6 +14,16 @@ import { createTestDatabase } from './postgres-database.js';
  * conversations: 0005 and every later migration undone, as Kysely runs them in order.
  */
 const undo0005 = [
+  'drop table lorebook_entries',
+  'drop index characters_avatar',
+  'drop index messages_file',
+  'drop index face_models_archive',
+  'alter table characters drop column definition',
+  'alter table characters drop column lorebook_settings',
+  'alter table characters drop column deleted_micros',
+  'drop table unlearned_messages',
+  'drop table reply_memories',
+  'drop table memory_batch_parts',
   'drop table memory_spending',
   'drop table memory_batches',
   'drop table learned_memories',

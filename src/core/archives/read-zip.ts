@@ -21,6 +21,12 @@ export interface ZipLimits {
   ratioAllowanceBytes: number;
 }
 
+/** Which entries to inflate; every listed name passes through `accept` first, so it may also refuse one. */
+export interface ZipReadOptions {
+  /** Whether to inflate this entry (default: all). Entries not accepted are skipped unread; throwing refuses the archive. */
+  accept?: (name: string) => boolean;
+}
+
 export interface ZipEntry {
   name: string;
   data: Uint8Array;
@@ -41,10 +47,10 @@ export function isSkippedEntry(name: string): boolean {
 }
 
 /**
- * The entries of a zip (those `isSkippedEntry` keeps), inflated within `limits`. Throws
+ * The entries of a zip (those `isSkippedEntry` keeps and `options.accept` wants), inflated within `limits`. Throws
  * PAYLOAD_TOO_LARGE the moment a cap is passed, and a field error when the zip is unreadable.
  */
-export async function readZip(field: string, archive: Uint8Array, limits: ZipLimits): Promise<ZipEntry[]> {
+export async function readZip(field: string, archive: Uint8Array, limits: ZipLimits, options: ZipReadOptions = {}): Promise<ZipEntry[]> {
   const entries: ZipEntry[] = [];
   let listed = 0;
   let totalBytes = 0;
@@ -56,6 +62,7 @@ export async function readZip(field: string, archive: Uint8Array, limits: ZipLim
   const unzip = new Unzip((file) => {
     listed += 1;
     if (listed > limits.maxEntries) throw refuse(`${field} lists more than ${limits.maxEntries} entries.`, { maxEntries: limits.maxEntries });
+    if (options.accept !== undefined && !options.accept(file.name)) return;
     if (isSkippedEntry(file.name)) return;
     if (file.originalSize !== undefined && file.originalSize > limits.maxEntryBytes) {
       throw refuse(`${field}: ${file.name} is larger than ${megabytes(limits.maxEntryBytes)} MB.`, { entry: file.name, maxEntryBytes: limits.maxEntryBytes });
@@ -73,7 +80,7 @@ export async function readZip(field: string, archive: Uint8Array, limits: ZipLim
         throw refuse(`${field} unpacks to more than ${megabytes(limits.maxTotalBytes)} MB.`, { maxTotalBytes: limits.maxTotalBytes, inflatedBytes: totalBytes });
       }
       if (totalBytes > limits.ratioAllowanceBytes && totalBytes > readBytes * limits.maxRatio) {
-        throw refuse(`${field} is compressed more than ${limits.maxRatio}:1, which photos never are; it looks like a zip bomb.`, {
+        throw refuse(`${field} is compressed more than ${limits.maxRatio}:1, far beyond what real photos or documents compress to; it looks like a zip bomb.`, {
           maxRatio: limits.maxRatio,
           inflatedBytes: totalBytes,
           readBytes,

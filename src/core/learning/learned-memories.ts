@@ -9,10 +9,9 @@ import type { Characters } from '../characters.js';
 import { AppError, ValidationError, notFound } from '../errors.js';
 import { mayRead } from '../memory-scope.js';
 import type { Clock, IdGenerator } from '../ports.js';
-import { usedMemoriesKey } from '../chat.js';
 import type { Conversations } from '../conversations.js';
 import type { LearnedMemoryRecord, MemoryRecord } from '../records.js';
-import type { RepositoryStore } from '../repositories.js';
+import type { Repositories, RepositoryStore } from '../repositories.js';
 import { type LearningChoice, LearningSettings } from './learning-settings.js';
 
 const maxTextLength = 300;
@@ -24,6 +23,9 @@ export interface UsedMemory {
   text: string;
 }
 
+/** A character's own memory as its owner reviews it: with the approved one it would replace, if any. */
+export type ReviewedMemory = LearnedMemoryRecord & { replacing?: Pick<LearnedMemoryRecord, 'id' | 'text'> };
+
 export class LearnedMemories {
   readonly settings: LearningSettings;
 
@@ -33,6 +35,8 @@ export class LearnedMemories {
     private readonly conversations: Conversations,
     private readonly clock: Clock,
     private readonly ids: IdGenerator,
+    /** Hears the ids of memories deleted for good, so what recall derived from them goes too. */
+    private readonly onForgotten: (memoryIds: readonly string[]) => void = () => {},
   ) {
     this.settings = new LearningSettings(store);
   }
@@ -54,7 +58,11 @@ export class LearnedMemories {
   /** Deletes for good one memory about the caller, all one character holds, or all of them; answers how many. */
   async forget(actor: Actor, filter: { memoryId?: string | undefined; characterId?: string | undefined } = {}): Promise<number> {
     if (filter.memoryId !== undefined) await this.#mine(actor, filter.memoryId);
-    return this.store.learnedMemories.deleteAbout(personOf(actor), filter);
+    // Those that may go (a memory's chain is among them): evicting one that stays costs only a recompute.
+    const scope = (await this.store.learnedMemories.about(personOf(actor), { characterId: filter.characterId })).map((memory) => memory.id);
+    const deleted = await this.store.learnedMemories.deleteAbout(personOf(actor), filter);
+    this.onForgotten(scope);
+    return deleted;
   }
 
   learningChoice(actor: Actor): Promise<LearningChoice> {
@@ -66,10 +74,22 @@ export class LearnedMemories {
     return this.settings.setChoice(personOf(actor), choice, this.clock.nowMicros());
   }
 
-  /** The character's own memories awaiting its owner (and, with `all`, approved and rejected ones too). */
-  async proposed(actor: Actor, characterId: string, all = false): Promise<LearnedMemoryRecord[]> {
+  /**
+   * The character's own memories awaiting its owner, each with the approved memory it would
+   * replace; with `all`, the approved, rejected and replaced ones too.
+   */
+  async proposed(actor: Actor, characterId: string, all = false): Promise<ReviewedMemory[]> {
     await this.characters.getOwned(actor, characterId, 'read');
-    return this.store.learnedMemories.own(characterId, all ? ['pending', 'active', 'rejected'] : ['pending']);
+    const memories = await this.store.learnedMemories.own(characterId, all ? ['pending', 'active', 'rejected', 'superseded'] : ['pending']);
+    const byId = new Map(memories.map((memory) => [memory.id, memory]));
+    return Promise.all(
+      memories.map(async (memory): Promise<ReviewedMemory> => {
+        if (memory.status !== 'pending' || memory.replaces === undefined) return memory;
+        const replaced = byId.get(memory.replaces) ?? (await this.store.learnedMemories.get(memory.replaces));
+        // Withdrawn or replaced meanwhile: approving it replaces nothing.
+        return replaced?.status === 'active' ? { ...memory, replacing: { id: replaced.id, text: replaced.text } } : memory;
+      }),
+    );
   }
 
   /** A character's own proposed memory by id (its owner's actions on it check ownership). */
@@ -78,18 +98,27 @@ export class LearnedMemories {
     return memory?.kind === 'own' ? memory : undefined;
   }
 
-  /** The owner approves a proposed memory as written or in their words: from then on the character uses it. */
+  /**
+   * The owner approves a proposed memory as written or in their words: from then on the
+   * character uses it, and the approved memory it contradicts is superseded (kept with the
+   * time it stopped being true, no longer used).
+   */
   async approve(actor: Actor, characterId: string, memoryId: string, text?: string): Promise<LearnedMemoryRecord> {
     const memory = await this.#proposal(actor, characterId, memoryId);
     const now = this.clock.nowMicros();
-    if (text === undefined || text.trim() === memory.text) {
-      await this.store.learnedMemories.setStatus(memory.id, 'active', now);
-      return { ...memory, status: 'active', updatedMicros: now };
-    }
+    const approve = async (repositories: Repositories, id: string) => {
+      const approved = await repositories.learnedMemories.approve(id, now);
+      if (!approved) throw new AppError('CONFLICT', 'This memory was reviewed meanwhile, or these words were refused before.');
+      return approved;
+    };
+    if (text === undefined || text.trim() === memory.text) return approve(this.store, memory.id);
     // The proposal's own words are refused (never proposed again); the owner's stand in for them.
-    await this.store.learnedMemories.setStatus(memory.id, 'rejected', now);
-    const { memory: approved } = await this.store.learnedMemories.add({ ...memory, id: this.ids.uuid(), text: checkText(text), status: 'active', createdMicros: now, updatedMicros: now });
-    return approved;
+    const words = checkText(text);
+    return this.store.transaction(async (repositories) => {
+      await repositories.learnedMemories.setStatus(memory.id, 'rejected', now);
+      const { memory: added } = await repositories.learnedMemories.add({ ...memory, id: this.ids.uuid(), text: words, status: 'pending', createdMicros: now, updatedMicros: now });
+      return approve(repositories, added.id);
+    });
   }
 
   /** The owner refuses a proposed memory, or withdraws an approved one: never used, never proposed again. */
@@ -118,7 +147,7 @@ export class LearnedMemories {
     await this.conversations.get(actor, conversationId);
     const reply = await this.conversations.find(conversationId, messageId);
     if (!reply) throw notFound('Message', messageId);
-    const ids = (await this.store.facts.get<string[]>(usedMemoriesKey(messageId))) ?? [];
+    const ids = await this.store.replyMemories.of(messageId);
     if (ids.length === 0 || reply.participantType !== 'character') return [];
     const character = await this.store.characters.get(reply.participantId);
     const reader = actor.type === 'account' ? actor.accountId : undefined;

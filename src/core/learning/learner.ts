@@ -8,9 +8,11 @@
 import { EngineError, redactUpstream } from '../errors.js';
 import { lessonsOf, originOf, usableOrigins } from '../memory-scope.js';
 import { conversationPlace } from './places.js';
-import type { ChatModel, Clock, IdGenerator, Logger, TokenCounter } from '../ports.js';
+import type { ChatModel, Clock, Embedder, IdGenerator, Logger, TokenCounter } from '../ports.js';
+import { TextVectors } from '../text-ranking.js';
+import { refusedParaphrase } from './near-duplicates.js';
 import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOrigin } from '../records.js';
-import type { ConversationState, RepositoryStore, StoredMessage } from '../repositories.js';
+import type { ConversationState, Repositories, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
 import { LearningSettings, learnable } from './learning-settings.js';
 
@@ -25,9 +27,14 @@ export interface LearnerOptions {
   maxAnswerTokens: number;
   /** How often an idle worker looks for a due batch. */
   pollMs: number;
+  /** A claimed batch is the worker's this long, renewed while its engine request runs. */
   leaseMs: number;
+  /** The longest an extraction request may take (a hung engine does not hold a batch for ever). */
+  requestTimeoutMs: number;
   /** The longest wait before a failed batch is tried again. */
   maxBackoffMs: number;
+  /** Done batches older than this are deleted (each conversation's newest stays: the next starts after it). */
+  keepDoneBatchesMs: number;
 }
 
 export const defaultLearnerOptions: LearnerOptions = {
@@ -37,7 +44,9 @@ export const defaultLearnerOptions: LearnerOptions = {
   maxAnswerTokens: 1024,
   pollMs: 2_000,
   leaseMs: 2 * 60_000,
+  requestTimeoutMs: 5 * 60_000,
   maxBackoffMs: 60 * 60_000,
+  keepDoneBatchesMs: 7 * 24 * 60 * 60_000,
 };
 
 /** Known facts shown to the engine per person, newest first. */
@@ -47,6 +56,8 @@ const maxBatchMessages = 40;
 /** After this many failed tries a batch is given up, with an error in the log. */
 const maxAttempts = 8;
 const dayMillis = 24 * 60 * 60_000;
+/** How often an idle worker deletes old done batches. */
+const pruneEveryMs = 60 * 60_000;
 
 /** A known fact as the learner keeps it: which memory, of which kind, in use or not, and when it was said. */
 type KnownMemory = KnownFact & { kind: 'person' | 'own'; status: LearnedMemoryRecord['status']; statedMicros: number };
@@ -55,9 +66,12 @@ export class Learner {
   /** Per conversation: messages noticed since it was last queued here, and the quiet timer. */
   readonly #pending = new Map<string, { count: number; timer: NodeJS.Timeout }>();
   readonly #settings: LearningSettings;
+  /** Embeddings of refused proposals, when configured: a paraphrase of one is not proposed again. */
+  readonly #vectors: TextVectors | undefined;
   #loop: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
+  #prunedAtMillis = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: RepositoryStore,
@@ -68,8 +82,10 @@ export class Learner {
     private readonly logger: Logger,
     private readonly workerId: string,
     private readonly options: LearnerOptions = defaultLearnerOptions,
+    embedder?: Embedder,
   ) {
     this.#settings = new LearningSettings(store);
+    this.#vectors = embedder && new TextVectors(embedder);
   }
 
   /**
@@ -123,7 +139,10 @@ export class Learner {
     let batch: MemoryBatchRecord | undefined;
     try {
       batch = await this.store.memoryBatches.claim({ workerId: this.workerId, nowMillis: this.clock.nowMillis(), leaseMs: this.options.leaseMs });
-      if (!batch) return false;
+      if (!batch) {
+        await this.#pruneNowAndThen();
+        return false;
+      }
       const outcome = await this.#learn(batch);
       if (outcome.retryAtMillis !== undefined) {
         await this.store.memoryBatches.retry(batch.id, this.workerId, outcome.retryAtMillis, outcome.reason ?? 'deferred');
@@ -146,6 +165,15 @@ export class Learner {
     }
   }
 
+  /** With nothing due, now and then: old done batches go, so the queue's table stays the size of the backlog. */
+  async #pruneNowAndThen(): Promise<void> {
+    const now = this.clock.nowMillis();
+    if (now - this.#prunedAtMillis < pruneEveryMs) return;
+    this.#prunedAtMillis = now;
+    const pruned = await this.store.memoryBatches.pruneDone((now - this.options.keepDoneBatchesMs) * 1000);
+    if (pruned > 0) this.logger.debug({ pruned }, 'old done memory batches deleted');
+  }
+
   #queue(conversationId: string, throughPosition: number): void {
     const nowMillis = this.clock.nowMillis();
     void this.store.memoryBatches
@@ -158,16 +186,21 @@ export class Learner {
     const state = await this.store.conversations.state(batch.conversationId);
     // A conversation cleared or gone: nothing left to learn.
     if (!state) return {};
-    const messages = (await this.store.conversations.messages(batch.conversationId, { afterPosition: batch.fromPosition - 1, beforePosition: batch.throughPosition + 1 })).filter(
+    const said = (await this.store.conversations.messages(batch.conversationId, { afterPosition: batch.fromPosition - 1, beforePosition: batch.throughPosition + 1 })).filter(
       (message) => message.content.trim() !== '',
     );
+    // Rule 7 (memory-scope.ts): what was only kept as context, or written by the admin as someone, teaches nothing.
+    const unlearned = await this.store.memoryBatches.unlearned(said.filter((message) => message.participantType === 'account').map((message) => message.id));
+    const messages = said.filter((message) => !unlearned.has(message.id));
     if (messages.length === 0) return {};
     // A batch covering a long history (the first after learning was turned on) learns from its
     // newest messages only: one request's worth, not a prompt the engine would refuse forever.
     if (messages.length > maxBatchMessages) messages.splice(0, messages.length - maxBatchMessages);
     const place = await conversationPlace(this.store, batch.conversationId, state.speakers.map((speaker) => speaker.id));
-    // Each character of the conversation (a scene holds several) hears and learns.
-    for (const character of state.characters) {
+    // Each character of the conversation (a scene holds several) hears and learns; a retried
+    // batch runs only those whose facts are not stored yet, so no budget is spent twice.
+    const done = new Set(await this.store.memoryBatches.doneCharacters(batch.id));
+    for (const character of state.characters.filter((each) => !done.has(each.id))) {
       const deferred = await this.#learnFor(batch, character, state, messages, originOf(place), usableOrigins(place));
       if (deferred) return deferred;
     }
@@ -207,21 +240,55 @@ export class Learner {
       this.logger.info({ characterId: character.id, day }, "the character's daily learning budget is spent; the batch waits for tomorrow");
       return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
     }
-    // Bounded by the lease: a generation that outlives it would let another worker run the batch too.
-    const answer = await this.model.generate(request, { signal: AbortSignal.timeout(Math.floor(this.options.leaseMs * 0.8)), background: true });
-    const { facts, dropped } = parseExtraction(answer.text, lines, known);
-    // Stored only while the batch is still this worker's: one that lost its lease leaves the batch to the next.
-    const held = await this.store.memoryBatches.get(batch.id);
-    if (held?.leaseOwner !== this.workerId || (held.leaseUntilMillis ?? 0) <= this.clock.nowMillis()) {
-      throw new Error('the batch lease ran out while the engine answered; another worker learns it');
-    }
+    const answer = await this.#whileHeld(batch, () => this.model.generate(request, { signal: AbortSignal.timeout(this.options.requestTimeoutMs), background: true }));
+    const parsed = parseExtraction(answer.text, lines, known);
+    const facts = await this.#notRefused(character, parsed.facts, lessons);
+    const dropped = parsed.dropped;
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
-    for (const fact of facts) {
-      const kind = lessons.get(fact.messageId);
-      if (kind === undefined) continue;
-      await this.#store(character, fact, kind, origin, known, state.conversation.id);
-    }
+    // One transaction: this character's facts, its part of the batch marked done, and the lease
+    // checked. A worker that lost its lease stores nothing; a retry skips a part that is done.
+    await this.store.transaction(async (repositories) => {
+      if (!(await repositories.memoryBatches.finishCharacter(batch.id, character.id, this.workerId, this.clock.nowMillis(), this.clock.nowMicros()))) {
+        throw new Error('the batch lease was lost while the engine answered; another worker learns it');
+      }
+      for (const fact of facts) {
+        const kind = lessons.get(fact.messageId);
+        if (kind === undefined) continue;
+        await this.#store(repositories, character, fact, kind, origin, known, state.conversation.id);
+      }
+    });
     return undefined;
+  }
+
+  /**
+   * The facts less those that would propose again, in other words, a memory the owner refused
+   * (the database refuses the same words; near-duplicates.ts says what counts as the same fact).
+   */
+  async #notRefused(character: CharacterRecord, facts: readonly LearnedFact[], lessons: ReadonlyMap<string, 'person' | 'own' | undefined>): Promise<LearnedFact[]> {
+    if (!facts.some((fact) => lessons.get(fact.messageId) === 'own')) return [...facts];
+    const refused = await this.store.learnedMemories.own(character.id, ['rejected']);
+    const kept: LearnedFact[] = [];
+    for (const fact of facts) {
+      const paraphrased = lessons.get(fact.messageId) === 'own' ? await refusedParaphrase(fact.firstPerson, refused, this.#vectors) : undefined;
+      if (paraphrased) this.logger.info({ characterId: character.id, memoryId: paraphrased.id }, 'a proposal saying what the owner refused is left out');
+      else kept.push(fact);
+    }
+    return kept;
+  }
+
+  /** Runs `work` while renewing the batch's lease, so a long engine request keeps it. */
+  async #whileHeld<T>(batch: MemoryBatchRecord, work: () => Promise<T>): Promise<T> {
+    const renew = () =>
+      void this.store.memoryBatches
+        .renew(batch.id, this.workerId, this.clock.nowMillis(), this.options.leaseMs)
+        .catch((error: unknown) => this.logger.warn({ err: error, batchId: batch.id }, 'could not renew the lease of a batch'));
+    const timer = setInterval(renew, Math.max(1, Math.floor(this.options.leaseMs / 3)));
+    timer.unref();
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /**
@@ -254,6 +321,7 @@ export class Learner {
   }
 
   async #store(
+    repositories: Repositories,
     character: CharacterRecord,
     fact: LearnedFact,
     kind: 'person' | 'own',
@@ -287,16 +355,22 @@ export class Learner {
       this.logger.info({ characterId: character.id, memoryId: replaced.memoryId }, 'a fact older than the one it would replace is left out');
       return;
     }
+    // The character's own approved memory is told to anyone: a contradiction is proposed as its
+    // replacement, and the owner's approval supersedes it (LearnedMemories.approve).
+    if (replaced !== undefined && replaced.kind === 'own' && replaced.status === 'active' && kind === 'own') {
+      await repositories.learnedMemories.add({ ...memory, replaces: replaced.memoryId });
+      return;
+    }
     if (replaced !== undefined && replaced.kind === kind && replaced.status === 'active' && kind === 'person') {
       try {
-        await this.store.learnedMemories.supersede(replaced.memoryId, memory, now);
+        await repositories.learnedMemories.supersede(replaced.memoryId, memory, now);
         return;
       } catch (error) {
         // Replaced meanwhile (a correction by the person): store the new fact on its own.
         this.logger.info({ err: error, memoryId: replaced.memoryId }, 'the fact to replace is gone; storing the new one alone');
       }
     }
-    await this.store.learnedMemories.add(memory);
+    await repositories.learnedMemories.add(memory);
   }
 }
 

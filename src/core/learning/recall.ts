@@ -63,6 +63,12 @@ export class LearnedRecall {
     return { accountId: subject, facts: this.#rank(facts, words, meaning).slice(0, limit) };
   }
 
+  /** Forgets what it derived from these memories (deleted): their words and vectors. */
+  forget(memoryIds: readonly string[]): void {
+    this.#words.forget(memoryIds);
+    this.#vectors?.forget(memoryIds);
+  }
+
   /** Similarity to the query by embeddings when configured; undefined when not (or failing). */
   async #meaning(facts: readonly RecallableMemory[], query: string): Promise<Map<string, number> | undefined> {
     if (!this.#vectors || query.trim() === '') return undefined;

@@ -184,6 +184,21 @@ const characterOperations: Operation[] = [
     answers: [ok(answer('Success', {}))],
   },
   {
+    method: 'post', path: '/api/v0/characters/import', tag: 'Characters', summary: 'Make a character from a character card',
+    description:
+      'A Character Card V1/V2/V3 as PNG (a ccv3 chunk, else chara; the image becomes the avatar), JSON, or CHARX (zip with card.json; its icon becomes the avatar), at most 10 MB. ' +
+      'Every card field is kept (extensions of other apps byte for byte) and its lorebook becomes the character\'s. Refused cards create nothing: 422 NOT_A_CHARACTER_CARD, 422 CARD_VERSION_UNSUPPORTED, ' +
+      '400 INVALID_JSON, 413 CARD_TOO_LARGE (file, JSON, pixels or zip caps), 422 CARD_DAMAGED, 422 CARD_UNSAFE_PATH (a CHARX entry outside the zip\'s root); 409 CHARACTER_LIMIT_REACHED.',
+    body: characters.importBody,
+    answers: [created(characterAnswer)],
+  },
+  {
+    method: 'get', path: '/api/v0/characters/:characterId/card', tag: 'Characters', summary: 'Export the character as a card (owner; anyone for a public one)',
+    description: 'V3 with the V2 fields alongside: `png` (the avatar carrying ccv3 and chara chunks), `json`, or `charx` (zip with card.json and the avatar as its icon). Import it anywhere SillyTavern or RisuAI cards go.',
+    query: characters.cardQuery,
+    answers: [{ status: 200, mediaType: 'image/png', description: 'The card file as an attachment: image/png for png (the default), application/json for json, application/zip for charx' }],
+  },
+  {
     method: 'get', path: '/api/v0/characters/:characterId/lorebook', tag: 'Characters', summary: 'Read the lorebook',
     answers: [ok(answer('Lorebook', { settings: resources.lorebookSettings, entries: z.array(resources.lorebookEntry) }))],
   },

@@ -166,6 +166,10 @@ export const learnedMemory = z
     created: micros,
     superseded: micros.nullable().describe('When it stopped being true'),
     superseded_by: uuid.nullable(),
+    replaces: z
+      .object({ id: uuid, text: z.string() })
+      .nullable()
+      .describe("A pending own memory that contradicts an approved one: that one, superseded once this is approved"),
   })
   .register(documented, { id: 'LearnedMemory' });
 

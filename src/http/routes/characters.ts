@@ -7,7 +7,8 @@ import type { UploadedFile } from '../../core/images/face-photos.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { accountInScope } from '../account-scope.js';
 import { definitionChange, definitionSchema } from '../character-fields.js';
-import { pageQuery, readJson, readQuery, uuidParam } from '../validation.js';
+import { cardFormats, cardMimeTypes, exportCard, importCard, importCardLimits } from '../../cards/character-cards.js';
+import { decodeBase64, pageQuery, readJson, readQuery, refuseLongerThan, uuidParam } from '../validation.js';
 
 const characterFields = {
   name: z.string().trim().min(1).max(characterLimits.name),
@@ -31,6 +32,17 @@ export const listQuery = pageQuery.extend({
   cursor: z.string().max(1000).optional(),
   accountId: z.uuid().optional(),
 });
+
+export const importBody = z
+  .object({
+    data: z.string().describe('The card file, base64 (or a data: URL)'),
+    mimeType: z.enum(cardMimeTypes).describe('image/png (ccv3 or chara chunk), application/json (V1, V2, V3) or application/zip (CHARX)'),
+    is_public: z.boolean().optional(),
+    accountId: z.uuid().optional().describe('With the admin key: whose character it is'),
+  })
+  .strict();
+
+export const cardQuery = z.object({ format: z.enum(cardFormats).default('png') });
 
 /** What a request changes of a character, from the body's snake_case fields. */
 function characterChange(body: z.infer<typeof changeBody>) {
@@ -59,6 +71,26 @@ export function characterRoutes({ core, serializers, signer }: RouteDependencies
     const character = await core.characters.create(actor, accountId, { ...characterChange(body), name: body.name });
     context.header('Location', `/api/v0/characters/${character.id}`);
     return context.json({ success: true, character: serializers.character(character) }, 201);
+  });
+
+  app.post('/import', async (context) => {
+    const actor = context.get('actor');
+    const body = await readJson(context, importBody);
+    const accountId = accountInScope(actor, body.accountId, 'accountId');
+    refuseLongerThan(body.data, importCardLimits.maxFileBytes, 'card');
+    const bytes = decodeBase64('data', body.data, `a ${body.mimeType} card`);
+    const character = await importCard(core, actor, accountId, { bytes, mimeType: body.mimeType }, { isPublic: body.is_public });
+    context.header('Location', `/api/v0/characters/${character.id}`);
+    return context.json({ success: true, character: serializers.character(character) }, 201);
+  });
+
+  app.get('/:characterId/card', async (context) => {
+    const { format } = readQuery(context, cardQuery);
+    const card = await exportCard(core, context.get('actor'), uuidParam(context, 'characterId'), format);
+    return context.body(new Uint8Array(card.bytes), 200, {
+      'Content-Type': card.mimeType,
+      'Content-Disposition': `attachment; filename="${card.filename}"`,
+    });
   });
 
   app.get('/', async (context) => {

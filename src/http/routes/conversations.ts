@@ -5,8 +5,8 @@ import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { callerLeaving, streamReply } from '../stream-reply.js';
 import type { ChatInput } from '../../core/chat.js';
-import { AppError, ValidationError } from '../../core/errors.js';
-import { decodeBase64, readJson, readQuery, uuid, uuidParam } from '../validation.js';
+import { ValidationError } from '../../core/errors.js';
+import { decodeBase64, readJson, readQuery, refuseLongerThan, uuid, uuidParam } from '../validation.js';
 
 export const createBody = z.object({
   characterId: uuid,
@@ -50,14 +50,6 @@ export function chatInput(body: z.output<typeof chatBody>, limits: { maxImageByt
   throw ValidationError.field('mimeType', 'must be text/plain, an image type (image/png, image/jpeg, image/webp) or an audio type (audio/ogg, audio/mpeg, …)');
 }
 
-/** Base64 of `maxBytes`, with room for a data: URL's head and line breaks every 76 characters. */
-function refuseLongerThan(data: string, maxBytes: number, what: string): void {
-  const encoded = Math.ceil(maxBytes / 3) * 4;
-  if (data.length <= encoded + Math.ceil(encoded / 38) + 256) return;
-  throw new AppError('PAYLOAD_TOO_LARGE', `The ${what} is larger than ${Math.floor(maxBytes / (1024 * 1024))} MB; send a smaller one.`, {
-    details: { field: 'data', maxBytes },
-  });
-}
 
 /** The spec's section 4.1. */
 export function conversationRoutes(dependencies: RouteDependencies) {

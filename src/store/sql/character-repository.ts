@@ -4,6 +4,7 @@ import type { CharacterListOptions, CharacterPage, CharacterRepository, MemoryRe
 import { listCharacters } from './character-list.js';
 import { type CharacterDefinition, type CharacterRecord, type MemoryRecord, emptyCharacterDefinition } from '../../core/records.js';
 import { type SqlContext, atomic, forUpdate } from './sql-context.js';
+import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import type { CharactersTable, Database } from './schema.js';
 
 /** The largest code point: `prefix + this` is above every name that starts with `prefix`. */
@@ -96,6 +97,13 @@ export class SqlCharacterRepository implements CharacterRepository {
       const row = await forUpdate(this.context, db.selectFrom('characters').selectAll().where('id', '=', characterId)).executeTakeFirst();
       if (!row) throw notFound('Character', characterId);
       const faceArchives = await db.selectFrom('face_models').select('archive_key').where('character_id', '=', characterId).execute();
+      // Which replies used its memories goes with them, as when a memory is deleted alone.
+      for (const table of ['memories', 'learned_memories'] as const) {
+        await db
+          .deleteFrom('reply_memories')
+          .where('memory_id', 'in', db.selectFrom(table).select('id').where('character_id', '=', characterId))
+          .execute();
+      }
       for (const table of ownedByCharacter) await db.deleteFrom(table).where('character_id', '=', characterId).execute();
       await db
         .updateTable('characters')
@@ -147,6 +155,7 @@ async function isHeld(db: Kysely<Database>, key: string, accountId: string): Pro
  * people's words are theirs, and the character is shown there as deleted.
  */
 const ownedByCharacter = [
+  'memory_batch_parts',
   'memories',
   'learned_memories',
   'memory_spending',
@@ -192,13 +201,14 @@ export class SqlMemoryRepository implements MemoryRepository {
     });
   }
 
-  async remove(characterId: string, memoryId: string): Promise<boolean> {
-    const result = await this.context.db
-      .deleteFrom('memories')
-      .where('character_id', '=', characterId)
-      .where('id', '=', memoryId)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+  /** With the records of replies written with it, in one transaction. */
+  remove(characterId: string, memoryId: string): Promise<boolean> {
+    return atomic(this.context.db, async (db) => {
+      const result = await db.deleteFrom('memories').where('character_id', '=', characterId).where('id', '=', memoryId).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await new SqlReplyMemoryRepository({ ...this.context, db }).forget([memoryId]);
+      return true;
+    });
   }
 }
 

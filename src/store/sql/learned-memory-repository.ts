@@ -4,6 +4,7 @@ import { normaliseMemoryText } from '../../core/memory-text.js';
 import type { LearnedMemoryRepository, RecallableMemory } from '../../core/repositories.js';
 import type { LearnedMemoryKind, LearnedMemoryRecord, LearnedMemoryStatus, MemoryOrigin } from '../../core/records.js';
 import { type SqlContext, atomic, fromJson, isUniqueViolation, toJson } from './sql-context.js';
+import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import type { Database, LearnedMemoriesTable } from './schema.js';
 
 /**
@@ -91,6 +92,34 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
     });
   }
 
+  /**
+   * One transaction: the memory becomes active and the approved memory it replaces (if still
+   * active) superseded by it, so the character never holds both, nor neither.
+   */
+  approve(memoryId: string, nowMicros: number): Promise<LearnedMemoryRecord | undefined> {
+    return atomic(this.context.db, async (db) => {
+      const row = await db
+        .updateTable('learned_memories')
+        .set({ status: 'active', updated_micros: nowMicros })
+        .where('id', '=', memoryId)
+        .where('status', 'in', ['pending', 'active'] satisfies LearnedMemoryStatus[])
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      if (row.replaces !== null) {
+        await db
+          .updateTable('learned_memories')
+          .set({ status: 'superseded', superseded_micros: nowMicros, superseded_by: memoryId, updated_micros: nowMicros })
+          .where('id', '=', row.replaces)
+          .where('character_id', '=', row.character_id)
+          .where('kind', '=', row.kind)
+          .where('status', '=', 'active' satisfies LearnedMemoryStatus)
+          .execute();
+      }
+      return learnedMemoryRecord(row);
+    });
+  }
+
   async setStatus(memoryId: string, status: LearnedMemoryStatus, nowMicros: number): Promise<boolean> {
     try {
       const result = await this.context.db
@@ -109,6 +138,7 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
   /**
    * Person memories only, like `about`. One memory goes with the memories it replaced, and
    * theirs in turn (their `superseded_by` leads to it); the wider scopes hold those already.
+   * The records of replies written with them go in the same transaction.
    */
   deleteAbout(subjectAccountId: string, filter: { memoryId?: string | undefined; characterId?: string | undefined } = {}): Promise<number> {
     return atomic(this.context.db, async (db) => {
@@ -120,13 +150,18 @@ export class SqlLearnedMemoryRepository implements LearnedMemoryRepository {
         if (filter.characterId !== undefined) query = query.where('character_id', '=', filter.characterId);
         return query;
       };
-      if (filter.memoryId === undefined) return Number((await inScope().executeTakeFirst()).numDeletedRows);
+      if (filter.memoryId === undefined) {
+        const gone = await inScope().returning('id').execute();
+        await new SqlReplyMemoryRepository({ ...this.context, db }).forget(gone.map((row) => row.id));
+        return gone.length;
+      }
       let deleted = 0;
       // Each step deletes one generation, newest first; a chain is a handful of rows.
       let generation = [filter.memoryId];
       let link: 'id' | 'superseded_by' = 'id';
       while (generation.length > 0) {
         const gone = await inScope().where(link, 'in', generation).returning('id').execute();
+        await new SqlReplyMemoryRepository({ ...this.context, db }).forget(gone.map((row) => row.id));
         deleted += gone.length;
         generation = gone.map((row) => row.id);
         link = 'superseded_by';
@@ -190,6 +225,7 @@ function learnedMemoryRow(memory: LearnedMemoryRecord): Insertable<LearnedMemori
     updated_micros: memory.updatedMicros,
     superseded_micros: memory.supersededMicros,
     superseded_by: memory.supersededBy,
+    replaces: memory.replaces ?? null,
   };
 }
 
@@ -210,5 +246,6 @@ function learnedMemoryRecord(row: Selectable<Database['learned_memories']>): Lea
     updatedMicros: Number(row.updated_micros),
     supersededMicros: row.superseded_micros === null ? null : Number(row.superseded_micros),
     supersededBy: row.superseded_by,
+    ...(row.replaces === null ? {} : { replaces: row.replaces }),
   };
 }

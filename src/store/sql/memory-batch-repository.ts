@@ -134,6 +134,88 @@ export class SqlMemoryBatchRepository implements MemoryBatchRepository {
     return result.numUpdatedRows > 0n;
   }
 
+  async renew(batchId: string, workerId: string, nowMillis: number, leaseMs: number): Promise<boolean> {
+    const result = await this.context.db
+      .updateTable('memory_batches')
+      .set({ lease_until_millis: nowMillis + leaseMs })
+      .where((where) => held(where, batchId, workerId, nowMillis))
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async doneCharacters(batchId: string): Promise<string[]> {
+    const rows = await this.context.db.selectFrom('memory_batch_parts').select('character_id').where('batch_id', '=', batchId).execute();
+    return rows.map((row) => row.character_id);
+  }
+
+  /**
+   * The lease is checked by an UPDATE of the batch's row, which holds that row until the caller's
+   * transaction ends (PostgreSQL; SQLite's one write lock does it there): a claimer taking an
+   * expired lease over waits for the commit, and then finds this character done.
+   */
+  finishCharacter(batchId: string, characterId: string, workerId: string, nowMillis: number, nowMicros: number): Promise<boolean> {
+    return atomic(this.context.db, async (db) => {
+      const touched = await db
+        .updateTable('memory_batches')
+        .set({ lease_owner: workerId })
+        .where((where) => held(where, batchId, workerId, nowMillis))
+        .executeTakeFirst();
+      if (touched.numUpdatedRows === 0n) return false;
+      const inserted = await db
+        .insertInto('memory_batch_parts')
+        .values({ batch_id: batchId, character_id: characterId, done_micros: nowMicros })
+        .onConflict((conflict) => conflict.columns(['batch_id', 'character_id']).doNothing())
+        .executeTakeFirst();
+      return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
+    });
+  }
+
+  /**
+   * A conversation's newest batch stays, done or not: `enqueue` starts the next one after it.
+   * Older done ones go (their parts with them), a bounded number per call.
+   */
+  async pruneDone(createdBeforeMicros: number, limit = 500): Promise<number> {
+    const doomed = await this.context.db
+      .selectFrom('memory_batches')
+      .select('id')
+      .where('status', '=', 'done' satisfies MemoryBatchStatus)
+      .where('created_micros', '<', createdBeforeMicros)
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom('memory_batches as later')
+            .select(sql`1`.as('one'))
+            .whereRef('later.conversation_id', '=', 'memory_batches.conversation_id')
+            .whereRef('later.from_position', '>', 'memory_batches.from_position'),
+        ),
+      )
+      .limit(limit)
+      .execute();
+    if (doomed.length === 0) return 0;
+    const result = await this.context.db
+      .deleteFrom('memory_batches')
+      .where(
+        'id',
+        'in',
+        doomed.map((row) => row.id),
+      )
+      .where('status', '=', 'done' satisfies MemoryBatchStatus)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async markUnlearned(messageId: string): Promise<void> {
+    await this.context.db.insertInto('unlearned_messages').values({ message_id: messageId }).onConflict((conflict) => conflict.column('message_id').doNothing()).execute();
+  }
+
+  async unlearned(messageIds: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let start = 0; start < messageIds.length; start += 500) {
+      const rows = await this.context.db.selectFrom('unlearned_messages').select('message_id').where('message_id', 'in', messageIds.slice(start, start + 500)).execute();
+      for (const row of rows) found.add(row.message_id);
+    }
+    return found;
+  }
+
   async get(batchId: string): Promise<MemoryBatchRecord | undefined> {
     const row = await this.context.db.selectFrom('memory_batches').selectAll().where('id', '=', batchId).executeTakeFirst();
     return row && memoryBatchRecord(row);
@@ -159,6 +241,16 @@ export class SqlMemoryBatchRepository implements MemoryBatchRepository {
       .executeTakeFirst();
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
+}
+
+/** Running under `workerId`'s lease, not yet run out at `nowMillis`. */
+function held(where: ExpressionBuilder<Database, 'memory_batches'>, batchId: string, workerId: string, nowMillis: number): Expression<SqlBool> {
+  return where.and([
+    where('id', '=', batchId),
+    where('status', '=', 'running' satisfies MemoryBatchStatus),
+    where('lease_owner', '=', workerId),
+    where('lease_until_millis', '>', nowMillis),
+  ]);
 }
 
 /** Queued and due, or running with its lease run out. */

@@ -398,6 +398,46 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0010-learning-progress-and-records': {
+      // Issue 21's mends: a batch's progress per character (a retry runs only the characters
+      // not yet done), what a pending own memory would replace, the memories each reply used
+      // as rows that go with the reply (and with a deleted memory), and the messages nothing
+      // is learned from.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('memory_batch_parts')
+          .addColumn('batch_id', 'text', (column) => column.notNull().references('memory_batches.id').onDelete('cascade'))
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('done_micros', 'bigint', notNull)
+          .addPrimaryKeyConstraint('memory_batch_parts_key', ['batch_id', 'character_id'])
+          .execute();
+
+        await db.schema.alterTable('learned_memories').addColumn('replaces', 'text').execute();
+
+        await position(db.schema.createTable('reply_memories'))
+          .addColumn('message_id', 'text', (column) => column.notNull().references('messages.id').onDelete('cascade'))
+          .addColumn('memory_id', 'text', notNull)
+          .addUniqueConstraint('reply_memories_once', ['message_id', 'memory_id'])
+          .execute();
+        await db.schema.createIndex('reply_memories_memory').on('reply_memories').column('memory_id').execute();
+        // The records kept so far as facts (`reply-memories:<message id>`, a JSON list of ids) move
+        // here; those of messages already gone are dropped.
+        const { rows } = await sql<{ key: string; value: string }>`select key, value from facts where key like 'reply-memories:%'`.execute(db);
+        for (const row of rows) {
+          const messageId = row.key.slice('reply-memories:'.length);
+          const memoryIds = [...new Set(JSON.parse(row.value) as string[])];
+          for (const memoryId of memoryIds) {
+            await sql`insert into reply_memories (message_id, memory_id) select id, ${memoryId} from messages where id = ${messageId}`.execute(db);
+          }
+        }
+        await sql`delete from facts where key like 'reply-memories:%'`.execute(db);
+
+        await db.schema
+          .createTable('unlearned_messages')
+          .addColumn('message_id', 'text', (column) => column.notNull().primaryKey().references('messages.id').onDelete('cascade'))
+          .execute();
+      },
+    },
     '0011-many-characters': {
       // Issue 22: many characters per account, what character cards define beyond the seed's
       // fields (one JSON document: nothing queries inside it), a lorebook per character, and

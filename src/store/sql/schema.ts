@@ -34,6 +34,9 @@ export interface Database {
   memory_batches: MemoryBatchesTable;
   memory_spending: MemorySpendingTable;
   lorebook_entries: LorebookEntriesTable;
+  memory_batch_parts: MemoryBatchPartsTable;
+  reply_memories: ReplyMemoriesTable;
+  unlearned_messages: UnlearnedMessagesTable;
 }
 
 export interface AccountsTable {
@@ -289,6 +292,8 @@ export interface LearnedMemoriesTable {
   updated_micros: number;
   superseded_micros: number | null;
   superseded_by: string | null;
+  /** A pending own memory: the active one it replaces once approved. */
+  replaces: string | null;
 }
 
 export interface MemoryBatchesTable {
@@ -312,4 +317,23 @@ export interface MemorySpendingTable {
   character_id: string;
   day: string;
   tokens: number;
+}
+
+/** A character of a batch whose facts are stored: a retry of the batch runs only the others. */
+export interface MemoryBatchPartsTable {
+  batch_id: string;
+  character_id: string;
+  done_micros: number;
+}
+
+/** A memory a reply was written with (written or learned); goes with the reply, and with the memory. */
+export interface ReplyMemoriesTable {
+  position: Generated<number>;
+  message_id: string;
+  memory_id: string;
+}
+
+/** A message nothing is learned from (kept only as context, or written by the admin as someone). */
+export interface UnlearnedMessagesTable {
+  message_id: string;
 }

@@ -10,6 +10,7 @@ import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
 import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
+import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
 import { SqlMemoryBatchRepository } from './memory-batch-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
@@ -109,6 +110,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly learnedMemories;
   readonly lorebooks;
   readonly memoryBatches;
+  readonly replyMemories;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -132,6 +134,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.learnedMemories = repositories.learnedMemories;
     this.lorebooks = repositories.lorebooks;
     this.memoryBatches = repositories.memoryBatches;
+    this.replyMemories = repositories.replyMemories;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -169,5 +172,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     learnedMemories: new SqlLearnedMemoryRepository(context),
     memoryBatches: new SqlMemoryBatchRepository(context),
     lorebooks: new SqlLorebookRepository(context),
+    replyMemories: new SqlReplyMemoryRepository(context),
   };
 }

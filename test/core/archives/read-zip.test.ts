@@ -62,4 +62,19 @@ describe('readZip', () => {
     const error = await refusal(readZip('photos', archive.subarray(0, 1000), limits));
     expect(error.code).toBe('VALIDATION_FAILED');
   });
+
+  it('inflates only the entries accepted, and an accept that throws refuses the archive', async () => {
+    const archive = zipSync({ 'card.json': new Uint8Array([1]), 'assets/big.png': new Uint8Array(5000) });
+    const entries = await readZip('card', archive, limits, { accept: (name) => name === 'card.json' });
+    expect(entries.map((entry) => entry.name)).toEqual(['card.json']);
+    const refused = await refusal(
+      readZip('card', archive, limits, {
+        accept: (name) => {
+          if (name.startsWith('assets/')) throw new AppError('VALIDATION_FAILED', `refused ${name}`);
+          return true;
+        },
+      }),
+    );
+    expect(refused.message).toBe('refused assets/big.png');
+  });
 });

@@ -143,6 +143,60 @@ export function learnedMemoriesContract(context: ContractContext): void {
       expect(await store.learnedMemories.about(personId)).toHaveLength(2);
     });
 
+    it('approves a proposed replacement: the approved memory it replaces superseded by it in the same step', async () => {
+      const { characterId, ownerId } = await characterAndPerson();
+      const own = (text: string, change: Partial<LearnedMemoryRecord> = {}) => learnedMemoryRecord(characterId, ownerId, text, { kind: 'own', status: 'pending', ...change });
+      const cello = (await store.learnedMemories.add(own('I play the cello.'))).memory;
+      expect(await other.learnedMemories.approve(cello.id, 10)).toMatchObject({ id: cello.id, status: 'active', updatedMicros: 10 });
+      const violin = (await store.learnedMemories.add(own('I play the violin now.', { replaces: cello.id }))).memory;
+      // Pending, it replaces nothing yet.
+      expect(await other.learnedMemories.get(violin.id)).toMatchObject({ status: 'pending', replaces: cello.id });
+      expect(await other.learnedMemories.get(cello.id)).toMatchObject({ status: 'active' });
+      expect(await other.learnedMemories.approve(violin.id, 20)).toMatchObject({ id: violin.id, status: 'active', replaces: cello.id });
+      expect(await store.learnedMemories.get(cello.id)).toMatchObject({ status: 'superseded', supersededMicros: 20, supersededBy: violin.id });
+      expect(ids(await store.learnedMemories.own(characterId, ['active']))).toEqual([violin.id]);
+      // A memory not there, or refused, is not approved.
+      expect(await store.learnedMemories.approve(randomUUID(), 30)).toBeUndefined();
+      const refused = (await store.learnedMemories.add(own('I hate music.', { replaces: violin.id }))).memory;
+      await store.learnedMemories.setStatus(refused.id, 'rejected', 30);
+      expect(await store.learnedMemories.approve(refused.id, 31)).toBeUndefined();
+      expect(await store.learnedMemories.get(violin.id)).toMatchObject({ status: 'active' });
+      // A replacement whose original was withdrawn meanwhile replaces nothing: the withdrawn one stays withdrawn.
+      const piano = (await store.learnedMemories.add(own('I play the piano.', { replaces: violin.id }))).memory;
+      await store.learnedMemories.setStatus(violin.id, 'rejected', 32);
+      await store.learnedMemories.approve(piano.id, 33);
+      expect(await store.learnedMemories.get(violin.id)).toMatchObject({ status: 'rejected', supersededBy: null });
+    });
+
+    it("keeps which memories a reply used until the reply, or the memory, is deleted", async () => {
+      const { characterId, ownerId, personId } = await characterAndPerson();
+      const conversation = await store.conversations.create(
+        { id: randomUUID(), accountId: personId, characterId, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
+        personId,
+      );
+      const reply = async () =>
+        (await store.conversations.append(conversation.id, { id: randomUUID(), content: 'Aye.', mimeType: 'text/plain', participantId: characterId, participantType: 'character', createdMicros: 2, file: null })).id;
+      const learned = (await store.learnedMemories.add(learnedMemoryRecord(characterId, personId, 'Has a boat.'))).memory;
+      const written = await store.memories.add(characterId, { id: randomUUID(), text: 'I am a captain.', createdMicros: 1 }, 100);
+      const [first, second] = [await reply(), await reply()];
+      await store.replyMemories.record(first, [learned.id, written.id, learned.id]);
+      await other.replyMemories.record(second, [written.id, learned.id]);
+      expect(await other.replyMemories.of(first)).toEqual([learned.id, written.id]);
+      expect(await store.replyMemories.of(randomUUID())).toEqual([]);
+      // A deleted memory is in no record any more, written or learned.
+      await other.learnedMemories.deleteAbout(personId, { memoryId: learned.id });
+      expect(await store.replyMemories.of(first)).toEqual([written.id]);
+      expect(await store.memories.remove(characterId, written.id)).toBe(true);
+      expect(await store.replyMemories.of(second)).toEqual([]);
+      // A cleared conversation takes its replies' records along.
+      const own = (await store.learnedMemories.add(learnedMemoryRecord(characterId, ownerId, 'I sail.', { kind: 'own' }))).memory;
+      const third = await reply();
+      await store.replyMemories.record(third, [own.id]);
+      expect(await other.replyMemories.of(third)).toEqual([own.id]);
+      await other.conversations.clear(conversation.id, 3);
+      expect(await store.replyMemories.of(third)).toEqual([]);
+    });
+
     it('sets a status, false for a memory not there, and refuses to revive a fact held again', async () => {
       const { characterId, ownerId, personId } = await characterAndPerson();
       const pending = (await store.learnedMemories.add(learnedMemoryRecord(characterId, ownerId, 'I paint.', { kind: 'own', status: 'pending' }))).memory;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { RepositoryStore } from '../../../src/core/repositories.js';
+import { learnedMemoryRecord } from '../repository-fixtures.js';
 import type { ContractContext } from './contract-context.js';
 
 /** The queue of messages to learn from (consecutive ranges, one holder per batch) and the daily spending limit. */
@@ -19,7 +20,7 @@ export function memoryBatchesContract(context: ContractContext): void {
       { id: randomUUID(), accountId: account.id, characterId: character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
       account.id,
     );
-    return { conversationId: conversation.id, characterId: character.id };
+    return { conversationId: conversation.id, characterId: character.id, accountId: account.id };
   };
   const batch = (runAfterMillis = 0) => ({ id: randomUUID(), createdMicros: Date.now() * 1000, runAfterMillis });
   /** Batches of earlier tests stay in the one queue; finish them so each test sees its own. */
@@ -141,6 +142,130 @@ export function memoryBatchesContract(context: ContractContext): void {
       expect(await store.memoryBatches.complete(held.id, 'third')).toBe(false);
       // Done is done, however late the clock.
       expect(await store.memoryBatches.claim({ workerId: 'late', nowMillis: 4_000_000_000_000, leaseMs: 1 })).toBeUndefined();
+    });
+
+    it('renews a lease only for the worker that still holds it, before it runs out', async () => {
+      await drainQueue();
+      const now = Date.now();
+      const { conversationId } = await openConversation();
+      const queued = (await store.memoryBatches.enqueue(conversationId, 10, batch(now)))!;
+      await store.memoryBatches.claim({ workerId: 'first', nowMillis: now, leaseMs: 1_000 });
+      expect(await other.memoryBatches.renew(queued.id, 'second', now + 500, 1_000)).toBe(false);
+      expect(await other.memoryBatches.renew(queued.id, 'first', now + 900, 1_000)).toBe(true);
+      // Renewed: past the first lease's end, nobody takes it over.
+      expect(await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 1_500, leaseMs: 1_000 })).toBeUndefined();
+      // Run out: too late to renew, and another worker takes it.
+      expect(await store.memoryBatches.renew(queued.id, 'first', now + 1_900, 1_000)).toBe(false);
+      expect(await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 2_000, leaseMs: 1_000 })).toMatchObject({ id: queued.id, leaseOwner: 'second' });
+      await other.memoryBatches.complete(queued.id, 'second');
+    });
+
+    it("records each character's part of a batch done once, under the lease, with that part's facts in one transaction", async () => {
+      await drainQueue();
+      const now = Date.now();
+      const { conversationId, characterId, accountId } = await openConversation();
+      const { characterId: secondCharacterId } = await openConversation();
+      const queued = (await store.memoryBatches.enqueue(conversationId, 10, batch(now)))!;
+      await store.memoryBatches.claim({ workerId: 'first', nowMillis: now, leaseMs: 1_000 });
+      expect(await store.memoryBatches.doneCharacters(queued.id)).toEqual([]);
+      expect(await store.memoryBatches.finishCharacter(queued.id, characterId, 'first', now + 10, 1)).toBe(true);
+      expect(await other.memoryBatches.finishCharacter(queued.id, characterId, 'first', now + 20, 2)).toBe(false);
+      expect(await other.memoryBatches.finishCharacter(queued.id, secondCharacterId, 'second', now + 20, 2)).toBe(false);
+      expect(await other.memoryBatches.doneCharacters(queued.id)).toEqual([characterId]);
+
+      // A worker whose lease ran out stores nothing of its part, however its transaction began.
+      const lateFact = learnedMemoryRecord(secondCharacterId, accountId, 'Stored by a worker that lost its lease.');
+      await expect(
+        store.transaction(async (repositories) => {
+          await repositories.learnedMemories.add(lateFact);
+          if (!(await repositories.memoryBatches.finishCharacter(queued.id, secondCharacterId, 'first', now + 1_000, 3))) throw new Error('lease lost');
+        }),
+      ).rejects.toThrow('lease lost');
+      expect(await other.learnedMemories.get(lateFact.id)).toBeUndefined();
+
+      // Taken over: the new holder's retry sees the first part done and finishes the second.
+      const retried = (await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 1_001, leaseMs: 1_000 }))!;
+      expect(retried.id).toBe(queued.id);
+      expect(await other.memoryBatches.doneCharacters(queued.id)).toEqual([characterId]);
+      const fact = learnedMemoryRecord(secondCharacterId, accountId, 'Stored with its part.');
+      await other.transaction(async (repositories) => {
+        expect(await repositories.memoryBatches.finishCharacter(queued.id, secondCharacterId, 'second', now + 1_100, 4)).toBe(true);
+        await repositories.learnedMemories.add(fact);
+      });
+      expect(await store.learnedMemories.get(fact.id)).toMatchObject({ text: 'Stored with its part.' });
+      expect((await store.memoryBatches.doneCharacters(queued.id)).sort()).toEqual([characterId, secondCharacterId].sort());
+      await other.memoryBatches.complete(queued.id, 'second');
+    });
+
+    it('lets no worker take over a batch while its holder is storing a part: it finds the part done after', async () => {
+      await drainQueue();
+      const now = Date.now();
+      const { conversationId, characterId, accountId } = await openConversation();
+      const queued = (await store.memoryBatches.enqueue(conversationId, 10, batch(now)))!;
+      await store.memoryBatches.claim({ workerId: 'first', nowMillis: now, leaseMs: 1_000 });
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let finished = () => {};
+      const finishedPart = new Promise<void>((resolve) => (finished = resolve));
+      const fact = learnedMemoryRecord(characterId, accountId, 'Stored while another worker waited.');
+      const storing = store.transaction(async (repositories) => {
+        expect(await repositories.memoryBatches.finishCharacter(queued.id, characterId, 'first', now + 900, 1)).toBe(true);
+        await repositories.learnedMemories.add(fact);
+        finished();
+        await gate;
+      });
+      await finishedPart;
+      // The lease runs out meanwhile by the other worker's clock: it waits (SQLite) or passes over the row (PostgreSQL).
+      const takeover = other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 2_000, leaseMs: 1_000 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      await storing;
+      const taken = (await takeover) ?? (await other.memoryBatches.claim({ workerId: 'second', nowMillis: now + 2_000, leaseMs: 1_000 }));
+      expect(taken).toMatchObject({ id: queued.id, leaseOwner: 'second' });
+      expect(await other.memoryBatches.doneCharacters(queued.id)).toEqual([characterId]);
+      expect(await other.learnedMemories.get(fact.id)).toMatchObject({ text: 'Stored while another worker waited.' });
+      await other.memoryBatches.complete(queued.id, 'second');
+    });
+
+    it("prunes old done batches but each conversation's newest, so the next batch still starts after it", async () => {
+      await drainQueue();
+      const { conversationId } = await openConversation();
+      const { conversationId: loneId } = await openConversation();
+      const old = { id: '', createdMicros: 1_000, runAfterMillis: 0 };
+      const first = (await store.memoryBatches.enqueue(conversationId, 10, { ...old, id: randomUUID() }))!;
+      const second = (await store.memoryBatches.enqueue(conversationId, 20, { ...old, id: randomUUID() }))!;
+      const lone = (await store.memoryBatches.enqueue(loneId, 5, { ...old, id: randomUUID() }))!;
+      const recent = (await store.memoryBatches.enqueue(loneId, 9, { id: randomUUID(), createdMicros: 9_000, runAfterMillis: 0 }))!;
+      const unfinished = (await store.memoryBatches.enqueue(conversationId, 30, { ...old, id: randomUUID() }))!;
+      for (const each of [first, second, lone, recent]) {
+        const claimed = (await store.memoryBatches.claim({ workerId: 'w', nowMillis: 1, leaseMs: 1_000 }))!;
+        expect(claimed.id).toBe(each.id);
+        await store.memoryBatches.complete(each.id, 'w');
+      }
+      expect(await other.memoryBatches.pruneDone(5_000)).toBe(3);
+      // Done and old with a later one: gone. The unfinished one, and the newest done one, stay.
+      expect(await store.memoryBatches.get(first.id)).toBeUndefined();
+      expect(await store.memoryBatches.get(second.id)).toBeUndefined();
+      expect(await store.memoryBatches.get(lone.id)).toBeUndefined();
+      expect(await store.memoryBatches.get(unfinished.id)).toMatchObject({ status: 'queued' });
+      expect(await store.memoryBatches.get(recent.id)).toMatchObject({ status: 'done' });
+      // The conversation whose batches are all done goes on where it left off, not from its first message.
+      await store.memoryBatches.pruneDone(10_000);
+      expect(await store.memoryBatches.get(recent.id)).toMatchObject({ status: 'done' });
+      expect(await store.memoryBatches.enqueue(loneId, 12, batch())).toMatchObject({ fromPosition: 10, throughPosition: 12 });
+      expect(await store.memoryBatches.enqueue(conversationId, 35, batch())).toMatchObject({ fromPosition: 31 });
+    });
+
+    it('keeps which messages nothing is learned from, until they are deleted', async () => {
+      const { conversationId, accountId } = await openConversation();
+      const append = async () => (await store.conversations.append(conversationId, { id: randomUUID(), content: 'hi', mimeType: 'text/plain', participantId: accountId, participantType: 'account', createdMicros: 1, file: null })).id;
+      const [kept, said] = [await append(), await append()];
+      await store.memoryBatches.markUnlearned(kept);
+      await other.memoryBatches.markUnlearned(kept);
+      expect(await other.memoryBatches.unlearned([kept, said, randomUUID()])).toEqual(new Set([kept]));
+      expect(await other.memoryBatches.unlearned([])).toEqual(new Set());
+      await store.conversations.clear(conversationId, 2);
+      expect(await other.memoryBatches.unlearned([kept])).toEqual(new Set());
     });
 
     it('spends tokens per character and day only within the limit, across concurrent spenders', async () => {

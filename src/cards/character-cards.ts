@@ -1,0 +1,76 @@
+/**
+ * Cards in and out of the service: one place both front ends call. A card is read here at the
+ * edge and becomes a character through the core's use cases; a character and its lorebook are
+ * written back out in the format asked for.
+ */
+import type { Actor } from '../core/actor.js';
+import type { Core } from '../core/core.js';
+import { isImageMimeType } from '../core/media.js';
+import type { CharacterRecord } from '../core/records.js';
+import { type CardLimits, defaultCardLimits } from './card-limits.js';
+import type { CardContents, CardMimeType } from './card-types.js';
+import { readCard } from './read-card.js';
+import { writeCardJson, writeCardPng, writeCharx } from './write-card.js';
+
+export type CardFormat = 'png' | 'json' | 'charx';
+
+export const cardFormats: readonly CardFormat[] = ['png', 'json', 'charx'];
+
+/** The formats a card file may come in, by the MIME type the caller names. */
+export const cardMimeTypes: readonly CardMimeType[] = ['image/png', 'application/json', 'application/zip'];
+
+/** The card file sizes the front ends take: within the API's 15 MB body once in base64, and Discord's attachments. */
+export const importCardLimits: CardLimits = { ...defaultCardLimits, maxFileBytes: 10 * 1024 * 1024 };
+
+/**
+ * Makes a character of `accountId` from a card file: its fields, its lorebook and its image as
+ * the avatar. A refused card (not a card, a bomb, too large, a book past its limits) creates
+ * nothing.
+ */
+export async function importCard(
+  core: Core,
+  actor: Actor,
+  accountId: string,
+  file: { bytes: Uint8Array; mimeType: CardMimeType },
+  options: { isPublic?: boolean | undefined } = {},
+): Promise<CharacterRecord> {
+  const card = await readCard(file.bytes, file.mimeType, importCardLimits);
+  return core.characters.create(
+    actor,
+    accountId,
+    {
+      name: card.name,
+      description: card.description,
+      personalitySummary: card.personality,
+      isPublic: options.isPublic ?? false,
+      definition: card.definition,
+      avatar: card.avatar?.bytes,
+    },
+    card.lorebook ?? undefined,
+  );
+}
+
+/** A character as a card file of `format` (its owner; anyone for a public character). */
+export async function exportCard(core: Core, actor: Actor, characterId: string, format: CardFormat): Promise<{ bytes: Uint8Array; mimeType: string; filename: string }> {
+  const character = await core.characters.get(actor, characterId);
+  const lorebook = await core.lorebooks.get(actor, characterId);
+  const contents: CardContents = {
+    name: character.name,
+    description: character.description,
+    personality: character.personalitySummary,
+    definition: character.definition,
+    lorebook: lorebook.entries.length > 0 || lorebook.settings.name !== '' ? lorebook : null,
+  };
+  const filename = fileNameOf(character.name);
+  if (format === 'json') return { bytes: writeCardJson(contents), mimeType: 'application/json', filename: `${filename}.json` };
+  const avatar = await core.characters.avatarImage(actor, characterId, format === 'png' ? 'image/png' : undefined);
+  if (format === 'png') return { bytes: writeCardPng(contents, avatar.bytes), mimeType: 'image/png', filename: `${filename}.png` };
+  const icon = isImageMimeType(avatar.mimeType) ? { bytes: avatar.bytes, mimeType: avatar.mimeType } : null;
+  return { bytes: writeCharx(contents, icon), mimeType: 'application/zip', filename: `${filename}.charx` };
+}
+
+/** A file name any system takes: the character's name in letters, digits, dashes. */
+function fileNameOf(name: string): string {
+  const plain = name.normalize('NFKD').replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-+|-+$/g, '').slice(0, 60);
+  return plain || 'character';
+}

@@ -1,0 +1,162 @@
+/**
+ * The learner over a real SQLite store, a clock the test moves and an engine that answers as
+ * the fake extractor does: how a batch is worked through when parts of it fail, and what is
+ * left out of learning.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Learner, defaultLearnerOptions } from '../../../src/core/learning/learner.js';
+import type { ChatModel, ChatRequest, Logger } from '../../../src/core/ports.js';
+import type { RepositoryStore } from '../../../src/core/repositories.js';
+import { openSqlStore } from '../../../src/store/sql/sql-store.js';
+import { extractionAnswer } from '../../fakes/fake-extractor.js';
+import { characterRecord, newAccountRecords, uniqueUsername } from '../../store/repository-fixtures.js';
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+export interface LearnerBench {
+  store: RepositoryStore;
+  clock: { millis: number; nowMillis(): number; nowMicros(): number };
+  /** Every extraction request, with the character it was for. */
+  requests: ChatRequest[];
+  /** Answers a request instead of the fake extractor when it returns a text. */
+  answer: (request: ChatRequest) => Promise<string | undefined> | string | undefined;
+  learner: Learner;
+}
+
+export async function openLearnerBench(directory: string): Promise<LearnerBench> {
+  const store = await openSqlStore(`sqlite://${path.join(directory, 'store.db')}`);
+  const clock = { millis: Date.UTC(2026, 10, 26, 12), nowMillis: () => clock.millis, nowMicros: () => clock.millis * 1000 };
+  const bench: LearnerBench = { store, clock, requests: [], answer: () => undefined, learner: undefined as unknown as Learner };
+  const model: ChatModel = {
+    provider: 'fake',
+    modelId: 'fake',
+    async generate(request) {
+      bench.requests.push(request);
+      const text = (await bench.answer(request)) ?? JSON.parse(JSON.stringify(extractionAnswer({ messages: request.messages.map((message) => ({ role: message.role, content: String(message.content) })) }))).reply;
+      return { text, finishReason: 'stop' };
+    },
+    stream() {
+      throw new Error('not used');
+    },
+  };
+  const tokens = { exact: false, count: async (texts: readonly string[]) => texts.map((text) => Math.ceil(text.length / 4)), observe() {} };
+  bench.learner = new Learner(store, model, tokens, clock, { uuid: randomUUID }, silent, 'worker', defaultLearnerOptions);
+  return bench;
+}
+
+/** A person and an owner with two characters, both in one conversation (a scene) the person opened. */
+export async function scene(store: RepositoryStore, clock: { nowMicros(): number }) {
+  const owner = newAccountRecords(uniqueUsername('owner'));
+  const person = newAccountRecords(uniqueUsername('ana'));
+  await store.accounts.create(owner);
+  await store.accounts.create(person);
+  const second = await store.characters.create(characterRecord(owner.account.id, 'Bard'));
+  const conversation = await store.conversations.create(
+    { id: randomUUID(), accountId: person.account.id, characterId: owner.character.id, createdMicros: clock.nowMicros(), updatedMicros: clock.nowMicros(), summary: null, summaryThroughPosition: null },
+    person.account.id,
+  );
+  await store.conversations.addCharacter(conversation.id, second.id, clock.nowMicros());
+  const say = (participantId: string, content: string, participantType: 'account' | 'character' = 'account') =>
+    store.conversations.append(conversation.id, { id: randomUUID(), content, mimeType: 'text/plain', participantId, participantType, createdMicros: clock.nowMicros(), file: null });
+  return { owner, person, first: owner.character, second, conversationId: conversation.id, say };
+}
+
+describe('the learner', () => {
+  let directory: string;
+  let bench: LearnerBench;
+  beforeEach(async () => {
+    directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-learner-'));
+    bench = await openLearnerBench(directory);
+  });
+  afterEach(async () => {
+    await bench.learner.stop();
+    await bench.store.close();
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  it("retries only the characters of a scene whose part failed: the others' facts are not asked for again", async () => {
+    const { store, clock } = bench;
+    const { person, first, second, conversationId, say } = await scene(store, clock);
+    const said = await say(person.account.id, 'My sister is called Mia.');
+    await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+    const forCharacter = (request: ChatRequest) => (String(request.messages[0]?.content).includes(' and Bard,') ? second.id : first.id);
+    // The second character's extraction fails once.
+    let failures = 1;
+    bench.answer = (request) => (forCharacter(request) === second.id && failures-- > 0 ? 'not json' : undefined);
+    expect(await bench.learner.runOnce()).toBe(true);
+    expect(bench.requests.map(forCharacter)).toEqual([first.id, second.id]);
+    expect((await store.learnedMemories.about(person.account.id)).map((memory) => memory.characterId)).toEqual([first.id]);
+
+    clock.millis += defaultLearnerOptions.maxBackoffMs;
+    expect(await bench.learner.runOnce()).toBe(true);
+    // Only the second character is asked again.
+    expect(bench.requests.map(forCharacter)).toEqual([first.id, second.id, second.id]);
+    expect((await store.learnedMemories.about(person.account.id)).map((memory) => memory.characterId).sort()).toEqual([first.id, second.id].sort());
+    expect(await bench.learner.runOnce()).toBe(false);
+  });
+
+  it('stores nothing when the lease was lost while the engine answered, and leaves the batch to the worker that took it', async () => {
+    const { store, clock } = bench;
+    const { person, conversationId, say } = await scene(store, clock);
+    const said = await say(person.account.id, 'My boat is called Gull.');
+    const queued = (await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!;
+    // The engine takes longer than the lease, and meanwhile another worker takes the batch over.
+    let takenOver = false;
+    bench.answer = async () => {
+      clock.millis += defaultLearnerOptions.leaseMs + 1;
+      takenOver = (await store.memoryBatches.claim({ workerId: 'other', nowMillis: clock.millis, leaseMs: defaultLearnerOptions.leaseMs })) !== undefined;
+      return undefined;
+    };
+    await bench.learner.runOnce();
+    expect(takenOver).toBe(true);
+    expect(await store.learnedMemories.about(person.account.id)).toEqual([]);
+    expect(await store.memoryBatches.doneCharacters(queued.id)).toEqual([]);
+    expect(await store.memoryBatches.get(queued.id)).toMatchObject({ status: 'running', leaseOwner: 'other' });
+  });
+
+  it("deletes old done batches when idle, keeping each conversation's newest so learning goes on where it stopped", async () => {
+    const { store, clock } = bench;
+    const { person, conversationId, say } = await scene(store, clock);
+    const batches = [];
+    for (const text of ['My sister is called Mia.', 'My boat is called Gull.']) {
+      const said = await say(person.account.id, text);
+      batches.push((await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!);
+      expect(await bench.learner.runOnce()).toBe(true);
+    }
+    expect(await bench.learner.runOnce()).toBe(false);
+    // Young yet: both stay.
+    expect(await store.memoryBatches.get(batches[0]!.id)).toMatchObject({ status: 'done' });
+    clock.millis += defaultLearnerOptions.keepDoneBatchesMs + 2 * 60 * 60_000;
+    expect(await bench.learner.runOnce()).toBe(false);
+    expect(await store.memoryBatches.get(batches[0]!.id)).toBeUndefined();
+    expect(await store.memoryBatches.get(batches[1]!.id)).toMatchObject({ status: 'done' });
+    const later = await say(person.account.id, 'I like rain.');
+    expect(await store.memoryBatches.enqueue(conversationId, later.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis })).toMatchObject({ fromPosition: batches[1]!.throughPosition + 1 });
+  });
+
+  it("does not propose again, in other words, a memory the owner refused; a different fact still is", async () => {
+    const { store, clock } = bench;
+    const { owner, first } = await scene(store, clock);
+    const talk = await store.conversations.create(
+      { id: randomUUID(), accountId: owner.account.id, characterId: first.id, createdMicros: clock.nowMicros(), updatedMicros: clock.nowMicros(), summary: null, summaryThroughPosition: null },
+      owner.account.id,
+    );
+    const say = async (content: string) => {
+      const said = await store.conversations.append(talk.id, { id: randomUUID(), content, mimeType: 'text/plain', participantId: owner.account.id, participantType: 'account', createdMicros: clock.nowMicros(), file: null });
+      await store.memoryBatches.enqueue(talk.id, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+      expect(await bench.learner.runOnce()).toBe(true);
+    };
+    await say('I grew up by the sea.');
+    const [proposal] = await store.learnedMemories.own(first.id, ['pending']);
+    expect(proposal).toMatchObject({ text: 'I grew up by the sea.' });
+    await store.learnedMemories.setStatus(proposal!.id, 'rejected', clock.nowMicros());
+    await say('I grew up near the sea.');
+    expect(await store.learnedMemories.own(first.id, ['pending'])).toEqual([]);
+    await say('I grew up in the mountains.');
+    expect((await store.learnedMemories.own(first.id, ['pending'])).map((memory) => memory.text)).toEqual(['I grew up in the mountains.']);
+  });
+});
