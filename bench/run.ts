@@ -12,6 +12,7 @@ import { benchmarkConversationRead } from './conversation-read.js';
 import { benchmarkDiscordPersonas } from './discord-personas.js';
 import { benchmarkDiscordStreams } from './discord-streams.js';
 import { benchmarkEmbedded } from './embedded.js';
+import { benchmarkLorebook } from './lorebook.js';
 import { benchmarkMemories } from './memories.js';
 import { benchmarkImageJobs } from './images.js';
 import { benchmarkDiscordImages } from './discord-images.js';
@@ -39,6 +40,7 @@ try {
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
   if (selected('memories')) results.memories = await benchmarkMemories(path.join(scratch, 'memories'));
+  if (selected('lorebook')) results.lorebook = await benchmarkLorebook(await mkdir(path.join(scratch, 'lorebook'), { recursive: true }).then(() => path.join(scratch, 'lorebook')));
   if (selected('embedded')) results.embedded = await benchmarkEmbedded(path.join(scratch, 'embedded'));
   if (selected('discord-images')) results.discordImages = await benchmarkDiscordImages(path.join(scratch, 'discord-images'));
 } finally {

@@ -406,6 +406,10 @@ export class Chat {
       if (plan.usedMemoryIds.length > 0) {
         await this.store.replyMemories.record(stored.id, chosenAlternative(stored).id, plan.usedMemoryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the memories a reply used'));
       }
+      // Which lorebook entries it was written with: its owner may look (lorebook/used-entries.ts).
+      if (plan.usedLorebookEntryIds.length > 0) {
+        await this.store.lorebooks.recordUse(stored.id, chosenAlternative(stored).id, plan.usedLorebookEntryIds).catch((error: unknown) => this.logger.warn({ ...log, err: error }, 'could not record the lorebook entries a reply used'));
+      }
       markStarted();
       pieces.end();
       await this.#learn(plan, finish, log);

@@ -3,7 +3,11 @@
  * and the summary give way to it; older history fills what is left, newest first. A message
  * that cannot fit even alone is refused before it is stored.
  */
+import { type CardContext, type CardParts, cardParts, deepestScan, prepareCardContext } from './card-context.js';
+import { cardTexts, fitExamples } from './card-prompt.js';
 import type { Conversations, NewMessage } from './conversations.js';
+import { insertIntoHistory } from './history-insertions.js';
+import { characterMacroName, defaultUserName } from './macros.js';
 import { AppError, ValidationError } from './errors.js';
 import type { LearnedRecall } from './learning/recall.js';
 import type { Memories } from './memories.js';
@@ -41,6 +45,8 @@ export interface PromptPlan {
   usedMemoryIds: string[];
   /** Names of the scene's characters and of every character whose lines were sent, by id. */
   characterNames: ReadonlyMap<string, string>;
+  /** The character's lorebook entries the prompt holds: the reply records them. */
+  usedLorebookEntryIds: string[];
 }
 
 export interface ContextWindowOptions {
@@ -51,6 +57,8 @@ export interface ContextWindowOptions {
   contextTokens: number | (() => number);
   maxReplyTokens: number;
   memoryCount: number;
+  /** Random numbers for the cards' `{{random}}` and `{{roll}}` macros; `Math.random` by default. */
+  random?: (() => number) | undefined;
 }
 
 export class ContextWindow {
@@ -78,10 +86,13 @@ export class ContextWindow {
     if (isImage && !seeImages) {
       throw new AppError('MODEL_CANNOT_SEE_IMAGES', `${character.name}'s chat model cannot see images; describe the picture in words instead.`);
     }
-    const [[system = 0, text = 0], framing] = await Promise.all([this.tokens.count([systemPrompt(character, []), message.content]), promptFramingOf(this.tokens)]);
+    // The card's own texts stay in every prompt (lorebook entries and examples give way): count them.
+    const card = cardTexts(character, character.definition, { character: characterMacroName(character), user: defaultUserName, random: this.options.random });
+    const bare = systemPrompt(character, [], undefined, [], undefined, { ...card, loreBefore: [], loreAfter: [], examples: [] });
+    const [[system = 0, text = 0, postHistory = 0], framing] = await Promise.all([this.tokens.count([bare, message.content, card.postHistory]), promptFramingOf(this.tokens)]);
     const { messageTokens } = framing;
     const replyTokens = this.#replyTokens(contextTokens);
-    const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens;
+    const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens - postHistory;
     const pixels = isImage ? imageTokens(message.file?.width, message.file?.height) : 0;
     const cost = text + pixels + messageTokens + labelTokens;
     if (cost <= available) return;
@@ -107,12 +118,17 @@ export class ContextWindow {
    */
   async plan(conversation: ConversationRecord, character: CharacterRecord, userMessage: StoredMessage, share = 1, replaces?: string): Promise<PromptPlan> {
     const { id: conversationId } = conversation;
-    const [after, before] = await Promise.all([
+    const earlier = (limit: number) => this.conversations.messages(conversationId, { beforePosition: userMessage.position, newest: true, limit });
+    const [after, recentBefore, book] = await Promise.all([
       this.conversations.messages(conversationId, { afterPosition: userMessage.position }),
-      this.conversations.messages(conversationId, { beforePosition: userMessage.position, newest: true, limit: memoryQueryMessages }),
+      earlier(memoryQueryMessages),
+      this.store.lorebooks.get(character.id),
     ]);
+    const scanDepth = deepestScan(book);
+    const before = scanDepth > memoryQueryMessages ? await earlier(scanDepth) : recentBefore;
     const later = after.filter((message) => message.participantType === 'character');
-    const recent = [...before, ...later, userMessage].slice(-memoryQueryMessages);
+    const conversationEnd = [...before, ...later, userMessage].filter((message) => message.id !== replaces);
+    const recent = conversationEnd.slice(-memoryQueryMessages);
     // Only the answering character's own memories: each keeps its memories private in a scene.
     const query = recent.map((message) => message.content).join('\n');
     const [memories, summary, { seeImages, contextTokens }, accountRecords, sceneRecords, framing, recalled] = await Promise.all([
@@ -150,8 +166,20 @@ export class ContextWindow {
     const replyTokens = this.#replyTokens(contextTokens);
     const available = contextTokens - replyTokens - framing.promptTokens;
     const person = recalled && { name: accounts.get(recalled.accountId)?.username ?? 'them', facts: recalled.facts };
-    const { system, systemTokens, usedMemoryIds } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing, person);
-    const budget = Math.max(newestCost, Math.floor((available - systemTokens) * share));
+    const speaker = (message: MessageRecord) =>
+      message.participantType === 'account' ? (accounts.get(message.participantId)?.username ?? defaultUserName) : (sceneNames.get(message.participantId) ?? 'Another character');
+    const answered = userMessage.participantType === 'account' ? userMessage.participantId : conversation.accountId;
+    const card = await prepareCardContext({
+      character,
+      book,
+      scanned: conversationEnd.slice(-Math.max(1, scanDepth)).map((message) => `${speaker(message)}: ${message.content}`),
+      contextTokens,
+      tokens: this.tokens,
+      values: { character: characterMacroName(character), user: accounts.get(answered)?.username ?? defaultUserName, pickSeed: conversationId, random: this.options.random },
+    });
+    const { system: bare, systemTokens, usedMemoryIds, parts, compose } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing, card, person);
+    const insertionCost = parts.insertionTokens + framing.messageTokens * parts.insertions.length;
+    const budget = Math.max(newestCost, Math.floor((available - systemTokens - insertionCost) * share));
     const older: StoredMessage[] = [];
     let exhausted = false;
     while (!exhausted && used < budget) {
@@ -178,18 +206,23 @@ export class ContextWindow {
     const olderKept = Math.max(0, history.kept - 1 - later.length);
     // Replaced replies count as kept but are not sent.
     const sent = newestFirst.slice(0, history.kept).filter((message) => !omit.has(message.id));
-    const countedTokens = framing.promptTokens + systemTokens + sent.reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
-    const textTokens = systemTokens - framing.messageTokens + sent.reduce((sum, message) => sum + (texts.get(message.id) ?? 0), 0);
+    const anyFellOut = olderKept < older.length || !exhausted;
+    // Example dialogue only beside the whole history, in the room it left: it is the first thing to go.
+    const examples = await fitExamples(this.tokens, card.texts.examples, anyFellOut ? 0 : budget - history.used);
+    const system = examples.blocks.length === 0 ? bare : compose(examples.blocks);
+    const countedTokens = framing.promptTokens + systemTokens + examples.tokens + insertionCost + sent.reduce((sum, message) => sum + (costs.get(message.id) ?? 0), 0);
+    const textTokens = systemTokens - framing.messageTokens + examples.tokens + parts.insertionTokens + sent.reduce((sum, message) => sum + (texts.get(message.id) ?? 0), 0);
     return {
-      request: { messages: [{ role: 'system', content: system }, ...history.messages], maxTokens: replyTokens },
+      request: { messages: insertIntoHistory([{ role: 'system', content: system }, ...history.messages], parts.insertions), maxTokens: replyTokens },
       countedTokens,
       textTokens,
       withImages: history.withImages,
       contextTokens,
       firstKept: olderKept === 0 ? userMessage.position : (older[olderKept - 1]?.position ?? userMessage.position),
-      anyFellOut: olderKept < older.length || !exhausted,
+      anyFellOut,
       usedMemoryIds,
       characterNames,
+      usedLorebookEntryIds: parts.loreIds,
     };
   }
 
@@ -205,7 +238,11 @@ export class ContextWindow {
     return Math.min(this.options.maxReplyTokens, Math.floor(contextTokens / 2));
   }
 
-  /** The system prompt beside the newest message: the least relevant memories, then the summary, give way. */
+  /**
+   * The system prompt beside the newest message and the lorebook's history insertions: what the
+   * character knows of the person gives way first, the least relevant first, then its memories,
+   * the summary, and the lorebook entries, the last let in first.
+   */
   async #system(
     character: CharacterRecord,
     memories: readonly MemoryRecord[],
@@ -214,28 +251,38 @@ export class ContextWindow {
     newestCost: number,
     others: readonly string[],
     framing: PromptFraming,
+    card: CardContext,
     person?: { name: string; facts: readonly { id: string; text: string }[] },
-  ): Promise<{ system: string; systemTokens: number; usedMemoryIds: string[] }> {
+  ): Promise<{ system: string; systemTokens: number; usedMemoryIds: string[]; parts: CardParts; compose: (examples: readonly string[]) => string }> {
     const room = available - newestCost;
     let kept = [...memories];
     let known = [...(person?.facts ?? [])];
     let withSummary = summary;
+    let lore = card.lore.length;
+    const fewer = (count: number) => count - Math.max(1, Math.ceil(count / 4));
     for (;;) {
-      const system = systemPrompt(character, kept, withSummary, others, person && known.length > 0 ? { name: person.name, facts: known.map((fact) => fact.text) } : undefined);
+      const parts = cardParts(card, lore, []);
+      const facts = person && known.length > 0 ? { name: person.name, facts: known.map((fact) => fact.text) } : undefined;
+      const memoriesKept = kept;
+      const summaryKept = withSummary;
+      const compose = (examples: readonly string[]) => systemPrompt(character, memoriesKept, summaryKept, others, facts, { ...parts.sections, examples });
+      const system = compose([]);
       const [counted = 0] = await this.tokens.count([system]);
       const systemTokens = counted + framing.messageTokens;
-      if (systemTokens <= room) return { system, systemTokens, usedMemoryIds: [...kept.map((memory) => memory.id), ...known.map((fact) => fact.id)] };
-      // What it knows of the person gives way first, the least relevant first, then its memories.
-      if (known.length > 0) known = known.slice(0, -Math.max(1, Math.ceil(known.length / 4)));
-      else if (kept.length > 0) kept = kept.slice(0, -Math.max(1, Math.ceil(kept.length / 4)));
+      const needed = systemTokens + parts.insertionTokens + framing.messageTokens * parts.insertions.length;
+      if (needed <= room) return { system, systemTokens, usedMemoryIds: [...kept.map((memory) => memory.id), ...known.map((fact) => fact.id)], parts, compose };
+      if (known.length > 0) known = known.slice(0, fewer(known.length));
+      else if (kept.length > 0) kept = kept.slice(0, fewer(kept.length));
       else if (withSummary !== undefined) withSummary = undefined;
-      else if (systemTokens >= available) {
+      else if (lore > 0) lore = fewer(lore);
+      else if (needed >= available) {
         // Raising LLM_CONTEXT_TOKENS alone does not help when the engine's own context is the smaller.
         throw new AppError('CONFLICT', "The character description and memories fill the whole context the chat engine gives a request; shorten them, or give the engine a larger context (and LLM_CONTEXT_TOKENS with it).");
       } else {
         // Stored under a larger context than the model has now (or a changed character).
-        throw new AppError('VALIDATION_FAILED', `The message is too long for this character's context: about ${available - systemTokens} tokens are left for it; send a shorter one.`);
+        throw new AppError('VALIDATION_FAILED', `The message is too long for this character's context: about ${available - needed} tokens are left for it; send a shorter one.`);
       }
     }
   }
 }
+

@@ -13,6 +13,7 @@ import { LearnedMemories } from './learning/learned-memories.js';
 import { Learner, type LearnerOptions, defaultLearnerOptions } from './learning/learner.js';
 import { LearnedRecall } from './learning/recall.js';
 import { Lorebooks } from './lorebooks.js';
+import { LorebookUse } from './lorebook/used-entries.js';
 import { Memories } from './memories.js';
 import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
@@ -60,6 +61,8 @@ export interface Core {
   accounts: Accounts;
   characters: Characters;
   lorebooks: Lorebooks;
+  /** Which lorebook entries a reply was written with, for the character's owner. */
+  lorebookUse: LorebookUse;
   memories: Memories;
   conversations: Conversations;
   chat: Chat;
@@ -122,5 +125,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, lorebooks, memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories };
+  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories };
 }

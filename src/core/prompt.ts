@@ -1,3 +1,4 @@
+import { type CardSections, examplesSection, ourInstruction } from './card-prompt.js';
 import type { ChatContentPart, ChatMessage, FileStore } from './ports.js';
 import type { AccountRecord, CharacterRecord, MemoryRecord, MessageRecord } from './records.js';
 
@@ -32,6 +33,9 @@ export function imageTokens(width = maxImageSide, height = maxImageSide): number
 /**
  * The answering character's own system prompt: who it is, its own memories only, the summary,
  * and in a scene, who else is present (their lines come as user turns headed by their names).
+ * With `card`, the card's parts (macros expanded) take their places: its instruction for ours,
+ * lorebook entries around the definition, the scenario, and the example dialogue last, which
+ * the context window drops first.
  */
 export function systemPrompt(
   character: CharacterRecord,
@@ -40,16 +44,22 @@ export function systemPrompt(
   others: readonly string[] = [],
   /** What the character learned about the person it answers (memory-scope.ts decides which). */
   person?: { name: string; facts: readonly string[] },
+  card?: CardSections,
 ): string {
-  const lines = [`You are ${character.name}. Stay in character and answer as ${character.name} only.`];
+  const lines = [card?.instruction ?? ourInstruction(character)];
   if (others.length > 0) {
     lines.push(
       '',
       `Also in this scene: ${others.join(', ')}. Their lines come to you headed by their names ("${others[0]}: …"); never write their lines, answer only as ${character.name}.`,
     );
   }
-  if (character.description.trim()) lines.push('', `About you: ${character.description.trim()}`);
-  if (character.personalitySummary.trim()) lines.push('', `Your personality: ${character.personalitySummary.trim()}`);
+  if (card && card.loreBefore.length > 0) lines.push('', card.loreBefore.join('\n'));
+  const description = card?.description ?? character.description.trim();
+  const personality = card?.personality ?? character.personalitySummary.trim();
+  if (description) lines.push('', `About you: ${description}`);
+  if (personality) lines.push('', `Your personality: ${personality}`);
+  if (card?.scenario) lines.push('', `Scenario: ${card.scenario}`);
+  if (card && card.loreAfter.length > 0) lines.push('', card.loreAfter.join('\n'));
   if (memories.length > 0) {
     lines.push('', 'Things you remember:', ...memories.map((memory) => `- ${memory.text}`));
   }
@@ -57,6 +67,7 @@ export function systemPrompt(
     lines.push('', `What you know about ${person.name} from earlier conversations:`, ...person.facts.map((fact) => `- ${fact}`));
   }
   if (summary?.trim()) lines.push('', `Earlier in this conversation: ${summary.trim()}`);
+  if (card && card.examples.length > 0) lines.push('', examplesSection(card.examples));
   return lines.join('\n');
 }
 
@@ -98,6 +109,8 @@ export interface History {
   kept: number;
   /** Whether any image goes as pixels. */
   withImages: boolean;
+  /** What the kept messages cost against the budget, images included. */
+  used: number;
 }
 
 /**
@@ -167,7 +180,7 @@ export async function buildHistory(newestFirst: readonly MessageRecord[], option
       turns.push({ role, content: parts });
     }
   }
-  return { messages: turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) })), kept: kept.length, withImages };
+  return { messages: turns.map((turn) => ({ role: turn.role, content: simplify(asParts(turn.content)) })), kept: kept.length, withImages, used };
 }
 
 function ownLine(message: MessageRecord, answererId: string | undefined): boolean {

@@ -118,6 +118,10 @@ export interface LorebookRepository {
   removeEntry(characterId: string, entryId: string): Promise<boolean>;
   /** Replaces the whole book (an imported card's), in one transaction. */
   replace(characterId: string, lorebook: Lorebook): Promise<void>;
+  /** Records that the alternative `alternativeId` of the reply `messageId` was written with `entryIds`. */
+  recordUse(messageId: string, alternativeId: string, entryIds: readonly string[]): Promise<void>;
+  /** The entry ids that alternative of the reply was written with, in the order let in; none once the reply is gone. */
+  usedBy(messageId: string, alternativeId: string): Promise<string[]>;
 }
 
 export interface MemoryRepository {

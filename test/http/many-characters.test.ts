@@ -182,4 +182,32 @@ describe('lorebooks over HTTP', () => {
     expect((await api.call('DELETE', `${route}/entries/${entryId}`, { key: owner.key })).status).toBe(404);
     expect((await api.call('GET', route, { key: owner.key })).body.entries).toHaveLength(1);
   });
+
+  it('shows the character owner which entries a reply used, and no one else', async () => {
+    const teller = await api.account('lore-teller');
+    const route = `/api/v0/characters/${teller.characterId}/lorebook`;
+    const harbour = (await api.call('POST', `${route}/entries`, { key: teller.key, body: { keys: ['harbour'], content: 'The harbour freezes in winter.' } })).body.entry.id;
+    await api.call('POST', `${route}/entries`, { key: teller.key, body: { keys: ['mountain'], content: 'Nobody climbs the mountain.' } });
+    // Only the newest message is scanned: the next question alone decides.
+    await api.call('PATCH', route, { key: teller.key, body: { scan_depth: 1 } });
+    await api.call('PATCH', `/api/v0/characters/${teller.characterId}`, { key: teller.key, body: { is_public: true } });
+    const conversationId = (await api.call('POST', '/api/v0/conversations', { key: reader.key, body: { characterId: teller.characterId } })).body.id as string;
+    // The owner sees a reply's entries where they may read the reply: here, as one of the people in it.
+    await api.call('POST', `/api/v0/conversations/${conversationId}/speakers`, { key: reader.key, body: { accountId: teller.id } });
+    await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: reader.key, body: { data: 'Tell me about the harbour.' } });
+    const messages = (await api.call('GET', `/api/v0/conversations/${conversationId}`, { key: reader.key })).body.messages;
+    const reply = messages.at(-1).id as string;
+    const prompt = JSON.stringify(api.llm.requests.at(-1)?.body.messages);
+    expect(prompt).toContain('The harbour freezes in winter.');
+    expect(prompt).not.toContain('Nobody climbs the mountain.');
+
+    const used = await api.call('GET', `/api/v0/conversations/${conversationId}/messages/${reply}/lorebook`, { key: teller.key });
+    expect(used.status).toBe(200);
+    expect(used.body.entries.map((entry: { id: string }) => entry.id)).toEqual([harbour]);
+    expect((await api.call('GET', `/api/v0/conversations/${conversationId}/messages/${reply}/lorebook`, { key: reader.key })).status).toBe(403);
+    // A later reply, written without the entry, used none.
+    await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: reader.key, body: { data: 'And the weather?' } });
+    const second = (await api.call('GET', `/api/v0/conversations/${conversationId}`, { key: reader.key })).body.messages.at(-1).id as string;
+    expect((await api.call('GET', `/api/v0/conversations/${conversationId}/messages/${second}/lorebook`, { key: teller.key })).body.entries).toEqual([]);
+  });
 });

@@ -16,6 +16,7 @@ import { undo0012 } from './undo-message-alternatives.js';
  */
 const undo0005 = [
   ...undo0012,
+  'drop table reply_lorebook_entries',
   'drop table lorebook_entries',
   'drop index characters_avatar',
   'drop index messages_file',

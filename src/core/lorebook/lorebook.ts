@@ -45,9 +45,12 @@ export interface LorebookEntry {
   depth: number;
   /** For `at_depth`: the role of the inserted message. */
   role: LorebookRole;
-  /** This entry's content never activates other entries during recursion. */
+  /**
+   * This entry is never activated by another entry's content, only by messages (SillyTavern's
+   * `excludeRecursion`, "non-recursable", which cards carry under that name).
+   */
   excludeRecursion: boolean;
-  /** This entry is never activated by another entry's content, only by messages. */
+  /** This entry's content never activates other entries (SillyTavern's `preventRecursion`, "prevent further recursion"). */
   preventRecursion: boolean;
   /** Null: the book's scan depth. */
   scanDepth: number | null;

@@ -82,6 +82,11 @@ const conversationOperations: Operation[] = [
     answers: [ok(answer('UsedMemories', { memories: z.array(z.object({ id: z.uuid(), kind: z.enum(['written', 'own', 'person']), text: z.string() })) }))],
   },
   {
+    method: 'get', path: '/api/v0/conversations/:conversationId/messages/:messageId/lorebook', tag: 'Conversations', summary: 'The lorebook entries a reply was written with (the character\'s owner)',
+    description: 'Those of the alternative the message shows, as the book holds them now (an entry deleted since is left out). 403 FORBIDDEN for anyone but the owner of the character that wrote it.',
+    answers: [ok(answer('UsedLorebookEntries', { entries: z.array(resources.lorebookEntry) }))],
+  },
+  {
     method: 'post', path: '/api/v0/conversations', tag: 'Conversations', summary: 'Open a conversation with a character',
     description: 'The admin key names the account in `accountId`.',
     body: conversations.createBody,

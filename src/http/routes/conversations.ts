@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { accountInScope } from '../account-scope.js';
+import { lorebookEntryFields } from '../character-fields.js';
 import { rateLimit } from '../auth.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { callerLeaving, streamReply } from '../stream-reply.js';
@@ -123,6 +124,12 @@ export function conversationRoutes(dependencies: RouteDependencies) {
   app.get('/:conversationId/messages/:messageId/memories', async (context) => {
     const memories = await core.learnedMemories.usedBy(context.get('actor'), uuidParam(context, 'conversationId'), uuidParam(context, 'messageId'));
     return context.json({ success: true, memories });
+  });
+
+  // The lorebook entries a reply was written with: for the character's owner.
+  app.get('/:conversationId/messages/:messageId/lorebook', async (context) => {
+    const entries = await core.lorebookUse.usedBy(context.get('actor'), uuidParam(context, 'conversationId'), uuidParam(context, 'messageId'));
+    return context.json({ success: true, entries: entries.map(lorebookEntryFields) });
   });
 
   app.post('/:conversationId/speakers', async (context) => {

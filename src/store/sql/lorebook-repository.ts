@@ -69,6 +69,27 @@ export class SqlLorebookRepository implements LorebookRepository {
     return result.numDeletedRows > 0n;
   }
 
+  async recordUse(messageId: string, alternativeId: string, entryIds: readonly string[]): Promise<void> {
+    const unique = [...new Set(entryIds)];
+    if (unique.length === 0) return;
+    await this.context.db
+      .insertInto('reply_lorebook_entries')
+      .values(unique.map((entryId) => ({ message_id: messageId, alternative_id: alternativeId, entry_id: entryId })))
+      .onConflict((conflict) => conflict.columns(['message_id', 'alternative_id', 'entry_id']).doNothing())
+      .execute();
+  }
+
+  async usedBy(messageId: string, alternativeId: string): Promise<string[]> {
+    const rows = await this.context.db
+      .selectFrom('reply_lorebook_entries')
+      .select('entry_id')
+      .where('message_id', '=', messageId)
+      .where('alternative_id', '=', alternativeId)
+      .orderBy('position')
+      .execute();
+    return rows.map((row) => row.entry_id);
+  }
+
   replace(characterId: string, lorebook: Lorebook): Promise<void> {
     return atomic(this.context.db, async (db) => {
       const result = await db

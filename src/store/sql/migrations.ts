@@ -455,6 +455,13 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .addColumn('entry', 'text', notNull)
           .execute();
         await db.schema.createIndex('lorebook_entries_character').on('lorebook_entries').columns(['character_id', 'position']).execute();
+        // Which entries each reply (each alternative of it) was written with; they go with the reply.
+        await position(db.schema.createTable('reply_lorebook_entries'))
+          .addColumn('message_id', 'text', (column) => column.notNull().references('messages.id').onDelete('cascade'))
+          .addColumn('alternative_id', 'text', notNull)
+          .addColumn('entry_id', 'text', notNull)
+          .addUniqueConstraint('reply_lorebook_entries_once', ['message_id', 'alternative_id', 'entry_id'])
+          .execute();
         // A deleted character's files are removed only when nothing else holds them (files are
         // content-addressed: two characters imported from one card share an avatar).
         await db.schema.createIndex('characters_avatar').on('characters').column('avatar_key').where(sql.ref('avatar_key'), 'is not', null).execute();

@@ -35,6 +35,7 @@ export interface Database {
   memory_batches: MemoryBatchesTable;
   memory_spending: MemorySpendingTable;
   lorebook_entries: LorebookEntriesTable;
+  reply_lorebook_entries: ReplyLorebookEntriesTable;
   memory_batch_parts: MemoryBatchPartsTable;
   reply_memories: ReplyMemoriesTable;
   unlearned_messages: UnlearnedMessagesTable;
@@ -83,6 +84,13 @@ export interface CharactersTable {
   lorebook_settings: ColumnType<string, string | undefined, string>;
   /** When the owner deleted it; the row stays, scrubbed, so old conversations still name it. */
   deleted_micros: number | null;
+}
+
+export interface ReplyLorebookEntriesTable {
+  position: Generated<number>;
+  message_id: string;
+  alternative_id: string;
+  entry_id: string;
 }
 
 export interface LorebookEntriesTable {
