@@ -29,8 +29,8 @@ export interface VoiceWorld {
   client: Client;
   guild: Guild;
   voiceChannelId: string;
-  /** Joins the voice channel as a bot would and waits for Ready. */
-  join(): Promise<VoiceConnection>;
+  /** Joins the voice channel as a bot would (deafened unless told otherwise, the library's default) and waits for Ready. */
+  join(options?: { selfDeaf?: boolean }): Promise<VoiceConnection>;
   stop(): Promise<void>;
 }
 
@@ -50,8 +50,8 @@ export async function startVoiceWorld(options: StartFakeVoiceOptions = {}): Prom
     client,
     guild,
     voiceChannelId,
-    async join() {
-      const connection = joinVoiceChannel({ guildId: guild.id, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator });
+    async join(options = {}) {
+      const connection = joinVoiceChannel({ guildId: guild.id, channelId: voiceChannelId, adapterCreator: guild.voiceAdapterCreator, ...options });
       connections.add(connection);
       return entersState(connection, VoiceConnectionStatus.Ready, 5000);
     },

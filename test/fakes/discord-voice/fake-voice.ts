@@ -7,12 +7,18 @@
  * const voice = await startFakeVoice(discord);        // trusts its certificate in this process
  * // client with GatewayIntentBits.GuildVoiceStates; joinVoiceChannel({ adapterCreator: guild.voiceAdapterCreator, … })
  * const heard = await voice.waitForAudio(guildId, (audio) => audio.durationMs >= 1000);
+ * // and the other way: a test user talks to a bot that joined with selfDeaf: false
+ * voice.joinVoice(user, channelId);
+ * await voice.speak(user, [{ text: 'Hello there' }, { pauseMs: 800 }, { text: 'Still there?' }]);
  * ```
  */
 import type { FakeDiscord } from '../discord/fake-discord.js';
 import { waitForState } from '../discord/wait-for.js';
 import { loopbackCertificate, trustCertificate } from './certificate.js';
 import { hear, type HeardAudio, type VoiceConnectionRecord } from './recording.js';
+import type { SpeakOptions, SpokenSpeech } from './speaker.js';
+import { SpeechPreparer, type Speech } from './speech.js';
+import type { PcmAudio } from '../../../src/core/ports.js';
 import { FakeVoiceServer } from './voice-server.js';
 import { VoiceStates, type VoiceStateRecord, type VoiceStateRequest } from './voice-states.js';
 
@@ -59,6 +65,17 @@ export interface FakeVoice {
   /** Resolves with the predicate's first truthy value, re-checked after every change; rejects after `timeoutMs` (default 10 s). */
   waitFor<T>(predicate: (voice: FakeVoice) => T | undefined | null | false, timeoutMs?: number): Promise<T>;
 
+  /**
+   * The user talks in the voice channel they are in (in `options.guildId`, or the one guild where
+   * they are in voice): op 5 then RTP to the bot's sessions there, as Discord relays a client.
+   * Resolves when the last packet is sent, with what was sent.
+   */
+  speak(user: string | { id: string }, speech: Speech | readonly Speech[], options?: SpeakOptions & { guildId?: string }): Promise<SpokenSpeech>;
+  /** espeak's mono PCM for `text`, the audio `speak({ text, voiceId })` sends. */
+  synthesize(text: string, voiceId?: string): Promise<PcmAudio>;
+  /** The SSRC a user's audio has (or will have) in a guild; it changes when they leave voice. */
+  speakerSsrc(guildId: string, user: string | { id: string }): number;
+
   /** Closes the guild's open voice WebSockets; returns how many. */
   dropVoiceConnection(guildId: string, drop?: VoiceDrop): number;
   close(): Promise<void>;
@@ -66,6 +83,10 @@ export interface FakeVoice {
 
 export type { HeardAudio, HeardPacket, HeardSegment, SpeakingEvent, VoiceConnectionRecord } from './recording.js';
 export type { VoiceStateRecord, VoiceStateRequest } from './voice-states.js';
+export type { SpeakOptions, SpokenSpeech, SpokenStretch } from './speaker.js';
+export { TRAILING_SILENCE_FRAMES } from './speaker.js';
+export type { Speech } from './speech.js';
+export { DEFAULT_SPEECH_VOICE } from './speech.js';
 export { dominantFrequency, rootMeanSquare } from './audio-analysis.js';
 
 const idOf = (user: string | { id: string }): string => (typeof user === 'string' ? user : user.id);
@@ -88,6 +109,8 @@ export async function startFakeVoice(discord: FakeDiscord, options: StartFakeVoi
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 13_750,
     grant: (guildId) => states.grant(guildId),
     occupants: (guildId, channelId) => states.occupants(guildId, channelId),
+    channelOf: (guildId, userId) => states.state(guildId, userId)?.channelId ?? null,
+    deafened: (guildId, userId) => states.state(guildId, userId)?.selfDeaf === true,
     changed: () => states.context.state.changed(),
   });
   return new RunningFakeVoice(server, states, certificate.cert);
@@ -97,6 +120,7 @@ class RunningFakeVoice implements FakeVoice {
   readonly certificatePem: string;
   readonly #server: FakeVoiceServer;
   readonly #states: VoiceStates;
+  readonly #speech = new SpeechPreparer();
 
   constructor(server: FakeVoiceServer, states: VoiceStates, certificatePem: string) {
     this.#server = server;
@@ -152,11 +176,33 @@ class RunningFakeVoice implements FakeVoice {
     return waitForState(this.#states.context.state, () => predicate(this), timeoutMs);
   }
 
+  async speak(user: string | { id: string }, speech: Speech | readonly Speech[], options: SpeakOptions & { guildId?: string } = {}): Promise<SpokenSpeech> {
+    const userId = idOf(user);
+    const guildIds = options.guildId === undefined ? [...this.#states.context.state.guilds.keys()] : [options.guildId];
+    const inVoice = guildIds.filter((guildId) => this.#states.state(guildId, userId) !== undefined);
+    const guildId = inVoice[0];
+    if (guildId === undefined || inVoice.length > 1) throw new Error(`fake voice: ${userId} must be in exactly one voice channel to speak (in ${inVoice.length}); pass guildId`);
+    const prepared = await this.#speech.prepare(Array.isArray(speech) ? speech : [speech as Speech]);
+    // Read again after synthesis: the user may have left meanwhile.
+    const channelId = this.#states.state(guildId, userId)?.channelId;
+    if (channelId === undefined) throw new Error(`fake voice: ${userId} left voice before speaking`);
+    return this.#server.speaker(guildId, userId).say(channelId, prepared, options);
+  }
+
+  synthesize(text: string, voiceId?: string): Promise<PcmAudio> {
+    return this.#speech.synthesize(text, voiceId);
+  }
+
+  speakerSsrc(guildId: string, user: string | { id: string }): number {
+    return this.#server.speaker(guildId, idOf(user)).ssrc;
+  }
+
   dropVoiceConnection(guildId: string, drop: VoiceDrop = {}): number {
     return this.#server.drop(guildId, drop.code ?? 4015, drop.abrupt === true);
   }
 
-  close(): Promise<void> {
-    return this.#server.close();
+  async close(): Promise<void> {
+    await this.#speech.close();
+    await this.#server.close();
   }
 }

@@ -1,9 +1,9 @@
 /**
  * The UDP side of Discord voice as bytes: IP discovery, the 8-byte keepalive, RTP headers and the
- * `aead_aes256_gcm_rtpsize` encryption @discordjs/voice prefers. Pure functions, so a malformed
+ * `aead_aes256_gcm_rtpsize` encryption @discordjs/voice prefers, both ways. Pure functions, so a malformed
  * packet shows up as a returned reason a test can read, never as a crash inside the fake.
  */
-import { createDecipheriv } from 'node:crypto';
+import { createCipheriv, createDecipheriv } from 'node:crypto';
 
 /** The Opus frame @discordjs/voice sends after a resource ends or on pause: 20 ms of silence. */
 export const SILENCE_FRAME = Buffer.from([0xf8, 0xff, 0xfe]);
@@ -100,4 +100,54 @@ export function decryptAes256GcmRtpSize(packet: Buffer, header: RtpHeader, secre
   } catch {
     return `AES-256-GCM tag check failed (counter ${counter})`;
   }
+}
+
+/** What a Discord client puts around one Opus frame it sends. */
+export interface OutgoingRtp {
+  sequence: number;
+  timestamp: number;
+  ssrc: number;
+  opus: Buffer;
+  /** Bytes of RTP padding, count byte included (0: none); clients pad at speech boundaries. */
+  padding: number;
+  /** One-byte-form extension elements (RFC 8285), sent by clients on every packet; null for none. */
+  extension: Buffer | null;
+  /** The AEAD nonce counter; must never repeat under one key. */
+  counter: number;
+}
+
+/**
+ * A packet as Discord relays a client's audio under `aead_aes256_gcm_rtpsize`: the 12-byte header
+ * and the `BE DE` extension preamble stay clear (they are the additional data); the extension
+ * body, the Opus frame and the padding are encrypted; then the tag and the 4-byte counter.
+ */
+export function encryptAes256GcmRtpSize(rtp: OutgoingRtp, secretKey: Buffer): Buffer {
+  const extensionBody = rtp.extension === null ? Buffer.alloc(0) : padToWords(rtp.extension);
+  const header = Buffer.alloc(rtp.extension === null ? 12 : 16);
+  header[0] = 0x80 | (rtp.padding > 0 ? 0x20 : 0) | (rtp.extension === null ? 0 : 0x10);
+  header[1] = OPUS_PAYLOAD_TYPE;
+  header.writeUInt16BE(rtp.sequence % 2 ** 16, 2);
+  header.writeUInt32BE(rtp.timestamp % 2 ** 32, 4);
+  header.writeUInt32BE(rtp.ssrc, 8);
+  if (rtp.extension !== null) {
+    header.writeUInt16BE(0xbede, 12);
+    header.writeUInt16BE(extensionBody.length / 4, 14);
+  }
+  // RFC 3550 padding: zeros, then a last byte counting all the padding bytes, itself included.
+  const padding = Buffer.alloc(rtp.padding);
+  if (rtp.padding > 0) padding[rtp.padding - 1] = rtp.padding;
+  const iv = Buffer.alloc(12);
+  iv.writeUInt32BE(rtp.counter % 2 ** 32, 0);
+  const cipher = createCipheriv('aes-256-gcm', secretKey, iv);
+  cipher.setAAD(header);
+  const encrypted = Buffer.concat([cipher.update(Buffer.concat([extensionBody, rtp.opus, padding])), cipher.final()]);
+  const counter = Buffer.alloc(COUNTER_LENGTH);
+  counter.writeUInt32BE(rtp.counter % 2 ** 32, 0);
+  return Buffer.concat([header, encrypted, cipher.getAuthTag(), counter]);
+}
+
+/** Extension bodies are whole 32-bit words; element padding is zero bytes (RFC 8285). */
+function padToWords(body: Buffer): Buffer {
+  const length = Math.ceil(body.length / 4) * 4;
+  return length === body.length ? body : Buffer.concat([body, Buffer.alloc(length - body.length)]);
 }

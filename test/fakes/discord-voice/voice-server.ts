@@ -1,7 +1,8 @@
 /**
  * The fake voice server: a WSS endpoint (https + ws, since @discordjs/voice only speaks `wss://`)
  * and one UDP socket for every session, told apart by SSRC as Discord's media servers do. It
- * answers IP discovery, then checks, decrypts and decodes the RTP each session sends.
+ * answers IP discovery, then checks, decrypts and decodes the RTP each session sends, and relays
+ * what test users say to the bot's sessions in their channel (see speaker.ts).
  */
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { createServer, type Server } from 'node:https';
@@ -11,6 +12,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { LoopbackCertificate } from './certificate.js';
 import { ConnectionRecording, type VoiceConnectionRecord } from './recording.js';
 import { discoveryRequestSsrc, discoveryResponse, isKeepalive, parseRtpHeader } from './rtp.js';
+import { Speaker, type SpeakerHost } from './speaker.js';
 import type { VoiceGrant } from './voice-states.js';
 import { serveVoiceSocket, type VoiceSessionHost } from './voice-socket.js';
 import { VoiceSession } from './voice-session.js';
@@ -22,10 +24,14 @@ export interface VoiceServerOptions {
   grant(guildId: string): VoiceGrant | undefined;
   /** Users in a voice channel. */
   occupants(guildId: string, channelId: string): string[];
+  /** The voice channel a user is in, or null. */
+  channelOf(guildId: string, userId: string): string | null;
+  /** Whether a user's voice state is self-deafened; Discord sends a deafened client no audio. */
+  deafened(guildId: string, userId: string): boolean;
   changed(): void;
 }
 
-export class FakeVoiceServer implements VoiceSessionHost {
+export class FakeVoiceServer implements VoiceSessionHost, SpeakerHost {
   readonly heartbeatIntervalMs: number;
   /** Only the mode a fake can decrypt with node:crypto; @discordjs/voice prefers it anyway. */
   readonly modes: readonly string[] = [VoiceEncryptionMode.AeadAes256GcmRtpSize];
@@ -38,6 +44,8 @@ export class FakeVoiceServer implements VoiceSessionHost {
   readonly #sessions: VoiceSession[] = [];
   readonly #bySsrc = new Map<number, VoiceSession>();
   readonly #byRemote = new Map<string, VoiceSession>();
+  /** Test users' audio streams by `guildId:userId`; one SSRC each until they leave voice. */
+  readonly #speakers = new Map<string, Speaker>();
   #nextSsrc = 1000;
 
   private constructor(options: VoiceServerOptions) {
@@ -107,8 +115,33 @@ export class FakeVoiceServer implements VoiceSessionHost {
     this.#options.changed();
   }
 
+  /** A user's audio stream in a guild, with an SSRC from the same range as the sessions'. */
+  speaker(guildId: string, userId: string): Speaker {
+    const key = `${guildId}:${userId}`;
+    let speaker = this.#speakers.get(key);
+    if (speaker === undefined) this.#speakers.set(key, (speaker = new Speaker(guildId, userId, this.#nextSsrc++, this)));
+    return speaker;
+  }
+
+  listeners(guildId: string, channelId: string): VoiceSession[] {
+    return this.#sessions.filter(
+      ({ ended, record }) =>
+        !ended && record.status === 'ready' && record.guildId === guildId && record.channelId === channelId && !this.#options.deafened(guildId, record.userId),
+    );
+  }
+
+  channelOf(guildId: string, userId: string): string | null {
+    return this.#options.channelOf(guildId, userId);
+  }
+
+  sendDatagram(packet: Buffer, address: { address: string; port: number }): void {
+    this.#udp.send(packet, address.port, address.address);
+  }
+
   /** Someone changed channel: ops 11/13 to the sessions sharing it; the bot leaving ends its sessions with 4014. */
   moved(guildId: string, userId: string, from: string | null, to: string | null): void {
+    // Leaving voice ends the user's stream; back in, their client gets a new SSRC.
+    if (to === null) this.#speakers.delete(`${guildId}:${userId}`);
     for (const session of this.#sessions) {
       const record = session.record;
       if (session.ended || record.guildId !== guildId) continue;

@@ -16,6 +16,10 @@ export class VoiceSession {
   socket: WebSocket | null;
   /** Set when the session can no longer be resumed: left, replaced, or closed with a final code. */
   ended = false;
+  /** SSRCs of other users this session was told about with op 5; a new session starts knowing none. */
+  readonly announced = new Set<number>();
+  /** Nonce counter of the packets relayed to this client; its key is its own, so the count is too. */
+  outgoingCounter = 0;
   #sequence = 0;
   #backlog: Array<{ sequence: number; json: string }> = [];
 
