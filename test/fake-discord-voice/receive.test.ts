@@ -163,4 +163,23 @@ describe('fake Discord voice: people speaking to the bot', () => {
     expect(audioFrames((await stream).frames)).toEqual(spoken.talk[0]!.opus);
     expect(receiver.ssrcMap.get(bob.id)?.audioSSRC).toBe(spoken.ssrc);
   });
+
+  it('after a rejoin mid-stretch, the new session gets no op 5 and drops that stretch; the next one is heard', async () => {
+    const stretchMs = 1200;
+    const speaking = world.voice.speak(alice, [monoTone(440, stretchMs), { pauseMs: 200 }, monoTone(660, 200)]);
+    await new Promise<void>((resolve) => receiver.speaking.once('start', () => resolve()));
+    connection.destroy();
+    const rejoined = await world.join({ selfDeaf: false });
+    const record = world.voice.connections.at(-1)!;
+    const rejoinedWire = tapUdp(rejoined, record.secretKey!);
+    const stream = collect(rejoined.receiver.subscribe(alice.id, afterSilence(100)));
+    const spoken = await speaking;
+    const heard = await stream;
+
+    // The rest of the first stretch reached the new socket, on an SSRC the new receiver never mapped.
+    const aliceOnWire = rejoinedWire.packets.filter((packet) => packet.header.ssrc === spoken.ssrc);
+    expect(aliceOnWire.length).toBeGreaterThan(spoken.talk[1]!.opus.length + TRAILING_SILENCE_FRAMES);
+    expect(audioFrames(heard.frames)).toEqual(spoken.talk[1]!.opus);
+    expect(rejoined.receiver.ssrcMap.get(alice.id)?.audioSSRC).toBe(spoken.ssrc);
+  });
 });
