@@ -72,7 +72,9 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
         throw error;
       }
       const { actor, account } = await context.accountOf(message.author);
-      const conversationId = turn?.conversationId ?? (await currentDmConversation(context, message.author.id, account));
+      const conversationId =
+        turn?.conversationId ??
+        (await currentDmConversation(context, message.author.id, account, (id, greeting) => context.runner.greet(id, greeting, replyChannelOf(message.channel))));
       // Anyone writing in a thread or a character channel joins its conversation as a speaker.
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
       const inputs = await inputsOf(message, context.core.chat, turn?.text ?? message.content);
@@ -174,6 +176,6 @@ async function turnIn(context: BotContext, message: Message, place: Place): Prom
   if (place.kind === 'thread') return turn;
   if (!addressing) return { ...turn, answer: false };
   // A channel's characters join its conversation the first time they speak there (a no-op after).
-  await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
+  await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id, { greet: false });
   return turn;
 }
