@@ -1,5 +1,5 @@
-import { adminActor } from '../core/actor.js';
-import type { BotContext } from './command.js';
+import { adminActor } from '../../core/actor.js';
+import type { BotContext } from '../command.js';
 
 /**
  * A user's current DM conversation: the one with the character they chose last (their own by
