@@ -11,10 +11,10 @@ import {
 import { type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { explainError } from '../src/bot/explain-error.js';
-import { followSpeaker } from '../src/bot/follow-speaker.js';
-import { inPlaceChannel, labelOf, shownAlternative } from '../src/bot/in-place-reply.js';
-import { type SwipeButton, parseRegenerateButton, parseSwipeButton } from '../src/bot/reply-buttons.js';
-import { replyChannelOf } from '../src/bot/reply-channel.js';
+import { followSpeaker } from '../src/bot/voice/follow-speaker.js';
+import { inPlaceChannel, labelOf, shownAlternative } from '../src/bot/replies/in-place-reply.js';
+import { type SwipeButton, parseRegenerateButton, parseSwipeButton } from '../src/bot/replies/reply-buttons.js';
+import { replyChannelOf } from '../src/bot/replies/reply-channel.js';
 import { AppError } from '../src/core/errors.js';
 
 const data = {

@@ -1,7 +1,7 @@
 import { ApplicationCommandOptionType, type AutocompleteInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
-import { followSpeaker } from '../src/bot/follow-speaker.js';
+import { followSpeaker } from '../src/bot/voice/follow-speaker.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import type { CharacterRecord } from '../src/core/records.js';

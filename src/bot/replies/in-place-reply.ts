@@ -1,5 +1,5 @@
 import type { ButtonInteraction, Message } from 'discord.js';
-import type { StoredMessage } from '../core/repositories.js';
+import type { StoredMessage } from '../../core/repositories.js';
 import { finishNote, replyRows, shownReply } from './reply-buttons.js';
 import { discordMessageLimit } from './split-message.js';
 import type { ButtonRows, ReplyChannel } from './streaming-reply.js';

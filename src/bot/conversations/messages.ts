@@ -1,20 +1,20 @@
 import type { Message } from 'discord.js';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { type Actor, adminActor } from '../core/actor.js';
-import { AppError } from '../core/errors.js';
-import type { CharacterRecord } from '../core/records.js';
+import { type Actor, adminActor } from '../../core/actor.js';
+import { AppError } from '../../core/errors.js';
+import type { CharacterRecord } from '../../core/records.js';
 import { addressedCharacter, withoutBotMention } from './addressing.js';
-import { existingCharacters } from './characters.js';
-import type { BotContext } from './command.js';
+import { existingCharacters } from '../characters.js';
+import type { BotContext } from '../command.js';
 import { currentDmConversation } from './dm-conversation.js';
-import { explainError } from './explain-error.js';
-import { followSpeaker } from './follow-speaker.js';
-import { consume } from './interactions.js';
-import { KeyedLock } from './keyed-lock.js';
+import { explainError } from '../explain-error.js';
+import { followSpeaker } from '../voice/follow-speaker.js';
+import { consume } from '../interactions.js';
+import { KeyedLock } from '../keyed-lock.js';
 import { inputsOf, isVoiceMessage } from './message-inputs.js';
 import type { Place } from './places.js';
-import { replyChannelOf } from './reply-channel.js';
-import { VoiceReplies } from './voice-reply.js';
+import { replyChannelOf } from '../replies/reply-channel.js';
+import { VoiceReplies } from '../voice/voice-reply.js';
 
 /** Who answers a message, and in which conversation; undefined when nobody should. */
 interface Turn {

@@ -1,16 +1,16 @@
-import type { Actor } from '../core/actor.js';
-import type { ChatInput, RegenerationTarget, Reply } from '../core/chat.js';
-import type { Core } from '../core/core.js';
-import type { StoredMessage } from '../core/repositories.js';
-import type { Logger } from '../core/ports.js';
-import { AppError } from '../core/errors.js';
-import { KeyedLock } from './keyed-lock.js';
-import type { ChannelPacer } from './channel-pacer.js';
-import { explainError } from './explain-error.js';
-import { shownAlternative } from './in-place-reply.js';
-import { finishNote, replyRows, shownReply } from './reply-buttons.js';
-import { SentenceCollector } from './sentence-collector.js';
-import { QueuePlace, type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
+import type { Actor } from '../../core/actor.js';
+import type { ChatInput, RegenerationTarget, Reply } from '../../core/chat.js';
+import type { Core } from '../../core/core.js';
+import type { StoredMessage } from '../../core/repositories.js';
+import type { Logger } from '../../core/ports.js';
+import { AppError } from '../../core/errors.js';
+import { KeyedLock } from '../keyed-lock.js';
+import type { ChannelPacer } from '../pacing/channel-pacer.js';
+import { explainError } from '../explain-error.js';
+import { shownAlternative } from '../replies/in-place-reply.js';
+import { finishNote, replyRows, shownReply } from '../replies/reply-buttons.js';
+import { SentenceCollector } from '../voice/sentence-collector.js';
+import { QueuePlace, type ReplyChannel, writeStreamingReply } from '../replies/streaming-reply.js';
 
 export interface RunnerOptions {
   /** Remembers which character wrote which Discord messages (for replies addressed to them). */

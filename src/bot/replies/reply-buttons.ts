@@ -1,5 +1,5 @@
 import { type APIActionRowComponent, type APIButtonComponent, ButtonStyle, ComponentType } from 'discord.js';
-import type { StoredMessage } from '../core/repositories.js';
+import type { StoredMessage } from '../../core/repositories.js';
 
 /**
  * The 🔄 button under a character's reply (finished or failed): it asks for a new reply to the

@@ -1,6 +1,6 @@
-import { adminActor } from '../core/actor.js';
-import type { StoredMessage } from '../core/repositories.js';
-import type { BotContext } from './command.js';
+import { adminActor } from '../../core/actor.js';
+import type { StoredMessage } from '../../core/repositories.js';
+import type { BotContext } from '../command.js';
 
 /**
  * A user's current DM conversation: the one with the character they chose last (their own by
