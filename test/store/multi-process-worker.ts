@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../src/core/errors.js';
 import type { JobType, LearnedMemoryRecord } from '../../src/core/records.js';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
-import { messageRecord, newAccountRecords, transactionRecord } from './repository-fixtures.js';
+import { characterRecord, messageRecord, newAccountRecords, transactionRecord } from './repository-fixtures.js';
 
 /**
  * One "service process" of the multi-process test, forked with an IPC channel. It opens the
@@ -21,7 +21,8 @@ export type WorkerCommand =
   | { type: 'change-token' }
   | { type: 'cast'; conversationId: string; characterIds: string[]; channelId: string; guildId: string; channelConversationId: string }
   | { type: 'learn'; conversationIds: string[]; throughPosition: number }
-  | { type: 'add-memories'; memories: LearnedMemoryRecord[] };
+  | { type: 'add-memories'; memories: LearnedMemoryRecord[] }
+  | { type: 'make-characters'; accountId: string; count: number; maxPerAccount: number };
 
 const [url, name = 'worker'] = process.argv.slice(2);
 if (!url) throw new Error('usage: multi-process-worker <store url> <name>');
@@ -120,6 +121,17 @@ async function handle(command: WorkerCommand): Promise<unknown> {
         finished.push({ jobId: claim.job.id, claims: claim.claims });
       }
       return finished;
+    }
+    case 'make-characters': {
+      // Every process makes characters for one account at once, under one limit.
+      const made = await Promise.allSettled(
+        Array.from({ length: command.count }, (_, index) => store.characters.createWithin(characterRecord(command.accountId, `${name} ${index}`), command.maxPerAccount)),
+      );
+      const refused = made.filter((outcome) => outcome.status === 'rejected');
+      if (refused.some((outcome) => !(outcome.reason instanceof AppError && outcome.reason.code === 'CHARACTER_LIMIT_REACHED'))) {
+        throw new Error('a creation failed for another reason than the limit');
+      }
+      return made.length - refused.length;
     }
     case 'cast': {
       // Every process puts every character in one scene and one channel's cast at once.

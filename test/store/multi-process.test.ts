@@ -177,6 +177,15 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect([...channel.characterIds].sort()).toEqual([...others].sort());
     }, 60_000);
 
+    it('never lets an account pass its character limit, whichever processes make characters at once', async () => {
+      const { owner } = await ownerWithConversation('caster', 0);
+      const made = await Promise.all(workers.map((worker) => worker.ask<number>({ type: 'make-characters', accountId: owner.account.id, count: 6, maxPerAccount: 7 })));
+      // The account's own character counts: six more fit, however many processes try.
+      expect(made.reduce((total, count) => total + count, 0)).toBe(6);
+      const page = await store.characters.list({ accountId: owner.account.id, limit: 50 });
+      expect(page.characters).toHaveLength(7);
+    }, 60_000);
+
     it('queues each conversation\'s messages once and completes each memory batch exactly once across processes', async () => {
       const conversationIds: string[] = [];
       for (let index = 0; index < 12; index++) conversationIds.push((await ownerWithConversation('learner', 0)).conversationId);
