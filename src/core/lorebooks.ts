@@ -2,6 +2,7 @@ import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { type FieldIssue, ValidationError, notFound } from './errors.js';
 import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookSettings } from './lorebook/lorebook.js';
+import { keyProblem } from './lorebook/keys.js';
 import type { IdGenerator } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
 
@@ -69,7 +70,7 @@ export class Lorebooks {
   async addEntry(actor: Actor, characterId: string, input: LorebookEntryInput): Promise<LorebookEntry> {
     await this.characters.getOwned(actor, characterId);
     const entry: LorebookEntry = { ...defaultLorebookEntry, ...input, id: this.ids.uuid() };
-    throwIfAny(entryIssues(entry));
+    throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
     return this.store.lorebooks.addEntry(characterId, entry, lorebookLimits.entries);
   }
 
@@ -78,7 +79,7 @@ export class Lorebooks {
     const current = (await this.store.lorebooks.get(characterId)).entries.find((entry) => entry.id === entryId);
     if (!current) throw notFound('Lorebook entry', entryId);
     const entry: LorebookEntry = { ...current, ...change, id: entryId };
-    throwIfAny(entryIssues(entry));
+    throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
     return this.store.lorebooks.updateEntry(characterId, entry);
   }
 
@@ -137,6 +138,22 @@ function entryIssues(entry: LorebookEntry): FieldIssue[] {
   }
   if (!Number.isFinite(entry.insertionOrder) || !Number.isFinite(entry.priority)) issues.push({ field: 'insertion_order', message: 'must be a number' });
   if (entry.extensionsJson.length > lorebookLimits.extensionsJson) issues.push({ field: 'extensions', message: 'is too large' });
+  return issues;
+}
+
+/**
+ * Keys that could never match (a regular expression that does not compile, or one refused as
+ * too slow), said when a person writes them. A card's book is taken as it is: such an entry is
+ * skipped when the prompt is built, so one bad key never refuses a whole card.
+ */
+function keyIssues(entry: LorebookEntry): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
+    for (const key of keys) {
+      const problem = keyProblem(key);
+      if (problem) issues.push({ field, message: `${JSON.stringify(key.slice(0, 60))}: ${problem}` });
+    }
+  }
   return issues;
 }
 

@@ -163,6 +163,11 @@ describe('lorebooks over HTTP', () => {
     expect(keyless.body.error.details.fields[0].field).toBe('keys');
     expect((await api.call('POST', `${route}/entries`, { key: owner.key, body: { keys: ['x'], position: 'sideways' } })).status).toBe(400);
     expect((await api.call('POST', `${route}/entries`, { key: owner.key, body: { keys: ['x'], surprise: 1 } })).status).toBe(400);
+    for (const bad of ['/dra(g|k/i', '/(a+)+$/']) {
+      const refused = await api.call('POST', `${route}/entries`, { key: owner.key, body: { keys: ['fine', bad], content: 'x' } });
+      expect(refused.status, bad).toBe(400);
+      expect(refused.body.error.details.fields[0]).toMatchObject({ field: 'keys' });
+    }
 
     const changed = await api.call('PATCH', `${route}/entries/${entryId}`, { key: owner.key, body: { content: 'The castle is older.', secondary_keys: ['gate'], secondary_logic: 'not_any' } });
     expect(changed.body.entry).toMatchObject({ id: entryId, keys: ['castle', '/dra(g|k)on/i'], content: 'The castle is older.', secondary_logic: 'not_any' });
