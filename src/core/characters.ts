@@ -147,6 +147,7 @@ export class Characters {
       updatedMicros: now,
       definition: emptyCharacterDefinition,
       deletedMicros: null,
+      lorebookRevision: 0,
     };
     return character;
   }

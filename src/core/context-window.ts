@@ -3,6 +3,7 @@
  * and the summary give way to it; older history fills what is left, newest first. A message
  * that cannot fit even alone is refused before it is stored.
  */
+import { LorebookCache } from './lorebook/lorebook-cache.js';
 import { type CardContext, type CardParts, cardParts, deepestScan, prepareCardContext } from './card-context.js';
 import { cardTexts, fitExamples } from './card-prompt.js';
 import type { Conversations, NewMessage } from './conversations.js';
@@ -62,6 +63,8 @@ export interface ContextWindowOptions {
 }
 
 export class ContextWindow {
+  readonly #lorebooks: LorebookCache;
+
   constructor(
     private readonly store: RepositoryStore,
     private readonly conversations: Conversations,
@@ -73,7 +76,9 @@ export class ContextWindow {
     private readonly options: ContextWindowOptions,
     /** What the character learned from conversations; absent, it knows only what it was told. */
     private readonly recall?: LearnedRecall,
-  ) {}
+  ) {
+    this.#lorebooks = new LorebookCache(store);
+  }
 
   /**
    * Refuses, before it is stored, a message the model could never be sent: an image to a
@@ -122,7 +127,7 @@ export class ContextWindow {
     const [after, recentBefore, book] = await Promise.all([
       this.conversations.messages(conversationId, { afterPosition: userMessage.position }),
       earlier(memoryQueryMessages),
-      this.store.lorebooks.get(character.id),
+      this.#lorebooks.of(character),
     ]);
     const scanDepth = deepestScan(book);
     const before = scanDepth > memoryQueryMessages ? await earlier(scanDepth) : recentBefore;

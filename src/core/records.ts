@@ -42,6 +42,8 @@ export interface CharacterRecord {
   definition: CharacterDefinition;
   /** Set once its owner deleted it: only its name is kept, so conversations that had it still read. */
   deletedMicros: number | null;
+  /** Moves with every change to its lorebook (in any process): the book read at a revision is the book while it stays. */
+  lorebookRevision: number;
 }
 
 /**

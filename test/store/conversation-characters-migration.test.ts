@@ -24,6 +24,7 @@ const undo0005 = [
   'alter table characters drop column definition',
   'alter table characters drop column lorebook_settings',
   'alter table characters drop column deleted_micros',
+  'alter table characters drop column lorebook_revision',
   'drop table unlearned_messages',
   'drop table reply_memories',
   'drop table memory_batch_parts',

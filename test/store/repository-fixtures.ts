@@ -22,6 +22,7 @@ export function characterRecord(accountId: string, name: string, change: Partial
     updatedMicros: Date.now() * 1000,
     definition: emptyCharacterDefinition,
     deletedMicros: null,
+    lorebookRevision: 0,
     ...change,
   };
 }

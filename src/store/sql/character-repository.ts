@@ -116,6 +116,7 @@ export class SqlCharacterRepository implements CharacterRepository {
           tts_voice_id: null,
           definition: '{}',
           lorebook_settings: '{}',
+          lorebook_revision: sql`lorebook_revision + 1`,
           deleted_micros: deletedMicros,
           updated_micros: deletedMicros,
         })
@@ -249,6 +250,7 @@ export function characterRecord(row: Selectable<Database['characters']>): Charac
     updatedMicros: Number(row.updated_micros),
     definition: parseDefinition(row.definition),
     deletedMicros: row.deleted_micros === null ? null : Number(row.deleted_micros),
+    lorebookRevision: Number(row.lorebook_revision),
   };
 }
 

@@ -1,6 +1,8 @@
+import { type Kysely, sql } from 'kysely';
 import { AppError, notFound } from '../../core/errors.js';
 import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookSettings } from '../../core/lorebook/lorebook.js';
 import type { LorebookRepository } from '../../core/repositories.js';
+import type { Database } from './schema.js';
 import { type SqlContext, atomic, forUpdate } from './sql-context.js';
 
 /**
@@ -25,7 +27,7 @@ export class SqlLorebookRepository implements LorebookRepository {
   async setSettings(characterId: string, settings: LorebookSettings): Promise<void> {
     const result = await this.context.db
       .updateTable('characters')
-      .set({ lorebook_settings: JSON.stringify(settings) })
+      .set({ lorebook_settings: JSON.stringify(settings), lorebook_revision: nextRevision })
       .where('id', '=', characterId)
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) throw notFound('Character', characterId);
@@ -45,28 +47,32 @@ export class SqlLorebookRepository implements LorebookRepository {
         throw new AppError('CONFLICT', `A lorebook holds at most ${maxEntries} entries; delete some first.`, { details: { limit: maxEntries } });
       }
       await db.insertInto('lorebook_entries').values(entryRow(characterId, entry)).execute();
+      await bump(db, characterId);
       return entry;
     });
   }
 
-  async updateEntry(characterId: string, entry: LorebookEntry): Promise<LorebookEntry> {
-    const result = await this.context.db
-      .updateTable('lorebook_entries')
-      .set({ entry: entryRow(characterId, entry).entry })
-      .where('character_id', '=', characterId)
-      .where('id', '=', entry.id)
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) throw notFound('Lorebook entry', entry.id);
-    return entry;
+  updateEntry(characterId: string, entry: LorebookEntry): Promise<LorebookEntry> {
+    return atomic(this.context.db, async (db) => {
+      const result = await db
+        .updateTable('lorebook_entries')
+        .set({ entry: entryRow(characterId, entry).entry })
+        .where('character_id', '=', characterId)
+        .where('id', '=', entry.id)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) throw notFound('Lorebook entry', entry.id);
+      await bump(db, characterId);
+      return entry;
+    });
   }
 
-  async removeEntry(characterId: string, entryId: string): Promise<boolean> {
-    const result = await this.context.db
-      .deleteFrom('lorebook_entries')
-      .where('character_id', '=', characterId)
-      .where('id', '=', entryId)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+  removeEntry(characterId: string, entryId: string): Promise<boolean> {
+    return atomic(this.context.db, async (db) => {
+      const result = await db.deleteFrom('lorebook_entries').where('character_id', '=', characterId).where('id', '=', entryId).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await bump(db, characterId);
+      return true;
+    });
   }
 
   async recordUse(messageId: string, alternativeId: string, entryIds: readonly string[]): Promise<void> {
@@ -94,7 +100,7 @@ export class SqlLorebookRepository implements LorebookRepository {
     return atomic(this.context.db, async (db) => {
       const result = await db
         .updateTable('characters')
-        .set({ lorebook_settings: JSON.stringify(lorebook.settings) })
+        .set({ lorebook_settings: JSON.stringify(lorebook.settings), lorebook_revision: nextRevision })
         .where('id', '=', characterId)
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) throw notFound('Character', characterId);
@@ -103,6 +109,14 @@ export class SqlLorebookRepository implements LorebookRepository {
       for (const entry of lorebook.entries) await db.insertInto('lorebook_entries').values(entryRow(characterId, entry)).execute();
     });
   }
+}
+
+/** The next revision, computed by the database in the writing transaction. */
+const nextRevision = sql<number>`lorebook_revision + 1`;
+
+/** Moves the character's lorebook revision: any prompt holding the book parsed at the old one reads it again. */
+async function bump(db: Kysely<Database>, characterId: string): Promise<void> {
+  await db.updateTable('characters').set({ lorebook_revision: nextRevision }).where('id', '=', characterId).execute();
 }
 
 function entryRow(characterId: string, entry: LorebookEntry) {

@@ -449,6 +449,9 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
         await db.schema.alterTable('characters').addColumn('definition', 'text', (column) => column.notNull().defaultTo('{}')).execute();
         await db.schema.alterTable('characters').addColumn('lorebook_settings', 'text', (column) => column.notNull().defaultTo('{}')).execute();
         await db.schema.alterTable('characters').addColumn('deleted_micros', 'bigint').execute();
+        // Moved by every write to the book, in its transaction: a prompt reads it with the
+        // character and reuses the book it parsed while it stays the same.
+        await db.schema.alterTable('characters').addColumn('lorebook_revision', 'integer', (column) => column.notNull().defaultTo(0)).execute();
         await position(db.schema.createTable('lorebook_entries'))
           .addColumn('id', 'text', (column) => column.notNull().unique())
           .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))

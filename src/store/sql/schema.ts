@@ -84,6 +84,8 @@ export interface CharactersTable {
   lorebook_settings: ColumnType<string, string | undefined, string>;
   /** When the owner deleted it; the row stays, scrubbed, so old conversations still name it. */
   deleted_micros: number | null;
+  /** Moved by every write to the lorebook; written by the lorebook repository alone. */
+  lorebook_revision: ColumnType<number, number | undefined, number>;
 }
 
 export interface ReplyLorebookEntriesTable {

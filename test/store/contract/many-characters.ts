@@ -116,9 +116,16 @@ export function manyCharactersContract(context: ContractContext): void {
       expect((await store.lorebooks.get(character.id)).entries).toEqual([{ ...first, content: 'Dragons sleep.' }]);
       await expect(store.lorebooks.updateEntry(character.id, second)).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
+      // Every write moved the revision the prompt's cache keys on (add, add, settings, change, remove); a change of the character keeps it.
+      const revision = async () => (await other.characters.get(character.id))!.lorebookRevision;
+      expect(await revision()).toBe(5);
+      expect(await store.lorebooks.removeEntry(character.id, randomUUID())).toBe(false);
+      await store.characters.update({ ...(await store.characters.get(character.id))!, description: 'keeps the revision', lorebookRevision: 0 });
+      expect(await revision()).toBe(5);
       const entries = ['one', 'two', 'three'].map((key) => lorebookEntry({ keys: [key] }));
       await store.lorebooks.replace(character.id, { settings: { ...defaultLorebookSettings, recursiveScanning: true }, entries });
       expect(await other.lorebooks.get(character.id)).toEqual({ settings: { ...defaultLorebookSettings, recursiveScanning: true }, entries });
+      expect(await revision()).toBe(6);
     });
 
     it('never lets concurrent additions pass the entry limit', async () => {
