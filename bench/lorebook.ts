@@ -13,7 +13,7 @@ import { LorebookCache } from '../src/core/lorebook/lorebook-cache.js';
 import { expandMacros } from '../src/core/macros.js';
 import { measureCardImport } from './card-import.js';
 import { activateLorebook } from '../src/core/lorebook/activation.js';
-import { type Lorebook, type LorebookEntry, defaultLorebookSettings } from '../src/core/lorebook/lorebook.js';
+import { type Lorebook, type LorebookEntry, defaultLorebookEntry, defaultLorebookSettings } from '../src/core/lorebook/lorebook.js';
 import { LearningTokenEstimator } from '../src/core/tokens.js';
 import { openSqlStore } from '../src/store/sql/sql-store.js';
 import { newAccountRecords, uniqueUsername } from '../test/store/repository-fixtures.js';
@@ -28,25 +28,17 @@ function entry(index: number): LorebookEntry {
   const place = `${places[index % places.length]}${index}`;
   const regex = index % 4 === 0;
   return {
+    ...defaultLorebookEntry,
     id: `entry-${index}`,
     name: place,
     keys: regex ? [`/\\b(?:old|new) ${place}s?\\b/i`, `/${place}-(?:north|south)/`] : [place, `keeper of ${place}`, `${place} guild`],
     secondaryKeys: index % 7 === 0 ? ['night', 'storm'] : [],
     secondaryLogic: index % 2 === 0 ? 'and_any' : 'not_all',
     content: `{{char}} knows the ${place} well: ${'its streets, its people and the stories told about it at night, '.repeat(3)}and {{user}} has heard of it.`,
-    enabled: true,
     constant: index % 100 === 0,
-    caseSensitive: null,
-    matchWholeWords: null,
     insertionOrder: index % 50,
     priority: index % 10,
     position: index % 3 === 0 ? 'at_depth' : index % 3 === 1 ? 'before_character' : 'after_character',
-    depth: 4,
-    role: 'system',
-    excludeRecursion: false,
-    preventRecursion: false,
-    scanDepth: null,
-    extensionsJson: '{}',
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { type FieldIssue, ValidationError, notFound } from './errors.js';
-import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookSettings } from './lorebook/lorebook.js';
+import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookEntry, defaultLorebookSettings } from './lorebook/lorebook.js';
 import { keyProblem } from './lorebook/keys.js';
 import type { IdGenerator } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
@@ -20,27 +20,6 @@ export const lorebookLimits = {
 
 /** An entry as given: its content, and whichever other fields differ from the defaults. */
 export type LorebookEntryInput = Partial<Omit<LorebookEntry, 'id'>>;
-
-export const defaultLorebookEntry: Omit<LorebookEntry, 'id'> = {
-  name: '',
-  keys: [],
-  secondaryKeys: [],
-  secondaryLogic: 'and_any',
-  content: '',
-  enabled: true,
-  constant: false,
-  caseSensitive: null,
-  matchWholeWords: null,
-  insertionOrder: 100,
-  priority: 10,
-  position: 'before_character',
-  depth: 4,
-  role: 'system',
-  excludeRecursion: false,
-  preventRecursion: false,
-  scanDepth: null,
-  extensionsJson: '{}',
-};
 
 /**
  * Characters' lorebooks: anyone who may see a character may read its book (a public card's

@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { DatabaseSync } from 'node:sqlite';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
+import { migrationDatabases } from './migration-databases.js';
 import { newAccountRecords } from './repository-fixtures.js';
-import { createTestDatabase } from './postgres-database.js';
 import { undo0012 } from './undo-message-alternatives.js';
 
 /**
@@ -43,40 +38,7 @@ const undo0005 = [
  * Migration 0005 on a database that already holds conversations: each gets its own character
  * as the first of its scene; one whose character is gone is left without (no read found it).
  */
-describe.each([
-  {
-    dialect: 'SQLite',
-    async database() {
-      const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-migration-'));
-      const file = path.join(directory, 'store.sqlite');
-      return {
-        url: `sqlite://${file}`,
-        run: async (statements: string[]) => {
-          const db = new DatabaseSync(file);
-          for (const statement of statements) db.exec(statement);
-          db.close();
-        },
-        drop: () => rm(directory, { recursive: true, force: true }),
-      };
-    },
-  },
-  {
-    dialect: 'PostgreSQL',
-    async database() {
-      const database = await createTestDatabase();
-      return {
-        url: database.url,
-        run: async (statements: string[]) => {
-          const client = new pg.Client({ connectionString: database.url });
-          await client.connect();
-          for (const statement of statements) await client.query(statement);
-          await client.end();
-        },
-        drop: database.drop,
-      };
-    },
-  },
-])('migration 0005-conversation-characters on $dialect', ({ database }) => {
+describe.each(migrationDatabases)('migration 0005-conversation-characters on $dialect', ({ database }) => {
   it("back-fills each existing conversation's character as the first of its scene", async () => {
     const { url, run, drop } = await database();
     try {

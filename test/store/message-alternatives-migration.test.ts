@@ -1,53 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { DatabaseSync } from 'node:sqlite';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
+import { migrationDatabases } from './migration-databases.js';
 import { newAccountRecords } from './repository-fixtures.js';
-import { createTestDatabase } from './postgres-database.js';
 import { undo0012 } from './undo-message-alternatives.js';
 
 /**
  * Migration 0012 on a database holding regenerated replies as they were kept before: a new row
  * each, the one replaced marked `superseded_micros` with the new row's `created_micros`.
  */
-describe.each([
-  {
-    dialect: 'SQLite',
-    async database() {
-      const directory = await mkdtemp(path.join(os.tmpdir(), 'likeness-migration-'));
-      const file = path.join(directory, 'store.sqlite');
-      return {
-        url: `sqlite://${file}`,
-        run: async (statements: string[]) => {
-          const db = new DatabaseSync(file);
-          for (const statement of statements) db.exec(statement);
-          db.close();
-        },
-        drop: () => rm(directory, { recursive: true, force: true }),
-      };
-    },
-  },
-  {
-    dialect: 'PostgreSQL',
-    async database() {
-      const database = await createTestDatabase();
-      return {
-        url: database.url,
-        run: async (statements: string[]) => {
-          const client = new pg.Client({ connectionString: database.url });
-          await client.connect();
-          for (const statement of statements) await client.query(statement);
-          await client.end();
-        },
-        drop: database.drop,
-      };
-    },
-  },
-])('migration 0012-message-alternatives on $dialect', ({ database }) => {
+describe.each(migrationDatabases)('migration 0012-message-alternatives on $dialect', ({ database }) => {
   it('makes each chain of replaced replies one message with its alternatives, the newest chosen', async () => {
     const { url, run, drop } = await database();
     try {

@@ -87,3 +87,25 @@ export interface Lorebook {
   settings: LorebookSettings;
   entries: LorebookEntry[];
 }
+
+/** An entry's fields as a card's entry has them when it says nothing more. */
+export const defaultLorebookEntry: Omit<LorebookEntry, 'id'> = {
+  name: '',
+  keys: [],
+  secondaryKeys: [],
+  secondaryLogic: 'and_any',
+  content: '',
+  enabled: true,
+  constant: false,
+  caseSensitive: null,
+  matchWholeWords: null,
+  insertionOrder: 100,
+  priority: 10,
+  position: 'before_character',
+  depth: 4,
+  role: 'system',
+  excludeRecursion: false,
+  preventRecursion: false,
+  scanDepth: null,
+  extensionsJson: '{}',
+};

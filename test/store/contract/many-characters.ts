@@ -1,33 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { type LorebookEntry, defaultLorebookSettings } from '../../../src/core/lorebook/lorebook.js';
+import { type LorebookEntry, defaultLorebookEntry, defaultLorebookSettings } from '../../../src/core/lorebook/lorebook.js';
 import type { RepositoryStore } from '../../../src/core/repositories.js';
 import { characterRecord, learnedMemoryRecord } from '../repository-fixtures.js';
 import { type ContractContext, outcomes } from './contract-context.js';
 
 export function lorebookEntry(change: Partial<LorebookEntry> = {}): LorebookEntry {
-  return {
-    id: randomUUID(),
-    name: '',
-    keys: ['castle'],
-    secondaryKeys: [],
-    secondaryLogic: 'and_any',
-    content: 'The castle stands on a hill.',
-    enabled: true,
-    constant: false,
-    caseSensitive: null,
-    matchWholeWords: null,
-    insertionOrder: 100,
-    priority: 10,
-    position: 'before_character',
-    depth: 4,
-    role: 'system',
-    excludeRecursion: false,
-    preventRecursion: false,
-    scanDepth: null,
-    extensionsJson: '{}',
-    ...change,
-  };
+  return { ...defaultLorebookEntry, id: randomUUID(), keys: ['castle'], content: 'The castle stands on a hill.', ...change };
 }
 
 /** Many characters per account (a limit held by the database), paging, deletion, lorebooks. */
