@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Learner, defaultLearnerOptions } from '../../../src/core/learning/learner.js';
 import type { ChatModel, ChatRequest, Logger } from '../../../src/core/ports.js';
 import type { RepositoryStore } from '../../../src/core/repositories.js';
@@ -27,7 +27,7 @@ export interface LearnerBench {
   learner: Learner;
 }
 
-export async function openLearnerBench(directory: string): Promise<LearnerBench> {
+export async function openLearnerBench(directory: string, options: Partial<typeof defaultLearnerOptions> = {}): Promise<LearnerBench> {
   const store = await openSqlStore(`sqlite://${path.join(directory, 'store.db')}`);
   const clock = { millis: Date.UTC(2026, 10, 26, 12), nowMillis: () => clock.millis, nowMicros: () => clock.millis * 1000 };
   const bench: LearnerBench = { store, clock, requests: [], answer: () => undefined, learner: undefined as unknown as Learner };
@@ -44,7 +44,7 @@ export async function openLearnerBench(directory: string): Promise<LearnerBench>
     },
   };
   const tokens = { exact: false, count: async (texts: readonly string[]) => texts.map((text) => Math.ceil(text.length / 4)), observe() {} };
-  bench.learner = new Learner(store, model, tokens, clock, { uuid: randomUUID }, silent, 'worker', defaultLearnerOptions);
+  bench.learner = new Learner(store, model, tokens, clock, { uuid: randomUUID }, silent, 'worker', { ...defaultLearnerOptions, ...options });
   return bench;
 }
 
@@ -116,6 +116,39 @@ describe('the learner', () => {
     expect(await store.learnedMemories.about(person.account.id)).toEqual([]);
     expect(await store.memoryBatches.doneCharacters(queued.id)).toEqual([]);
     expect(await store.memoryBatches.get(queued.id)).toMatchObject({ status: 'running', leaseOwner: 'other' });
+  });
+
+  it('keeps its lease while the engine answers for longer than the lease: no other worker takes the batch, which is learned once', async () => {
+    const { store, clock } = bench;
+    const leaseMs = 90;
+    const { person, conversationId, say } = await scene(store, clock);
+    const said = await say(person.account.id, 'My boat is called Gull.');
+    const queued = (await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!;
+    const short = await openLearnerBench(directory, { leaseMs });
+    const attempts: Array<string | undefined> = [];
+    short.answer = async () => {
+      // The scene's first character's request is the slow one.
+      if (attempts.length > 0) return undefined;
+      // Twice the lease passes while the engine answers, in steps of two thirds of it; after each
+      // step the lease has been renewed past the new time.
+      for (let step = 0; step < 3; step++) {
+        const before = (await store.memoryBatches.get(queued.id))!.leaseUntilMillis!;
+        clock.millis += (leaseMs * 2) / 3;
+        short.clock.millis = clock.millis;
+        await vi.waitFor(async () => expect((await store.memoryBatches.get(queued.id))!.leaseUntilMillis!).toBeGreaterThan(Math.max(before, clock.millis)), { timeout: 2_000, interval: 5 });
+        attempts.push((await store.memoryBatches.claim({ workerId: 'other', nowMillis: clock.millis, leaseMs }))?.id);
+      }
+      return undefined;
+    };
+    expect(await short.learner.runOnce()).toBe(true);
+    expect(attempts).toEqual([undefined, undefined, undefined]);
+    expect(await store.memoryBatches.get(queued.id)).toMatchObject({ status: 'done', attempts: 1 });
+    // Each of the scene's two characters learned it once.
+    const learned = await store.learnedMemories.about(person.account.id);
+    expect(learned.map((memory) => memory.text)).toEqual([expect.stringContaining('Gull'), expect.stringContaining('Gull')]);
+    expect(new Set(learned.map((memory) => memory.characterId)).size).toBe(2);
+    await short.learner.stop();
+    await short.store.close();
   });
 
   it("deletes old done batches when idle, keeping each conversation's newest so learning goes on where it stopped", async () => {
