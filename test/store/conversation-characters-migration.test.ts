@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { migrationDatabases } from './migration-databases.js';
 import { newAccountRecords } from './repository-fixtures.js';
-import { undo0012 } from './undo-message-alternatives.js';
+import { undo0010, undo0011, undo0012 } from './undo-migrations.js';
 
 /**
  * Statements that put a database back where it was before migration 0005, with its
@@ -11,18 +11,8 @@ import { undo0012 } from './undo-message-alternatives.js';
  */
 const undo0005 = [
   ...undo0012,
-  'drop table reply_lorebook_entries',
-  'drop table lorebook_entries',
-  'drop index characters_avatar',
-  'drop index messages_file',
-  'drop index face_models_archive',
-  'alter table characters drop column definition',
-  'alter table characters drop column lorebook_settings',
-  'alter table characters drop column deleted_micros',
-  'alter table characters drop column lorebook_revision',
-  'drop table unlearned_messages',
-  'drop table reply_memories',
-  'drop table memory_batch_parts',
+  ...undo0011,
+  ...undo0010,
   'drop table memory_spending',
   'drop table memory_batches',
   'drop table learned_memories',

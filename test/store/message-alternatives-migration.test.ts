@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { migrationDatabases } from './migration-databases.js';
 import { newAccountRecords } from './repository-fixtures.js';
-import { undo0012 } from './undo-message-alternatives.js';
+import { undo0012 } from './undo-migrations.js';
 
 /**
  * Migration 0012 on a database holding regenerated replies as they were kept before: a new row

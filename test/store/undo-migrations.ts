@@ -1,0 +1,38 @@
+/**
+ * Statements that put a database back where it was before a migration, newest first: each
+ * array undoes one (after the later ones), for the migration tests that run it, or an earlier
+ * one, on older data.
+ */
+
+/** Migration 0012 (message alternatives). */
+export const undo0012 = [
+  'drop table message_alternatives',
+  // SQLite drops a column only when no other column's CHECK names it: the index's names the count.
+  'alter table messages drop column swipe_index',
+  'alter table messages drop column swipe_count',
+  'alter table messages add column superseded_micros bigint',
+  "delete from kysely_migration where name >= '0012'",
+];
+
+/** Statements that undo migration 0011 (many characters, lorebooks) after 0012 was undone. */
+export const undo0011 = [
+  'drop table reply_lorebook_entries',
+  'drop table lorebook_entries',
+  'drop index characters_avatar',
+  'drop index messages_file',
+  'drop index face_models_archive',
+  'alter table characters drop column definition',
+  'alter table characters drop column lorebook_settings',
+  'alter table characters drop column deleted_micros',
+  'alter table characters drop column lorebook_revision',
+  "delete from kysely_migration where name >= '0011'",
+];
+
+/** Statements that undo migration 0010 (learning's progress and records) after 0011 was undone. */
+export const undo0010 = [
+  'drop table unlearned_messages',
+  'drop table reply_memories',
+  'drop table memory_batch_parts',
+  'alter table learned_memories drop column replaces',
+  "delete from kysely_migration where name >= '0010'",
+];
