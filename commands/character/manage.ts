@@ -1,6 +1,6 @@
 import { type APIApplicationCommandSubcommandOption, ApplicationCommandOptionType, type ChatInputCommandInteraction } from 'discord.js';
 import { type BotContext, answer } from '../../src/bot/command.js';
-import { characterCard, resolveCharacter } from '../../src/bot/characters.js';
+import { characterCard, resolveCharacter, uuidPattern } from '../../src/bot/characters.js';
 import { characterLimits } from '../../src/core/characters.js';
 import { AppError } from '../../src/core/errors.js';
 import type { CharacterRecord } from '../../src/core/records.js';
@@ -63,7 +63,12 @@ export async function executeCreate(interaction: ChatInputCommandInteraction, co
 
 export async function executeDelete(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void> {
   const { actor } = await context.accountOf(interaction.user);
-  const character = await chosenCharacter(interaction, context);
+  // Deleting takes the one named exactly (or picked from the list), never the closest match.
+  const option = interaction.options.getString('character', true);
+  const character = await resolveCharacter(context.core, actor, option);
+  if (!uuidPattern.test(option) && character.name.toLowerCase() !== option.trim().toLowerCase()) {
+    throw new AppError('NOT_FOUND', `No character called "${option}" to delete; pick it from the list (it offered **${character.name}**).`);
+  }
   if (!interaction.options.getBoolean('confirm', true)) {
     throw new AppError('VALIDATION_FAILED', `Nothing deleted. To delete **${character.name}** for good, run the command again with confirm: True.`);
   }

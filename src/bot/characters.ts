@@ -6,7 +6,7 @@ import { AppError } from '../core/errors.js';
 import type { CharacterRecord } from '../core/records.js';
 import type { BotContext } from './command.js';
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Autocomplete for a character option: the user's own characters first, then public ones. */
 export async function suggestCharacters(interaction: AutocompleteInteraction, context: BotContext): Promise<void> {
@@ -39,11 +39,13 @@ export async function existingCharacters(core: Core, characterIds: readonly stri
 
 /** An embed showing a character, with its avatar attached (Discord cannot fetch our signed URLs). */
 export async function characterCard(core: Core, character: CharacterRecord): Promise<{ embeds: EmbedBuilder[]; files: AttachmentBuilder[] }> {
+  // Discord refuses an embed whose description passes 4,096 characters or whose texts pass 6,000
+  // in all; shared cards' descriptions often do. The card shows their beginning.
   const embed = new EmbedBuilder()
     .setTitle(character.name)
-    .setDescription(character.description.trim() || '*No description yet.*')
+    .setDescription(shortened(character.description.trim(), 3_500) || '*No description yet.*')
     .setFooter({ text: character.isPublic ? 'Public character' : 'Private character' });
-  if (character.personalitySummary.trim()) embed.addFields({ name: 'Personality', value: character.personalitySummary.slice(0, 1024) });
+  if (character.personalitySummary.trim()) embed.addFields({ name: 'Personality', value: shortened(character.personalitySummary.trim(), 1_024) });
   const files: AttachmentBuilder[] = [];
   const avatar = character.avatar ? (await core.files.read(character.avatar.key).catch(() => undefined))?.bytes : undefined;
   if (avatar && character.avatar) {
@@ -52,4 +54,12 @@ export async function characterCard(core: Core, character: CharacterRecord): Pro
     embed.setThumbnail(`attachment://${name}`);
   }
   return { embeds: [embed], files };
+}
+
+/** `text` within `limit` characters, cut at a word with an ellipsis when it is longer. */
+function shortened(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  const cut = text.slice(0, limit - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${space > limit * 0.8 ? cut.slice(0, space) : cut}…`;
 }

@@ -69,8 +69,19 @@ export async function exportCard(core: Core, actor: Actor, characterId: string, 
   return { bytes: writeCharx(contents, icon), mimeType: 'application/zip', filename: `${filename}.charx` };
 }
 
-/** A file name any system takes: the character's name in letters, digits, dashes. */
+/** A file name any system takes: the character's name in letters and digits (any script), dashes between. */
 function fileNameOf(name: string): string {
-  const plain = name.normalize('NFKD').replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-+|-+$/g, '').slice(0, 60);
+  const plain = name.normalize('NFC').replace(/[^\p{L}\p{M}\p{N}]+/gu, '-').replace(/^-+|-+$/g, '').slice(0, 60);
   return plain || 'character';
+}
+
+/**
+ * A Content-Disposition for the file: the name in ASCII for clients that read only `filename`
+ * (accents dropped, other scripts as `character`), and whole as `filename*` (RFC 6266).
+ */
+export function attachmentDisposition(filename: string): string {
+  const dot = filename.lastIndexOf('.');
+  const [stem, extension] = dot > 0 ? [filename.slice(0, dot), filename.slice(dot)] : [filename, ''];
+  const ascii = stem.normalize('NFKD').replace(/\p{M}/gu, '').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'character';
+  return `attachment; filename="${ascii}${extension}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }

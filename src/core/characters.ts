@@ -3,7 +3,7 @@ import { defaultAvatarPng } from './default-avatar.js';
 import { lorebookIssues } from './lorebooks.js';
 import type { Lorebook } from './lorebook/lorebook.js';
 import { actsFor } from './actor.js';
-import { AppError, type FieldIssue, ValidationError, notFound } from './errors.js';
+import { AppError, type FieldIssue, ValidationError, characterLimitReached, notFound } from './errors.js';
 import { checkImage } from './media.js';
 import type { Clock, FileStore, IdGenerator, ImageCodec } from './ports.js';
 import { type CharacterDefinition, type CharacterRecord, type FaceModelRecord, emptyCharacterDefinition } from './records.js';
@@ -74,6 +74,8 @@ export class Characters {
       const issues = lorebookIssues(lorebook);
       if (issues.length > 0) throw new ValidationError(issues.map((issue) => ({ ...issue, field: `lorebook.${issue.field}` })));
     }
+    // Refused before anything is stored when the account is full (the transaction checks again).
+    if ((await this.store.characters.countOwned(accountId)) >= this.options.maxPerAccount) throw characterLimitReached(this.options.maxPerAccount);
     const avatar = input.avatar === undefined ? undefined : await checkImage('avatar', input.avatar, characterLimits.avatarBytes, this.imageCodec);
     const character = await this.newCharacterFor(accountId, input.name.trim(), input.avatar && avatar ? { bytes: input.avatar, mimeType: avatar } : undefined);
     const record: CharacterRecord = {
@@ -84,12 +86,19 @@ export class Characters {
       definition: { ...emptyCharacterDefinition, ...input.definition },
     };
     // With its lorebook (a card's) in one transaction: a refused book leaves no character behind.
-    return this.store.transaction(async (repositories) => {
-      const created = await repositories.characters.createWithin(record, this.options.maxPerAccount);
-      // A card numbers its entries within the book; ours are ids of their own.
-      if (lorebook) await repositories.lorebooks.replace(created.id, { ...lorebook, entries: lorebook.entries.map((entry) => ({ ...entry, id: this.ids.uuid() })) });
-      return created;
-    });
+    return this.store
+      .transaction(async (repositories) => {
+        const created = await repositories.characters.createWithin(record, this.options.maxPerAccount);
+        // A card numbers its entries within the book; ours are ids of their own.
+        if (lorebook) await repositories.lorebooks.replace(created.id, { ...lorebook, entries: lorebook.entries.map((entry) => ({ ...entry, id: this.ids.uuid() })) });
+        return created;
+      })
+      .catch(async (error: unknown) => {
+        // Refused after its avatar was stored: the file goes unless something else holds it.
+        const keys = character.avatar ? await this.store.characters.unheldFiles([character.avatar.key], accountId) : [];
+        await Promise.all(keys.map((key) => this.files.remove(key)));
+        throw error;
+      });
   }
 
   /**
@@ -124,7 +133,11 @@ export class Characters {
     const unheld = await this.store.characters.purge(characterId, this.clock.nowMicros());
     // After the commit: a file removed before it could be missing for a row that still held it.
     await Promise.all(unheld.map((key) => this.files.remove(key)));
+    await this.onDeleted?.(characterId);
   }
+
+  /** Hears each deletion, once committed: what lives outside the database goes too (a cloned voice). */
+  onDeleted: ((characterId: string) => Promise<void>) | undefined;
 
   /**
    * The character an account is created with, with its default avatar stored; the account's
@@ -164,8 +177,9 @@ export class Characters {
   /** A character the actor may see: its own, a public one, or any for the admin. */
   async get(actor: Actor, characterId: string): Promise<CharacterRecord> {
     const character = await this.store.characters.get(characterId);
-    if (character?.deletedMicros) throw characterDeleted(character);
+    // Only those who could see it learn that it was deleted (and its name).
     if (!character || !canSee(actor, character)) throw notFound('Character', characterId);
+    if (character.deletedMicros) throw characterDeleted(character);
     return character;
   }
 

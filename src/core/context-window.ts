@@ -105,7 +105,15 @@ export class ContextWindow {
       throw ValidationError.field('data', `is an image this character's context cannot hold: it takes about ${pixels} tokens and ${Math.max(0, available)} are left after the character and the reply; send a smaller image`);
     }
     const room = available - pixels - messageTokens - labelTokens;
-    const characters = room <= 0 ? 0 : Math.floor((room * message.content.length) / Math.max(1, text));
+    // Nothing would fit, however short: the character's own texts fill the context, not the message.
+    if (room <= 0) {
+      throw new AppError(
+        'CHARACTER_TOO_LONG_FOR_CONTEXT',
+        `${character.name}'s own texts (description, personality, scenario, system prompt) take about ${system + postHistory} tokens, more than this chat model's context of ${contextTokens} leaves once ${replyTokens} are kept for the reply; its owner can shorten them, or the service can be given a larger context (LLM_CONTEXT_TOKENS).`,
+        { details: { characterTokens: system + postHistory, contextTokens, replyTokens } },
+      );
+    }
+    const characters = Math.floor((room * message.content.length) / Math.max(1, text));
     throw ValidationError.field(
       'data',
       `is too long for this character's context: at most about ${characters} characters fit (the context holds ${contextTokens} tokens, ${replyTokens} of them kept for the reply)`,

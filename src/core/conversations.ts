@@ -63,10 +63,10 @@ export class Conversations {
     const account = await this.store.accounts.get(accountId);
     if (!account) throw ValidationError.field('accountId', `account ${accountId} does not exist`);
     const character = await this.store.characters.get(characterId);
-    if (character?.deletedMicros) throw characterDeleted(character);
     if (!character || !canSee({ type: 'account', accountId }, character)) {
       throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
     }
+    if (character.deletedMicros) throw characterDeleted(character);
     const now = this.clock.nowMicros();
     const stored = await this.store.conversations.create(
       { id: this.ids.uuid(), accountId, characterId, createdMicros: now, updatedMicros: now, summary: null, summaryThroughPosition: null },
@@ -269,10 +269,10 @@ export class Conversations {
     if (conversation.characterIds.includes(characterId)) return conversation;
     const character = await this.store.characters.get(characterId);
     const user: Actor = actor.type === 'account' ? actor : { type: 'account', accountId: conversation.accountId };
-    if (character?.deletedMicros) throw characterDeleted(character);
     if (!character || !canSee(user, character)) {
       throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
     }
+    if (character.deletedMicros) throw characterDeleted(character);
     const added = await this.store.conversations.addCharacter(conversationId, characterId, this.clock.nowMicros());
     // A character whose card has greetings for group chats greets the scene with them, once (the
     // process whose insert won), and not in a server channel's shared conversation (`greet` false).
@@ -321,12 +321,13 @@ export class Conversations {
 /**
  * What a character greets with: opening a conversation, its first message and alternate
  * greetings (the first message chosen); joining a scene, its group-only greetings when it has
- * any, else nothing. Card macros are resolved with this conversation's names, `{{pick}}` seeded
- * by it.
+ * any, else those same greetings (as SillyTavern's group chats do). Card macros are resolved
+ * with this conversation's names, `{{pick}}` seeded by it.
  */
 export function greetingTexts(character: CharacterRecord, userName: string, conversationId: string, occasion: 'opening' | 'scene'): string[] {
   const { firstMessage, alternateGreetings, groupOnlyGreetings } = character.definition;
-  const written = occasion === 'scene' ? groupOnlyGreetings : [firstMessage, ...alternateGreetings];
+  const ordinary = [firstMessage, ...alternateGreetings];
+  const written = occasion === 'scene' && groupOnlyGreetings.some((text) => text.trim() !== '') ? groupOnlyGreetings : ordinary;
   const values = { character: characterMacroName(character), user: userName, pickSeed: conversationId };
   return written.filter((text) => text.trim() !== '').map((text) => expandMacros(text, values).trim()).filter((text) => text !== '');
 }

@@ -115,7 +115,8 @@ export function createCore(dependencies: CoreDependencies): Core {
   // On when the configuration says (main passes LEARNING); a core built without it learns nothing.
   if (options.learning?.enabled ?? false) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
   const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids, (memoryIds) => recall.forget(memoryIds));
-  const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder) : undefined;
+  const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder, logger) : undefined;
+  if (speech) characters.onDeleted = (characterId) => speech.forgetVoice(characterId);
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };
   const workers: { IMAGE_INFERENCE?: JobWorker; FACE_MODEL_TRAINING?: JobWorker } = {};

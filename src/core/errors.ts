@@ -29,6 +29,8 @@ export type ErrorCode =
   | 'PERSONAL_CHARACTER_REQUIRED'
   /** The character was deleted by its owner; its conversations can be read, not continued. */
   | 'CHARACTER_DELETED'
+  /** The character's own texts leave no room in the chat model's context for any message. */
+  | 'CHARACTER_TOO_LONG_FOR_CONTEXT'
   /** Only a character's newest message, with nothing after it, can be regenerated or swiped. */
   | 'NOT_NEWEST_REPLY'
   /** A voice message came but no speech-to-text engine is configured. */
@@ -265,4 +267,9 @@ export class ServiceStopping extends Error {
   constructor() {
     super('The service is stopping; the job continues after the restart.');
   }
+}
+
+/** The one answer when an account holds as many characters as it may. */
+export function characterLimitReached(limit: number): AppError {
+  return new AppError('CHARACTER_LIMIT_REACHED', `An account holds at most ${limit} characters; delete one before making another.`, { details: { limit } });
 }

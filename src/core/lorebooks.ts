@@ -2,6 +2,7 @@ import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { type FieldIssue, ValidationError, notFound } from './errors.js';
 import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookEntry, defaultLorebookSettings } from './lorebook/lorebook.js';
+import { readDecorators } from './lorebook/decorators.js';
 import { keyProblem } from './lorebook/keys.js';
 import type { IdGenerator } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
@@ -16,6 +17,8 @@ export const lorebookLimits = {
   scanDepth: 1000,
   recursionSteps: 10,
   extensionsJson: 64 * 1024,
+  /** All of a book's texts together (contents, keys, names), in characters: what a prompt may scan and a process keep. */
+  totalText: 2_000_000,
 } as const;
 
 /** An entry as given: its content, and whichever other fields differ from the defaults. */
@@ -39,27 +42,39 @@ export class Lorebooks {
 
   async setSettings(actor: Actor, characterId: string, change: Partial<LorebookSettings>): Promise<LorebookSettings> {
     await this.characters.getOwned(actor, characterId);
-    const current = await this.store.lorebooks.get(characterId);
-    const settings = { ...defaultLorebookSettings, ...current.settings, ...change };
-    throwIfAny(settingsIssues(settings));
-    await this.store.lorebooks.setSettings(characterId, settings);
-    return settings;
+    // Read, changed and written under the book's lock: a concurrent change of other fields is kept.
+    return this.store.transaction(async ({ lorebooks }) => {
+      await lorebooks.lock(characterId);
+      const current = await lorebooks.get(characterId);
+      const settings = { ...defaultLorebookSettings, ...current.settings, ...change };
+      throwIfAny(settingsIssues(settings));
+      await lorebooks.setSettings(characterId, settings);
+      return settings;
+    });
   }
 
   async addEntry(actor: Actor, characterId: string, input: LorebookEntryInput): Promise<LorebookEntry> {
     await this.characters.getOwned(actor, characterId);
     const entry: LorebookEntry = { ...defaultLorebookEntry, ...input, id: this.ids.uuid() };
     throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
-    return this.store.lorebooks.addEntry(characterId, entry, lorebookLimits.entries);
+    return this.store.transaction(async ({ lorebooks }) => {
+      await lorebooks.lock(characterId);
+      throwIfAny(sizeIssues([...(await lorebooks.get(characterId)).entries, entry]));
+      return lorebooks.addEntry(characterId, entry, lorebookLimits.entries);
+    });
   }
 
   async updateEntry(actor: Actor, characterId: string, entryId: string, change: LorebookEntryInput): Promise<LorebookEntry> {
     await this.characters.getOwned(actor, characterId);
-    const current = (await this.store.lorebooks.get(characterId)).entries.find((entry) => entry.id === entryId);
-    if (!current) throw notFound('Lorebook entry', entryId);
-    const entry: LorebookEntry = { ...current, ...change, id: entryId };
-    throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
-    return this.store.lorebooks.updateEntry(characterId, entry);
+    return this.store.transaction(async ({ lorebooks }) => {
+      await lorebooks.lock(characterId);
+      const book = await lorebooks.get(characterId);
+      const current = book.entries.find((entry) => entry.id === entryId);
+      if (!current) throw notFound('Lorebook entry', entryId);
+      const entry: LorebookEntry = { ...current, ...change, id: entryId };
+      throwIfAny([...entryIssues(entry), ...keyIssues(entry), ...sizeIssues(book.entries.map((each) => (each.id === entryId ? entry : each)))]);
+      return lorebooks.updateEntry(characterId, entry);
+    });
   }
 
   async removeEntry(actor: Actor, characterId: string, entryId: string): Promise<void> {
@@ -80,7 +95,24 @@ export function lorebookIssues(lorebook: Lorebook): FieldIssue[] {
   const issues = settingsIssues(lorebook.settings);
   if (lorebook.entries.length > lorebookLimits.entries) issues.push({ field: 'entries', message: `must hold at most ${lorebookLimits.entries}` });
   lorebook.entries.forEach((entry, index) => issues.push(...entryIssues(entry).map((issue) => ({ ...issue, field: `entries.${index}.${issue.field}` }))));
+  issues.push(...sizeIssues(lorebook.entries));
   return issues;
+}
+
+/** What a book's entries hold in all, in characters: the measure of `lorebookLimits.totalText`. */
+export function lorebookTextSize(entries: readonly LorebookEntry[]): number {
+  let size = 0;
+  for (const entry of entries) {
+    size += entry.content.length + entry.name.length + entry.extensionsJson.length;
+    for (const key of entry.keys) size += key.length;
+    for (const key of entry.secondaryKeys) size += key.length;
+  }
+  return size;
+}
+
+function sizeIssues(entries: readonly LorebookEntry[]): FieldIssue[] {
+  const size = lorebookTextSize(entries);
+  return size > lorebookLimits.totalText ? [{ field: 'entries', message: `hold ${size} characters in all; a lorebook holds at most ${lorebookLimits.totalText}` }] : [];
 }
 
 function throwIfAny(issues: FieldIssue[]): void {
@@ -106,9 +138,6 @@ function entryIssues(entry: LorebookEntry): FieldIssue[] {
     if (keys.length > lorebookLimits.keys) issues.push({ field, message: `must hold at most ${lorebookLimits.keys} keys` });
     if (keys.some((key) => key.length > lorebookLimits.key)) issues.push({ field, message: `each key must be at most ${lorebookLimits.key} characters` });
   }
-  if (!entry.constant && entry.enabled && entry.keys.every((key) => key.trim() === '')) {
-    issues.push({ field: 'keys', message: 'needs at least one key, unless the entry is constant' });
-  }
   if (entry.content.length > lorebookLimits.content) issues.push({ field: 'content', message: `must be at most ${lorebookLimits.content} characters` });
   if (entry.name.length > lorebookLimits.name) issues.push({ field: 'name', message: `must be at most ${lorebookLimits.name} characters` });
   if (!inRange(entry.depth, 0, lorebookLimits.depth)) issues.push({ field: 'depth', message: `must be a whole number from 0 to ${lorebookLimits.depth}` });
@@ -121,12 +150,17 @@ function entryIssues(entry: LorebookEntry): FieldIssue[] {
 }
 
 /**
- * Keys that could never match (a regular expression that does not compile, or one refused as
- * too slow), said when a person writes them. A card's book is taken as it is: such an entry is
+ * Keys that could never match (none at all, a regular expression that does not compile, or one
+ * refused as too slow), said when a person writes them. A card's book is taken as it is: such an entry is
  * skipped when the prompt is built, so one bad key never refuses a whole card.
  */
 function keyIssues(entry: LorebookEntry): FieldIssue[] {
   const issues: FieldIssue[] = [];
+  // An entry that nothing could ever bring in. A card may hold such entries (SillyTavern makes
+  // new ones keyless): kept there, they simply never activate.
+  if (!entry.constant && !readDecorators(entry.content).activate && entry.enabled && entry.keys.every((key) => key.trim() === '')) {
+    issues.push({ field: 'keys', message: 'needs at least one key, unless the entry is constant' });
+  }
   for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
     for (const key of keys) {
       const problem = keyProblem(key);

@@ -242,6 +242,8 @@ export interface SpeechEngine {
   stream(request: { text: string; voiceId: string }, options?: CallOptions): AsyncIterable<PcmAudio>;
   /** Makes a new voice from samples; only engines that clone (ElevenLabs) have it. */
   cloneVoice?(request: { name: string; samples: readonly VoiceSample[] }, options?: CallOptions): Promise<SpeechVoice>;
+  /** Deletes a voice this engine cloned (with the samples it holds); one already gone is no error. */
+  deleteVoice?(voiceId: string, options?: CallOptions): Promise<void>;
   /** The longest text one call accepts, in characters. */
   readonly maxTextLength: number;
 }

@@ -90,6 +90,10 @@ export interface CharacterRepository {
    * deleted at `deletedMicros`, in one transaction. Answers the file keys it no longer holds.
    */
   purge(characterId: string, deletedMicros: number): Promise<string[]>;
+  /** Of these file keys, those no row holds (a character's avatar, a message's file, a face model, the account's image outputs). */
+  unheldFiles(keys: readonly string[], accountId: string): Promise<string[]>;
+  /** How many characters (not deleted) the account holds. */
+  countOwned(accountId: string): Promise<number>;
 }
 
 export interface CharacterListOptions {
@@ -108,6 +112,12 @@ export interface CharacterPage {
 export interface LorebookRepository {
   /** The book; with default settings and no entries when the character has none. */
   get(characterId: string): Promise<Lorebook>;
+  /**
+   * Inside `transaction`: holds the character's book until the transaction ends, so reading it,
+   * changing it and writing it back is never interleaved with another process doing the same.
+   * `NOT_FOUND` when the character does not exist.
+   */
+  lock(characterId: string): Promise<void>;
   /** `NOT_FOUND` when the character does not exist. */
   setSettings(characterId: string, settings: LorebookSettings): Promise<void>;
   /** Adds an entry unless the book already holds `maxEntries`; then `CONFLICT`. */

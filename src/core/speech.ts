@@ -3,13 +3,18 @@ import { speakableText } from './speakable-text.js';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError } from './errors.js';
-import type { AudioEncoder, CallOptions, FileStore, PcmAudio, SpeechEngine, SpeechVoice, StoredFile, VoiceSample } from './ports.js';
+import type { AudioEncoder, CallOptions, FileStore, Logger, PcmAudio, SpeechEngine, SpeechVoice, StoredFile, VoiceSample } from './ports.js';
 import type { CharacterRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
 
 export const voiceSampleLimits = { count: { minimum: 1, maximum: 25 }, bytes: 10 * 1024 * 1024, totalBytes: 50 * 1024 * 1024 } as const;
 
 const audioTypes = ['audio/mpeg', 'audio/mp3', 'audio/wav', 'audio/x-wav', 'audio/wave', 'audio/ogg', 'audio/webm', 'audio/flac', 'audio/mp4', 'audio/x-m4a', 'audio/aac'];
+
+/** The voice the engine cloned for a character, which the service must delete when it is done with it. */
+function clonedVoiceKey(characterId: string): string {
+  return `cloned-voice:${characterId}`;
+}
 
 export type VoiceTraining = { voiceId: string } | { name?: string; samples: readonly VoiceSample[] };
 
@@ -27,6 +32,7 @@ export class Speech {
     private readonly characters: Characters,
     private readonly engine: SpeechEngine,
     private readonly encoder: AudioEncoder,
+    private readonly logger?: Logger,
   ) {}
 
   get provider(): string {
@@ -58,7 +64,29 @@ export class Speech {
       }
       voiceId = (await this.engine.cloneVoice({ name: training.name?.trim() || character.name, samples: training.samples })).id;
     }
-    return this.characters.setVoice(actor, characterId, voiceId);
+    const updated = await this.characters.setVoice(actor, characterId, voiceId);
+    // The voice cloned for it before holds a person's samples at the engine: deleted once replaced.
+    const earlier = await this.store.facts.get<string>(clonedVoiceKey(characterId));
+    if ('samples' in training) await this.store.facts.set(clonedVoiceKey(characterId), voiceId);
+    else await this.store.facts.delete(clonedVoiceKey(characterId));
+    if (earlier !== undefined && earlier !== voiceId) await this.#deleteVoice(characterId, earlier);
+    return updated;
+  }
+
+  /** Deletes at the engine the voice cloned for a character (being deleted): its samples go too. */
+  async forgetVoice(characterId: string): Promise<void> {
+    const cloned = await this.store.facts.get<string>(clonedVoiceKey(characterId));
+    if (cloned === undefined) return;
+    await this.#deleteVoice(characterId, cloned);
+    await this.store.facts.delete(clonedVoiceKey(characterId));
+  }
+
+  async #deleteVoice(characterId: string, voiceId: string): Promise<void> {
+    try {
+      await this.engine.deleteVoice?.(voiceId);
+    } catch (error) {
+      this.logger?.warn({ err: error, characterId, voiceId }, 'could not delete a cloned voice at the speech engine; delete it there by hand');
+    }
   }
 
   /** The character's speech of `text` as a stored mp3; 409 VOICE_NOT_TRAINED before it has a voice. */

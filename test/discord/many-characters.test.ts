@@ -91,4 +91,27 @@ describe('many characters on Discord', () => {
     expect(card).toMatchObject({ name: 'Bram', specVersion: '3.0', definition: { scenario: 'A storm.', alternateGreetings: ['Another ship lost.', 'Tea?'] } });
     expect(card.lorebook?.entries).toHaveLength(2);
   });
+
+  it('shows a card with a description longer than an embed holds, and deletes only the one named exactly', async () => {
+    const dave = bot.discord.createUser({ username: 'dave' });
+    const card = JSON.stringify({ name: 'Verbose', description: `${'A very long description. '.repeat(400)}The end.`, personality: 'p', scenario: '', first_mes: '', mes_example: '' });
+    const sent = bot.discord.sendSlashCommand({
+      user: dave,
+      channelId: bot.discord.guild.textChannelId,
+      name: 'character',
+      subcommand: 'import',
+      options: { file: { filename: 'verbose.json', contentType: 'application/json', bytes: Buffer.from(card) } },
+    });
+    await sent.response;
+    const made = await bot.discord.waitFor(() => {
+      const text = latestAnswer(bot, sent.interactionId);
+      return (text.includes('Made **Verbose**') || text.includes('went wrong')) && text;
+    });
+    expect(made).toContain('Made **Verbose**');
+    expect(made).toContain('…');
+
+    const partial = await runCommand(bot, dave, 'character', { character: 'Verb', confirm: true }, 'delete');
+    expect(partial.text).toContain('No character called \\"Verb\\" to delete');
+    expect((await runCommand(bot, dave, 'character', { character: 'verbose', confirm: true }, 'delete')).text).toContain('Deleted **Verbose**');
+  });
 });

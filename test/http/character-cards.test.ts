@@ -1,3 +1,5 @@
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { zipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCard } from '../../src/cards/index.js';
@@ -88,6 +90,45 @@ describe('character cards over HTTP', () => {
     const exported = Buffer.from((await exportCard(made.body.character.id, 'json')).bytes).toString('utf8');
     expect(exported).toContain(oddExtensions.slice(0, 20));
     expect(exported).toContain('12345678901234567890');
+  });
+
+  it('takes a card whose book has keyless and @@activate entries, and exports a name in any script', async () => {
+    const card = JSON.stringify({
+      spec: 'chara_card_v3', spec_version: '3.0',
+      data: {
+        name: 'アリス Amélie', description: '', personality: '', scenario: '', first_mes: '', mes_example: '', creator_notes: '', system_prompt: '', post_history_instructions: '',
+        alternate_greetings: [], group_only_greetings: [], tags: [], creator: '', character_version: '', extensions: {},
+        character_book: {
+          extensions: {},
+          entries: [
+            { keys: [], content: 'A new entry, keys not written yet.', extensions: {}, enabled: true, insertion_order: 1, use_regex: false },
+            { keys: [], content: '@@activate\nAlways remembered.', extensions: {}, enabled: true, insertion_order: 2, use_regex: false },
+          ],
+        },
+      },
+    });
+    const made = await importCard(asBody(card, 'application/json'));
+    expect(made.status).toBe(201);
+    const book = await api.call('GET', `/api/v0/characters/${made.body.character.id}/lorebook`, { key: person.key });
+    expect(book.body.entries).toHaveLength(2);
+    // Written by a person through the API, a keyless entry is still refused.
+    const keyless = await api.call('POST', `/api/v0/characters/${made.body.character.id}/lorebook/entries`, { key: person.key, body: { content: 'No keys.' } });
+    expect(keyless.status).toBe(400);
+
+    const exported = await exportCard(made.body.character.id, 'json');
+    expect(exported.status).toBe(200);
+    expect(exported.disposition).toBe(`attachment; filename="Amelie.json"; filename*=UTF-8''${encodeURIComponent('アリス-Amélie.json')}`);
+  });
+
+  it('stores no file for a card refused by the account limit', async () => {
+    const full = await api.account('card-full');
+    const files = async () => (await readdir(path.join(api.dataDir, 'files'), { recursive: true })).filter((name) => name.endsWith('.png')).length;
+    // The account's own character and 19 more fill it (MAX_CHARACTERS_PER_ACCOUNT is 20).
+    for (let index = 0; index < 19; index++) expect((await api.call('POST', '/api/v0/characters', { key: full.key, body: { name: `Filler ${index}` } })).status).toBe(201);
+    const before = await files();
+    const refused = await importCard(asBody(withTexts(smallPng(9, 9, 77), { chara: base64(v1Json) }), 'image/png'), full.key);
+    expect(refused.body.error.code).toBe('CHARACTER_LIMIT_REACHED');
+    expect(await files()).toBe(before);
   });
 
   it('lets anyone export a public character, and no one else a private one', async () => {

@@ -58,6 +58,17 @@ describe('the prompt fits the engine and keeps the newest message', () => {
     expect((await read()).messages).toEqual([]);
   });
 
+  it('says it is the character, not the message, when the character’s own texts leave no room', async () => {
+    const { harness, person, chat, read } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' });
+    await harness.call('PATCH', `/api/v0/characters/${person.characterId}`, { key: person.key, body: { scenario: 'A long and winding scenario. '.repeat(120) } });
+    const answer = await chat('hi');
+    expect(answer.status).toBe(422);
+    expect(answer.body.error.code).toBe('CHARACTER_TOO_LONG_FOR_CONTEXT');
+    expect(answer.body.error.message).toMatch(/own texts .* take about \d+ tokens/);
+    expect(harness.llm.requests.filter(isChat)).toHaveLength(0);
+    expect((await read()).messages).toEqual([]);
+  });
+
   it('always sends the newest message, dropping older history instead', async () => {
     const { harness, chat } = await open({ LLM_CONTEXT_TOKENS: '512', LLM_MAX_REPLY_TOKENS: '128' });
     for (let index = 0; index < 3; index++) await chat(`Earlier ${index}: ${'talk '.repeat(40)}`);

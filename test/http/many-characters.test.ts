@@ -120,7 +120,10 @@ describe('many characters per account, over HTTP', () => {
     const chat = await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: stranger.key, body: { data: 'still there?' } });
     expect(chat.status).toBe(410);
     expect(chat.body.error.message).toMatch(/"Doomed" was deleted by its owner/);
-    expect((await api.call('POST', '/api/v0/conversations', { key: stranger.key, body: { characterId: id } })).body.error.code).toBe('CHARACTER_DELETED');
+    // Others learn nothing of it but that it is not there; its owner is told it was deleted.
+    expect((await api.call('POST', '/api/v0/conversations', { key: stranger.key, body: { characterId: id } })).body.error.code).toBe('VALIDATION_FAILED');
+    expect((await api.call('GET', `/api/v0/characters/${id}`, { key: stranger.key })).status).toBe(404);
+    expect((await api.call('POST', '/api/v0/conversations', { key: owner.key, body: { characterId: id } })).body.error.code).toBe('CHARACTER_DELETED');
     const listed = await api.call('GET', '/api/v0/characters?query=doomed', { key: stranger.key });
     expect(listed.body.characters).toEqual([]);
     // Its avatar file stays while another character holds it; the twin's goes with the twin.

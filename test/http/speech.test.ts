@@ -130,6 +130,28 @@ describe('voice cloning through ElevenLabs', () => {
     expect(durationMs(pcm)).toBeGreaterThan(300);
   });
 
+  it('deletes at ElevenLabs the voice it cloned once replaced, and a deleted character’s, never a preset', async () => {
+    const owner = await api.account('clone-keeper');
+    const clone = async (characterId: string) => {
+      const form = new FormData();
+      form.append('samples', new Blob([Buffer.from('RIFF sample')], { type: 'audio/wav' }), 'take.wav');
+      return (await api.call('POST', `/api/v0/characters/${characterId}/voice`, { key: owner.key, raw: form })).body.tts_voice_id as string;
+    };
+    const first = await clone(owner.characterId);
+    const second = await clone(owner.characterId);
+    expect(elevenLabs.deleted).toEqual([first]);
+    // A preset replaces the clone: the clone goes; the preset stays at ElevenLabs.
+    await api.call('POST', `/api/v0/characters/${owner.characterId}/voice`, { key: owner.key, body: { voiceId: '21m00Tcm4TlvDq8ikWAM' } });
+    expect(elevenLabs.deleted).toEqual([first, second]);
+    const extra = (await api.call('POST', '/api/v0/characters', { key: owner.key, body: { name: 'Understudy' } })).body.character.id as string;
+    const third = await clone(extra);
+    expect(elevenLabs.voices.some((voice) => voice.voice_id === third)).toBe(true);
+    expect((await api.call('DELETE', `/api/v0/characters/${extra}`, { key: owner.key })).status).toBe(200);
+    expect(elevenLabs.deleted).toEqual([first, second, third]);
+    expect(elevenLabs.voices.some((voice) => voice.voice_id === third)).toBe(false);
+    expect(elevenLabs.voices.some((voice) => voice.voice_id === '21m00Tcm4TlvDq8ikWAM')).toBe(true);
+  });
+
   it('answers 502 with the engine’s reason when speech fails', async () => {
     const owner = await api.account('unlucky');
     const trained = await api.call('POST', `/api/v0/characters/${owner.characterId}/voice`, { key: owner.key, body: { voiceId: '21m00Tcm4TlvDq8ikWAM' } });

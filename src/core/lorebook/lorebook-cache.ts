@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { CharacterRecord } from '../records.js';
 import type { RepositoryStore } from '../repositories.js';
+import { lorebookTextSize } from '../lorebooks.js';
 import type { Lorebook } from './lorebook.js';
 
 /**
@@ -10,7 +11,12 @@ import type { Lorebook } from './lorebook.js';
  * and parsing a large book costs more than activating it.
  */
 export class LorebookCache {
-  readonly #kept = new LRUCache<string, { revision: number; book: Lorebook }>({ max: 500 });
+  // Bounded by what the books hold, not only their number: a book may hold up to 2 MB of text.
+  readonly #kept = new LRUCache<string, { revision: number; book: Lorebook }>({
+    max: 500,
+    maxSize: 64 * 1024 * 1024,
+    sizeCalculation: (kept) => Math.max(1, lorebookTextSize(kept.book.entries)),
+  });
 
   constructor(private readonly store: RepositoryStore) {}
 

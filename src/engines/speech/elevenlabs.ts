@@ -1,13 +1,13 @@
 /**
  * A `SpeechEngine` over the ElevenLabs API: text to speech (whole or streamed), its voice
- * list, and instant voice cloning from samples.
+ * list, instant voice cloning from samples, and deleting a cloned voice.
  *
  * Audio is asked for as raw PCM, `pcm_24000` by default: no decoder is needed, every
  * subscription may use it (`pcm_44100` and up need Pro), it carries all of speech (to 12 kHz),
  * it is half the bytes of 48 kHz, and going to Discord's 48 kHz is an exact doubling.
  */
 import type { Dispatcher } from 'undici';
-import { ValidationError } from '../../core/errors.js';
+import { EngineError, ValidationError } from '../../core/errors.js';
 import type { CallOptions, PcmAudio, SpeechEngine, SpeechVoice, VoiceSample } from '../../core/ports.js';
 import { concatPcm } from '../../audio/pcm.js';
 import { createEngineClient, type EngineResponse, type EngineTimeouts } from '../http.js';
@@ -48,6 +48,7 @@ export interface ElevenLabsSpeechOptions extends EngineTimeouts {
 /** The ElevenLabs engine; it can clone, and `close()` releases its connections. */
 export interface ElevenLabsSpeechEngine extends SpeechEngine {
   cloneVoice(request: { name: string; samples: readonly VoiceSample[] }, options?: CallOptions): Promise<SpeechVoice>;
+  deleteVoice(voiceId: string, options?: CallOptions): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -127,6 +128,18 @@ export function createElevenLabsSpeechEngine(options: ElevenLabsSpeechOptions): 
       const voice: SpeechVoice = { id: cloned.voiceId, name };
       if (cloned.requiresVerification) voice.description = 'ElevenLabs asks for this voice to be verified before it can speak';
       return voice;
+    },
+
+    async deleteVoice(voiceId, callOptions: CallOptions = {}): Promise<void> {
+      if (!VOICE_ID.test(voiceId)) return;
+      try {
+        const response = await client.send({ method: 'DELETE', path: `/v1/voices/${encodeURIComponent(voiceId)}`, headers: { accept: 'application/json' }, signal: callOptions.signal });
+        await response.body.dump();
+      } catch (thrown) {
+        // Gone already (deleted in ElevenLabs' own app, say): what was asked for holds.
+        if (unknownVoiceAsValidation(thrown, voiceId, LABEL) !== thrown || (thrown instanceof EngineError && thrown.status === 404)) return;
+        throw thrown;
+      }
     },
 
     close: () => client.close(),

@@ -7,7 +7,7 @@ import type { UploadedFile } from '../../core/images/face-photos.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { accountInScope } from '../account-scope.js';
 import { definitionChange, definitionSchema } from '../character-fields.js';
-import { cardFormats, cardMimeTypes, exportCard, importCard, importCardLimits } from '../../cards/character-cards.js';
+import { attachmentDisposition, cardFormats, cardMimeTypes, exportCard, importCard, importCardLimits } from '../../cards/character-cards.js';
 import { decodeBase64, pageQuery, readJson, readQuery, refuseLongerThan, uuidParam } from '../validation.js';
 
 const characterFields = {
@@ -89,7 +89,7 @@ export function characterRoutes({ core, serializers, signer }: RouteDependencies
     const card = await exportCard(core, context.get('actor'), uuidParam(context, 'characterId'), format);
     return context.body(new Uint8Array(card.bytes), 200, {
       'Content-Type': card.mimeType,
-      'Content-Disposition': `attachment; filename="${card.filename}"`,
+      'Content-Disposition': attachmentDisposition(card.filename),
     });
   });
 

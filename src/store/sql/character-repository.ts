@@ -1,5 +1,5 @@
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
-import { AppError, notFound } from '../../core/errors.js';
+import { AppError, characterLimitReached, notFound } from '../../core/errors.js';
 import type { CharacterListOptions, CharacterPage, CharacterRepository, MemoryRepository } from '../../core/repositories.js';
 import { listCharacters } from './character-list.js';
 import { type CharacterDefinition, type CharacterRecord, type MemoryRecord, emptyCharacterDefinition } from '../../core/records.js';
@@ -76,13 +76,7 @@ export class SqlCharacterRepository implements CharacterRepository {
         .where('account_id', '=', character.accountId)
         .where('deleted_micros', 'is', null)
         .executeTakeFirstOrThrow();
-      if (Number(count) >= maxPerAccount) {
-        throw new AppError(
-          'CHARACTER_LIMIT_REACHED',
-          `An account holds at most ${maxPerAccount} characters; delete one before making another.`,
-          { details: { limit: maxPerAccount } },
-        );
-      }
+      if (Number(count) >= maxPerAccount) throw characterLimitReached(maxPerAccount);
       await db.insertInto('characters').values(characterRow(character)).execute();
       return character;
     });
@@ -90,6 +84,22 @@ export class SqlCharacterRepository implements CharacterRepository {
 
   list(options: CharacterListOptions): Promise<CharacterPage> {
     return listCharacters(this.context, options);
+  }
+
+  async unheldFiles(keys: readonly string[], accountId: string): Promise<string[]> {
+    const unheld: string[] = [];
+    for (const key of new Set(keys)) if (!(await isHeld(this.context.db, key, accountId))) unheld.push(key);
+    return unheld;
+  }
+
+  async countOwned(accountId: string): Promise<number> {
+    const { count } = await this.context.db
+      .selectFrom('characters')
+      .select((expression) => expression.fn.countAll<number>().as('count'))
+      .where('account_id', '=', accountId)
+      .where('deleted_micros', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(count);
   }
 
   purge(characterId: string, deletedMicros: number): Promise<string[]> {

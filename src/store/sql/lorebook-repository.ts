@@ -24,6 +24,12 @@ export class SqlLorebookRepository implements LorebookRepository {
     };
   }
 
+  async lock(characterId: string): Promise<void> {
+    // The character's row (PostgreSQL); SQLite's transactions hold the file's one write lock already.
+    const row = await forUpdate(this.context, this.context.db.selectFrom('characters').select('id').where('id', '=', characterId)).executeTakeFirst();
+    if (!row) throw notFound('Character', characterId);
+  }
+
   async setSettings(characterId: string, settings: LorebookSettings): Promise<void> {
     const result = await this.context.db
       .updateTable('characters')

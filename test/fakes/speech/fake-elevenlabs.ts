@@ -30,6 +30,8 @@ export interface FakeCloneUpload {
 export interface FakeElevenLabs extends FakeServer {
   readonly voices: FakeElevenLabsVoice[];
   readonly clones: FakeCloneUpload[];
+  /** Voice ids deleted by `DELETE /v1/voices/:id`, in order. */
+  readonly deleted: string[];
 }
 
 export const FAKE_ELEVENLABS_VOICES: readonly FakeElevenLabsVoice[] = [
@@ -64,6 +66,7 @@ function detail(response: ServerResponse, status: number, code: string, message:
 export async function startFakeElevenLabs(options: { apiKey?: string } = {}): Promise<FakeElevenLabs> {
   const voices = FAKE_ELEVENLABS_VOICES.map((voice) => ({ ...voice }));
   const clones: FakeCloneUpload[] = [];
+  const deleted: string[] = [];
   let nextClone = 1;
 
   const handle = async (request: FakeRequest, response: ServerResponse, fake: FakeServer): Promise<void> => {
@@ -90,6 +93,19 @@ export async function startFakeElevenLabs(options: { apiKey?: string } = {}): Pr
       sendJson(response, 200, { voice_id: voiceId, requires_verification: false });
       return;
     }
+    const deleting = request.method === 'DELETE' ? /^\/v1\/voices\/([^/]+)$/.exec(request.path) : null;
+    if (deleting) {
+      // ElevenLabs answers {"status":"ok"}, and 400 voice_does_not_exist for an id it does not hold.
+      const index = voices.findIndex((voice) => voice.voice_id === decodeURIComponent(deleting[1]!));
+      if (index === -1) {
+        sendJson(response, 400, { detail: { status: 'voice_does_not_exist', message: 'A voice with the voice_id does not exist.' } });
+        return;
+      }
+      deleted.push(voices[index]!.voice_id);
+      voices.splice(index, 1);
+      sendJson(response, 200, { status: 'ok' });
+      return;
+    }
     sendJson(response, 404, { detail: 'Not Found' });
   };
 
@@ -112,7 +128,7 @@ export async function startFakeElevenLabs(options: { apiKey?: string } = {}): Pr
   };
 
   const server = await startFakeServer(handle, errorBody);
-  return Object.assign(server, { voices, clones });
+  return Object.assign(server, { voices, clones, deleted });
 }
 
 /** The clone upload, or undefined after answering as ElevenLabs does to a malformed one. */
