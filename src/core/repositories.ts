@@ -244,9 +244,9 @@ export interface ConversationRepository {
   append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage>;
   /**
    * Adds an alternative to a character's message and chooses it, in one transaction that holds
-   * the message's row: concurrent additions each get their own index, none lost. Only while the
-   * message is the conversation's newest (`NOT_NEWEST_REPLY` otherwise; `NOT_FOUND` when it is
-   * not there).
+   * the conversation: concurrent additions each get their own index, none lost. Only while the
+   * message is the conversation's newest, until it commits: an append in flight in any process
+   * is waited for (`NOT_NEWEST_REPLY` then; `NOT_FOUND` when the message is not there).
    */
   addAlternative(conversationId: string, messageId: string, alternative: MessageAlternative): Promise<StoredMessage>;
   /**

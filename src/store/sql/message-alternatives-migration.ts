@@ -22,7 +22,7 @@ interface FinalRow {
  * Migration 0012: a character's message keeps its alternatives (swipes) and which one is chosen.
  * The database holds what must never break under concurrency: the chosen index is within the
  * count (a CHECK), and each index of a message is stored once (the primary key); adding one
- * takes the message's row, so two processes adding at once each get their own index.
+ * takes the conversation's row, so two processes adding at once each get their own index.
  *
  * Before, a regenerated reply was a new row and the one it replaced was marked
  * `superseded_micros` with the new row's `created_micros` (the id of what replaced it was not
