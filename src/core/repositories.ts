@@ -175,6 +175,8 @@ export interface StoredMessage extends MessageRecord {
    * so the prompt, the summary and learning read the chosen one without asking.
    */
   chosenIndex: number;
+  /** A character's greeting (opening or scene): its alternatives are swiped, never regenerated. */
+  greeting?: true;
 }
 
 /**
@@ -182,7 +184,7 @@ export interface StoredMessage extends MessageRecord {
  * `chosenIndex`) for a character's message written with several at once, such as a greeting and
  * its alternates: `content` and `finishReason` are then taken from the chosen one.
  */
-export type NewStoredMessage = MessageRecord & { alternatives?: readonly MessageAlternative[]; chosenIndex?: number };
+export type NewStoredMessage = MessageRecord & { alternatives?: readonly MessageAlternative[]; chosenIndex?: number; greeting?: boolean };
 
 export interface MessageRange {
   /** Only messages with a position greater than this. */

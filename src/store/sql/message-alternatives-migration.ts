@@ -49,6 +49,8 @@ export async function messageAlternatives(database: Kysely<unknown>): Promise<vo
     .alterTable('messages')
     .addColumn('swipe_count', 'integer', (column) => column.notNull().defaultTo(1).check(sql`swipe_count >= 1`))
     .execute();
+  // A greeting's alternatives are the card's greetings, swiped between and never rewritten by the engine.
+  await db.schema.alterTable('messages').addColumn('is_greeting', 'integer', (column) => column.notNull().defaultTo(0)).execute();
   await db.schema
     .alterTable('messages')
     .addColumn('swipe_index', 'integer', (column) => column.notNull().defaultTo(0).check(sql`swipe_index >= 0 and swipe_index < swipe_count`))

@@ -140,6 +140,7 @@ export function messageRecord(row: MessageRow, stored?: readonly MessageAlternat
     createdMicros: Number(row.created_micros),
     file: row.file_key === null ? null : fileReference(row),
     ...(row.finish_reason === null ? {} : { finishReason: row.finish_reason }),
+    ...(Number(row.is_greeting) === 1 ? { greeting: true as const } : {}),
     alternatives,
     chosenIndex: alternatives.length === 1 ? 0 : Number(row.swipe_index),
   };
