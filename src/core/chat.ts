@@ -2,7 +2,7 @@ import type { Actor } from './actor.js';
 import { AsyncQueue } from './async-queue.js';
 import { ContextWindow, type PromptPlan } from './context-window.js';
 import type { Conversations } from './conversations.js';
-import { AppError, EngineError, ValidationError, notFound, notNewestReply } from './errors.js';
+import { AppError, EngineError, ValidationError, greetingNotRegenerated, notFound, notNewestReply } from './errors.js';
 import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import type { LearnedRecall } from './learning/recall.js';
@@ -234,6 +234,10 @@ export class Chat {
    * and only if it answers that message (`NOT_NEWEST_REPLY` otherwise); when that message is
    * the newest (its reply failed and was never stored), `target.characterId` says who was
    * answering it, and the new reply is a new message.
+   *
+   * A greeting is never written again (`GREETING_NOT_REGENERATED`): its alternatives are the
+   * card's greetings, to swipe between; answering the person's message before it anew would put
+   * a reply after a greeting that came later.
    */
   async regenerate(actor: Actor, conversationId: string, mode: Omit<ReplyMode, 'characterId'> & RegenerationTarget): Promise<Reply> {
     const conversation = await this.conversations.get(actor, conversationId);
@@ -256,6 +260,7 @@ export class Chat {
       const beforeLast = recent.at(-2);
       if (last?.id === target.messageId) return { message: last, character: await this.conversations.answerer(conversation, present(target.characterId)) };
       if (last?.participantType === 'character' && beforeLast?.id === target.messageId) {
+        if (last.greeting) throw greetingNotRegenerated(last.id);
         return { message: beforeLast, replaces: last.id, character: await this.conversations.answerer(conversation, present(last.participantId)) };
       }
       throw notNewestReply(last?.participantType === 'character' ? last.id : target.messageId);
@@ -266,6 +271,9 @@ export class Chat {
       if (batch.length === 0) break;
       beforePosition = batch[0]!.position;
       for (const message of batch.reverse()) {
+        // The newest is a greeting (the conversation's opening, or a character joining a scene):
+        // an engine-written alternative would pass for one of the card's greetings.
+        if (reply === undefined && message.greeting) throw greetingNotRegenerated(message.id);
         if (message.participantType === 'account') {
           const character = await this.conversations.answerer(conversation, present(reply?.participantId));
           return { message, character, ...(reply === undefined ? {} : { replaces: reply.id }) };

@@ -75,7 +75,7 @@ export class Conversations {
     const conversation = conversationRecord(stored, [accountId], [characterId]);
     const texts = options.greet === false ? [] : greetingTexts(character, account.username, stored.id, 'opening');
     if (texts.length === 0) return conversation;
-    return { ...conversation, greeting: await this.appendAlternatives(stored.id, characterId, texts) };
+    return { ...conversation, greeting: await this.appendGreeting(stored.id, characterId, texts) };
   }
 
   /** A conversation the actor takes part in (any, for the admin). */
@@ -193,17 +193,18 @@ export class Conversations {
   }
 
   /**
-   * Appends a character's message written with several alternatives at once (a greeting and
-   * its alternate greetings), `chosenIndex` shown; the conversation goes on from that one.
+   * Appends a character's greeting, its texts (the greeting and its alternates) as its
+   * alternatives, `chosenIndex` shown; the conversation goes on from that one. It is marked a
+   * greeting: swiped between, never regenerated.
    */
-  async appendAlternatives(conversationId: string, characterId: string, texts: readonly string[], chosenIndex = 0): Promise<StoredMessage> {
+  async appendGreeting(conversationId: string, characterId: string, texts: readonly string[], chosenIndex = 0): Promise<StoredMessage> {
     if (texts.length === 0) throw new RangeError('A message needs at least one text.');
     if (!Number.isInteger(chosenIndex) || chosenIndex < 0 || chosenIndex >= texts.length) throw new RangeError(`chosenIndex ${chosenIndex} is outside the ${texts.length} texts`);
     const id = this.ids.uuid();
     const createdMicros = this.clock.nowMicros();
     // The first alternative carries the message's own id, as a regenerated message's first does.
     const alternatives = texts.map((content, index) => ({ id: index === 0 ? id : this.ids.uuid(), content, createdMicros }));
-    const record = { id, createdMicros, content: texts[chosenIndex]!, mimeType: 'text/plain', participantId: characterId, participantType: 'character' as const, file: null };
+    const record = { id, createdMicros, content: texts[chosenIndex]!, mimeType: 'text/plain', participantId: characterId, participantType: 'character' as const, file: null, greeting: true };
     const stored = await this.store.conversations.append(conversationId, texts.length > 1 ? { ...record, alternatives, chosenIndex } : record);
     this.onAppended?.(stored);
     return stored;
@@ -279,7 +280,7 @@ export class Conversations {
     const greets = added && options.greet !== false;
     const opener = greets ? await this.store.accounts.get(conversation.accountId) : undefined;
     const texts = greets ? greetingTexts(character, opener?.username ?? defaultUserName, conversationId, 'scene') : [];
-    const greeting = texts.length > 0 ? await this.appendAlternatives(conversationId, characterId, texts) : undefined;
+    const greeting = texts.length > 0 ? await this.appendGreeting(conversationId, characterId, texts) : undefined;
     const updated = await this.get(actor, conversationId);
     return greeting ? { ...updated, greeting } : updated;
   }

@@ -33,6 +33,8 @@ export type ErrorCode =
   | 'CHARACTER_TOO_LONG_FOR_CONTEXT'
   /** Only a character's newest message, with nothing after it, can be regenerated or swiped. */
   | 'NOT_NEWEST_REPLY'
+  /** The newest character message is a greeting: its alternatives are the card's, swiped, not rewritten. */
+  | 'GREETING_NOT_REGENERATED'
   /** A voice message came but no speech-to-text engine is configured. */
   | 'TRANSCRIPTION_UNAVAILABLE'
   /** The speech-to-text engine heard no words in a voice message; nothing was answered. */
@@ -248,6 +250,14 @@ export function isRetryableStatus(status: number | undefined): boolean {
  * A swipe or a regeneration asked of a message that is not the conversation's newest, or not a
  * character's: the conversation went on from it (or it was never a reply to write again).
  */
+export function greetingNotRegenerated(messageId: string): AppError {
+  return new AppError(
+    'GREETING_NOT_REGENERATED',
+    "The newest message is the character's greeting: greetings are swiped, not rewritten. Swipe to another of its greetings, or send a message for the character to answer.",
+    { details: { messageId } },
+  );
+}
+
 export function notNewestReply(messageId: string): AppError {
   return new AppError('NOT_NEWEST_REPLY', 'The conversation has moved on: only the newest reply, with nothing said after it, can be written again or swiped.', {
     details: { messageId },

@@ -185,6 +185,8 @@ export interface StoredMessage extends MessageRecord {
    * so the prompt, the summary and learning read the chosen one without asking.
    */
   chosenIndex: number;
+  /** A character's greeting (opening or scene): its alternatives are swiped, never regenerated. */
+  greeting?: true;
 }
 
 /**
@@ -192,7 +194,7 @@ export interface StoredMessage extends MessageRecord {
  * `chosenIndex`) for a character's message written with several at once, such as a greeting and
  * its alternates: `content` and `finishReason` are then taken from the chosen one.
  */
-export type NewStoredMessage = MessageRecord & { alternatives?: readonly MessageAlternative[]; chosenIndex?: number };
+export type NewStoredMessage = MessageRecord & { alternatives?: readonly MessageAlternative[]; chosenIndex?: number; greeting?: boolean };
 
 export interface MessageRange {
   /** Only messages with a position greater than this. */
@@ -254,9 +256,9 @@ export interface ConversationRepository {
   append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage>;
   /**
    * Adds an alternative to a character's message and chooses it, in one transaction that holds
-   * the message's row: concurrent additions each get their own index, none lost. Only while the
-   * message is the conversation's newest (`NOT_NEWEST_REPLY` otherwise; `NOT_FOUND` when it is
-   * not there).
+   * the conversation: concurrent additions each get their own index, none lost. Only while the
+   * message is the conversation's newest, until it commits: an append in flight in any process
+   * is waited for (`NOT_NEWEST_REPLY` then; `NOT_FOUND` when the message is not there).
    */
   addAlternative(conversationId: string, messageId: string, alternative: MessageAlternative): Promise<StoredMessage>;
   /**

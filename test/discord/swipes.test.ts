@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import type { FakeMessage } from '../fakes/discord/driver.js';
 import { type BotHarness, startBotHarness } from './harness.js';
+import { cutMarker } from '../../src/bot/replies/in-place-reply.js';
 
 /** The custom ids under a message, and the label of its position button ("2/3"). */
 function buttons(message: FakeMessage): { ids: string[]; position: string | undefined; previousDisabled: boolean } {
@@ -101,6 +102,32 @@ describe('Discord swipes: ◀ ▶ beside 🔄 edit the newest reply in place', (
     const reply = await swipeThrough(thread.id, (message) => message.webhook_id !== undefined && message.webhook_id !== null);
     expect(current(thread.id, reply.id).webhook_id).toBeTruthy();
     expect(current(thread.id, reply.id).author.username).toBe('alice');
+  });
+
+  it('writes and shows an alternative longer than one message in that message, cut with a marker: nothing posted, nothing left over', async () => {
+    const dm = bot.discord.openDm(alice);
+    bot.llm.setScript({ reply: 'Short take.' });
+    bot.discord.sendMessage({ channelId: dm, author: alice, content: 'Tell me everything' });
+    const reply = await settled(dm, (await bot.discord.waitFor(() => bot.discord.messages(dm).find((message) => message.content === 'Short take.'), 10_000)).id, 'Short take.', '1/1');
+    const count = bot.discord.messages(dm).length;
+    const long = Array.from({ length: 450 }, (_, index) => `word${index}`).join(' ');
+    bot.llm.setScript({ reply: long });
+    await press(dm, reply, next(reply));
+    const cut = await bot.discord.waitFor(() => {
+      const message = current(dm, reply.id);
+      return buttons(message).position === '2/2' && message.content.endsWith(cutMarker) ? message : undefined;
+    }, 10_000);
+    expect(cut.content.length).toBeLessThanOrEqual(2000);
+    expect(long.startsWith(cut.content.slice(0, -cutMarker.length))).toBe(true);
+    expect(bot.discord.messages(dm)).toHaveLength(count);
+    // ◀ to the short one leaves nothing of the long one; ▶ back shows it cut the same way.
+    await press(dm, reply, previous(current(dm, reply.id)));
+    await settled(dm, reply.id, 'Short take.', '1/2');
+    await press(dm, reply, next(current(dm, reply.id)));
+    const again = await bot.discord.waitFor(() => (buttons(current(dm, reply.id)).position === '2/2' ? current(dm, reply.id) : undefined), 10_000);
+    expect(again.content.endsWith(cutMarker)).toBe(true);
+    expect(again.content.length).toBeLessThanOrEqual(2000);
+    expect(bot.discord.messages(dm)).toHaveLength(count);
   });
 
   it('refuses ◀ under a reply the conversation has gone on from, privately, changing nothing', async () => {

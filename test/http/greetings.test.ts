@@ -53,6 +53,34 @@ describe('greetings: a conversation opens with the character first message', () 
     expect(late.body.error.code).toBe('NOT_NEWEST_REPLY');
   });
 
+  it('refuses to regenerate a greeting, the opening or a scene greeting after replies: greetings are swiped, not rewritten', async () => {
+    const conversationId = (await api.call('POST', '/api/v0/conversations', { key: reader.key, body: { characterId: keeper } })).body.id as string;
+    const read = async () => (await api.call('GET', `/api/v0/conversations/${conversationId}`, { key: reader.key })).body.messages as Array<{ id: string; swipes: string[] }>;
+    const [opening] = await read();
+    const asked = api.llm.requests.filter(isChat).length;
+    for (const path of ['regenerate', 'regenerate/stream']) {
+      const refused = await api.call('POST', `/api/v0/conversations/${conversationId}/${path}`, { key: reader.key, body: {} });
+      expect(refused.status, path).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: 'GREETING_NOT_REGENERATED', details: { messageId: opening!.id } });
+      expect(refused.body.error.message).toMatch(/greetings are swiped, not rewritten/);
+    }
+    expect(await read()).toEqual([opening]);
+
+    // A person talks, the keeper answers, then another character joins the scene and greets it.
+    expect((await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: reader.key, body: { data: 'Evening.' } })).status).toBe(200);
+    const joiner = (
+      await api.call('POST', '/api/v0/characters', { key: reader.key, body: { name: 'Ida the Ferrywoman', group_only_greetings: ['Ida ties up the boat.'] } })
+    ).body.character.id;
+    await api.call('POST', `/api/v0/conversations/${conversationId}/speakers`, { key: reader.key, body: { characterId: joiner } });
+    const before = await read();
+    expect(before.at(-1)).toMatchObject({ swipes: ['Ida ties up the boat.'] });
+    const refused = await api.call('POST', `/api/v0/conversations/${conversationId}/regenerate`, { key: reader.key, body: {} });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'GREETING_NOT_REGENERATED', details: { messageId: before.at(-1)!.id } });
+    expect(await read()).toEqual(before);
+    expect(api.llm.requests.filter(isChat).length).toBe(asked + 1);
+  });
+
   it('greets a scene with the group-only greetings when a character joins, and opens without one when the card has none', async () => {
     const conversationId = (await api.call('POST', '/api/v0/conversations', { key: writer.key, body: { characterId: writer.characterId } })).body.id as string;
     expect((await api.call('GET', `/api/v0/conversations/${conversationId}`, { key: writer.key })).body.messages).toEqual([]);

@@ -113,7 +113,7 @@ describe('swipes: a reply’s alternatives over the API', () => {
     const store = await openSqlStore(`sqlite://${path.join(api.dataDir, 'likeness.sqlite')}`);
     try {
       const conversations = new Conversations(store, {} as Characters, createSystemClock(), createRandomIds());
-      const greeting = await conversations.appendAlternatives(id, user.characterId, ['Hello.', 'Good evening.', 'You again?'], 1);
+      const greeting = await conversations.appendGreeting(id, user.characterId, ['Hello.', 'Good evening.', 'You again?'], 1);
       expect(greeting).toMatchObject({ content: 'Good evening.', chosenIndex: 1 });
     } finally {
       await store.close();

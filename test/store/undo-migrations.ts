@@ -10,6 +10,7 @@ export const undo0012 = [
   // SQLite drops a column only when no other column's CHECK names it: the index's names the count.
   'alter table messages drop column swipe_index',
   'alter table messages drop column swipe_count',
+  'alter table messages drop column is_greeting',
   'alter table messages add column superseded_micros bigint',
   "delete from kysely_migration where name >= '0012'",
 ];

@@ -7,10 +7,11 @@ import { AppError } from '../../core/errors.js';
 import { KeyedLock } from '../keyed-lock.js';
 import type { ChannelPacer } from '../pacing/channel-pacer.js';
 import { explainError } from '../explain-error.js';
-import { shownAlternative } from '../replies/in-place-reply.js';
+import { cutToOneMessage, shownAlternative } from '../replies/in-place-reply.js';
 import { finishNote, replyRows, shownReply } from '../replies/reply-buttons.js';
 import { SentenceCollector } from '../voice/sentence-collector.js';
 import { QueuePlace, type ReplyChannel, writeStreamingReply } from '../replies/streaming-reply.js';
+import { discordMessageLimit } from '../replies/split-message.js';
 
 export interface RunnerOptions {
   /** Remembers which character wrote which Discord messages (for replies addressed to them). */
@@ -130,9 +131,10 @@ export class ConversationRunner {
   async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence: ((sentence: string) => void) | undefined, place: QueuePlace): Promise<WrittenReply | undefined> {
     try {
       let stored: StoredMessage | undefined;
-      const pieces = withFinishNote(reply, (message) => {
+      const noted = withFinishNote(reply, (message) => {
         stored = message;
       });
+      const pieces = channel.oneMessage ? cutToOneMessage(noted, channel.maxLength ?? discordMessageLimit) : noted;
       const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
         pacer: this.pacer,
         logger: this.logger,

@@ -17,9 +17,14 @@ export function labelOf(message: Pick<Message, 'webhookId' | 'content'>): string
 /**
  * The streaming writer's channel for a reply written again under its button: the reply goes
  * into the message under the button, edited through the interaction, which Discord allows for
- * the bot's messages and a persona's webhook messages alike, so no new message is posted. Only
- * past what one message holds does the rest go on in new messages, through `base` (the writer's
- * persona or the bot). The interaction must be acknowledged (`deferUpdate`) first.
+ * the bot's messages and a persona's webhook messages alike, so no new message is posted.
+ *
+ * Every alternative shows in that one message (`oneMessage`): one longer than a message holds is
+ * cut with `cutMarker`. The bot keeps no list of the Discord messages a reply took, so an
+ * alternative that posted more messages would leave them under the reply when the next one,
+ * shorter, is shown; one message is what ◀ ▶ can always edit. A message that can no longer be
+ * edited (a deleted webhook) still goes on in a new message, through `base` (the writer's persona
+ * or the bot). The interaction must be acknowledged (`deferUpdate`) first.
  */
 export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChannel): ReplyChannel {
   const messageId = interaction.message.id;
@@ -32,8 +37,9 @@ export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChanne
   return {
     ...base,
     maxLength: Math.min(base.maxLength ?? discordMessageLimit, discordMessageLimit - label.length),
+    oneMessage: true,
     // Interaction edits are paced as the channel's own (undefined), never booking a webhook's key
-    // that other replies share, until the reply overflows into messages of `base`.
+    // that other replies share, unless the reply had to go on in a message of `base`.
     pacingKey: () => (overflowed ? base.pacingKey?.() : undefined),
     async send(content, rows) {
       if (placed) {
@@ -48,6 +54,34 @@ export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChanne
   };
 }
 
+/** Ends an alternative cut to one message: says so, where "…" alone reads as the character trailing off. */
+export const cutMarker = ' … *(cut: too long for one message)*';
+
+/** `text` within `room` characters: whole, or cut with `cutMarker`. */
+export function withinOneMessage(text: string, room: number): string {
+  return text.length <= room ? text : text.slice(0, room - cutMarker.length).trimEnd() + cutMarker;
+}
+
+/**
+ * The pieces of a reply written into one message: the text until it would pass `room`, then
+ * `cutMarker`; the rest is read (the reply is still stored whole) and not shown.
+ */
+export async function* cutToOneMessage(pieces: AsyncIterable<string>, room: number): AsyncGenerator<string> {
+  const keep = room - cutMarker.length;
+  let length = 0;
+  let cut = false;
+  for await (const piece of pieces) {
+    if (cut) continue;
+    if (length + piece.length <= keep) {
+      length += piece.length;
+      yield piece;
+      continue;
+    }
+    cut = true;
+    yield piece.slice(0, keep - length) + cutMarker;
+  }
+}
+
 /**
  * What a reply shows for the alternative it has chosen: its text and the note of a cut reply,
  * within one message, with the swipe buttons. `answeredId` is the message it answers (for 🔄);
@@ -55,9 +89,8 @@ export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChanne
  */
 export function shownAlternative(message: StoredMessage, answeredId: string | undefined, label: string): { content: string; components: ButtonRows } {
   const text = message.content + finishNote(message.finishReason);
-  const room = discordMessageLimit - label.length;
-  // A long alternative shows its beginning here: the swipe edits one message, never posts more.
-  const content = label + (text.length <= room ? text : `${text.slice(0, room - 1)}…`);
+  // A long alternative shows its beginning here: the swipe edits one message, never posts more (see `inPlaceChannel`).
+  const content = label + withinOneMessage(text, discordMessageLimit - label.length);
   const components = replyRows(answeredId === undefined ? undefined : { conversationId: message.conversationId, messageId: answeredId }, shownReply(message));
   return { content, components };
 }

@@ -20,6 +20,11 @@ export interface ReplyChannel {
   pacingKey?(): string | undefined;
   /** The longest text one message here may take (default Discord's 2,000), when the channel adds words of its own. */
   maxLength?: number;
+  /**
+   * The reply must fit the one message it is written into (an alternative written in place):
+   * its text is cut to that message, ending with `cutMarker`, and no further message is posted.
+   */
+  oneMessage?: boolean;
   /** The reply is over (its buttons are on): whatever it held for its messages (a persona's webhook) is free for the next. */
   release?(): void;
 }

@@ -111,7 +111,7 @@ const conversationOperations: Operation[] = [
     'regenerate',
     conversations.regenerateBody,
     { whole: 'Answer the last message again', streamed: 'Answer the last message again, streamed' },
-    'When the newest message is a reply to it, the new reply is added to that message\'s `swipes` and chosen (the earlier ones stay to swipe back to); otherwise it is a new message. 409 CONFLICT when there is no message yet.',
+    'When the newest message is a reply to it, the new reply is added to that message\'s `swipes` and chosen (the earlier ones stay to swipe back to); otherwise it is a new message. 409 CONFLICT when there is no message yet; 409 GREETING_NOT_REGENERATED when the newest message is a character\'s greeting (the conversation\'s opening, or a character joining a scene): greetings are swiped (see `swipe`), not rewritten.',
   ),
   {
     method: 'post', path: '/api/v0/conversations/:conversationId/messages/:messageId/swipe', tag: 'Conversations', summary: 'Choose which alternative of the newest reply the conversation goes on from',

@@ -163,6 +163,7 @@ export class SqlConversationRepository implements ConversationRepository {
           finish_reason: finishReason ?? null,
           swipe_count: several ? alternatives.length : 1,
           swipe_index: chosenIndex,
+          is_greeting: message.greeting ? 1 : 0,
         })
         .returningAll()
         .executeTakeFirstOrThrow();

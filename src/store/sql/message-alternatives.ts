@@ -87,13 +87,22 @@ export class SqlMessageAlternatives {
   }
 
   /**
-   * The message's row, held until the transaction ends (PostgreSQL; SQLite's transaction holds
-   * the file), so alternatives are added and chosen one at a time; only a character's message
-   * with nothing after it.
+   * The message's row, only while it is a character's message with nothing after it; the
+   * conversation's row is held until the transaction ends, so "nothing after it" stays true
+   * until this commits.
+   *
+   * On PostgreSQL an append is one INSERT whose foreign-key check takes the conversation's row
+   * `FOR KEY SHARE` until it commits: `FOR UPDATE` here waits for every append in flight (and
+   * they for this), and after the wait the next statement sees what they wrote. Appends stay one
+   * statement that never wait for each other, and the positions stay the identity column's. The
+   * message's own row alone would not do: under READ COMMITTED an append committing between the
+   * check and this commit went unseen. SQLite's transactions hold the file's one write lock.
    */
   async #newestReply(db: Kysely<Database>, conversationId: string, messageId: string): Promise<MessageRow> {
     const context = { ...this.context, db };
-    const row = await forUpdate(context, db.selectFrom('messages').selectAll().where('id', '=', messageId).where('conversation_id', '=', conversationId)).executeTakeFirst();
+    const conversation = await forUpdate(context, db.selectFrom('conversations').select('id').where('id', '=', conversationId)).executeTakeFirst();
+    if (!conversation) throw notFound('Message', messageId);
+    const row = await db.selectFrom('messages').selectAll().where('id', '=', messageId).where('conversation_id', '=', conversationId).executeTakeFirst();
     if (!row) throw notFound('Message', messageId);
     const later = await db.selectFrom('messages').select('id').where('conversation_id', '=', conversationId).where('position', '>', row.position).limit(1).executeTakeFirst();
     if (later || row.participant_type !== 'character') throw notNewestReply(messageId);
@@ -131,6 +140,7 @@ export function messageRecord(row: MessageRow, stored?: readonly MessageAlternat
     createdMicros: Number(row.created_micros),
     file: row.file_key === null ? null : fileReference(row),
     ...(row.finish_reason === null ? {} : { finishReason: row.finish_reason }),
+    ...(Number(row.is_greeting) === 1 ? { greeting: true as const } : {}),
     alternatives,
     chosenIndex: alternatives.length === 1 ? 0 : Number(row.swipe_index),
   };

@@ -153,6 +153,8 @@ export interface MessagesTable {
   swipe_count: Generated<number>;
   /** The chosen alternative; `content` and `finish_reason` are its copy. */
   swipe_index: Generated<number>;
+  /** 1 for a character's greeting (opening or scene): swiped between, never regenerated. */
+  is_greeting: Generated<number>;
 }
 
 /** The alternatives of a message that has more than one, by index (0 the oldest). */

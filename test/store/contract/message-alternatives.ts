@@ -104,6 +104,61 @@ export function messageAlternativesContract(context: ContractContext): void {
       expect(read!.content).toBe(read!.alternatives[read!.chosenIndex]!.content);
     });
 
+    it('waits for an append in flight in another store, then refuses: the reply is no longer the newest', async () => {
+      const { account, character, conversation, reply } = await conversationWithReply();
+      const attempts = [
+        (messageId: string) => other.conversations.addAlternative(conversation.id, messageId, alternative('too late')),
+        (messageId: string) => other.conversations.chooseAlternative(conversation.id, messageId, 0),
+      ];
+      let newest = reply.id;
+      for (const attempt of attempts) {
+        await store.conversations.addAlternative(conversation.id, newest, alternative('answer 1'));
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        let inserted!: () => void;
+        const inFlight = new Promise<void>((resolve) => (inserted = resolve));
+        // A process that has inserted a person's message and not yet committed it.
+        const append = store.transaction(async (repositories) => {
+          await repositories.conversations.append(conversation.id, messageRecord(account.id, 'meanwhile'));
+          inserted();
+          await released;
+        });
+        await inFlight;
+        const refused = outcomes([attempt(newest)]);
+        // Long enough for the attempt to reach its check while the message is uncommitted.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        release();
+        await append;
+        expect((await refused).codes).toEqual(['NOT_NEWEST_REPLY']);
+        const reread = (await other.conversations.messages(conversation.id)).find((message) => message.id === newest);
+        expect(reread).toMatchObject({ content: 'answer 1', chosenIndex: 1 });
+        expect(reread!.alternatives).toHaveLength(2);
+        newest = (await store.conversations.append(conversation.id, { ...messageRecord(character.id, 'answer 0'), participantType: 'character' })).id;
+      }
+    });
+
+    it('never adds or chooses an alternative once a later message is stored, racing appends from another store', async () => {
+      const { account, character, conversation, reply } = await conversationWithReply();
+      let newest = reply.id;
+      for (let round = 0; round < 8; round += 1) {
+        await store.conversations.addAlternative(conversation.id, newest, alternative(`round ${round} spare`));
+        // What the reply was once the person's message was stored: nothing may change it after.
+        const appendThenRead = (async () => {
+          await store.conversations.append(conversation.id, messageRecord(account.id, `round ${round}`));
+          return (await store.conversations.messages(conversation.id)).find((message) => message.id === newest)!;
+        })();
+        const racing = Array.from({ length: 6 }, (_, index) =>
+          index % 2 ? other.conversations.chooseAlternative(conversation.id, newest, 0) : other.conversations.addAlternative(conversation.id, newest, alternative(`round ${round} racer ${index}`)),
+        );
+        const [seen, settled] = await Promise.all([appendThenRead, outcomes(racing)]);
+        expect(settled.codes.every((code) => code === 'NOT_NEWEST_REPLY')).toBe(true);
+        const final = (await other.conversations.messages(conversation.id)).find((message) => message.id === newest)!;
+        expect({ count: final.alternatives.length, chosen: final.chosenIndex }).toEqual({ count: seen.alternatives.length, chosen: seen.chosenIndex });
+        const next = await store.conversations.append(conversation.id, { ...messageRecord(character.id, `answer ${round}`), participantType: 'character' });
+        newest = next.id;
+      }
+    });
+
     it('clears alternatives with their messages', async () => {
       const { conversation, reply } = await conversationWithReply();
       await store.conversations.addAlternative(conversation.id, reply.id, alternative('answer 1'));
