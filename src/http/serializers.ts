@@ -109,6 +109,8 @@ export class Serializers {
       // `content` is always `swipes[swipe_index]`; a message with one alternative has just its content.
       swipes: message.alternatives.length > 1 ? message.alternatives.map((alternative) => alternative.content) : [content],
       swipe_index: message.alternatives.length > 1 ? message.chosenIndex : 0,
+      // Added member (issue 22): a character's greeting, swiped but never regenerated.
+      ...(message.greeting ? { greeting: true } : {}),
     };
   }
 

@@ -36,7 +36,7 @@ describe('greetings: a conversation opens with the character first message', () 
     expect(read.body.messages).toHaveLength(1);
     const [greeting] = read.body.messages;
     expect(greeting).toMatchObject({
-      participant_id: keeper, participant_type: 'character', swipe_index: 0,
+      participant_id: keeper, participant_type: 'character', swipe_index: 0, greeting: true,
       content: 'Who goes there, greet-reader? Bram keeps this light.',
       swipes: ['Who goes there, greet-reader? Bram keeps this light.', 'greet-reader! Bram has tea on.', 'Storm tonight, greet-reader.'],
     });

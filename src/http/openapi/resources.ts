@@ -97,6 +97,7 @@ export const message = z
       .min(1)
       .describe("The message's alternatives, oldest first: every reply written for this place (regenerated, or a greeting's alternates). One for most messages; `content` is always `swipes[swipe_index]`"),
     swipe_index: z.number().int().min(0).describe('The alternative shown, which the conversation goes on from'),
+    greeting: z.literal(true).optional().describe("A character's greeting (opening the conversation, or joining its scene): swiped, never regenerated (409 GREETING_NOT_REGENERATED)"),
   })
   .register(documented, { id: 'Message' });
 
