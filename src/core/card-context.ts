@@ -20,6 +20,7 @@ export interface CardContext {
   lore: ActivatedEntry[];
   /** The same in the order they go into the prompt: by position, then insertion order (at depth: deepest first). */
   placed: ActivatedEntry[];
+  /** What the texts that stay in every prompt after the system prompt cost: post-history instructions and the character's note. */
   postHistoryTokens: number;
 }
 
@@ -60,7 +61,8 @@ export async function prepareCardContext(input: {
           tokens: input.tokens,
           render: (content) => expandMacros(content, input.values),
         }),
-    texts.postHistory === '' ? [0] : input.tokens.count([texts.postHistory]),
+    // The post-history instructions and the character's note stay in every prompt: counted together.
+    input.tokens.count([texts.postHistory, texts.characterNote?.text ?? '']).then(([post = 0, note = 0]) => [(texts.postHistory === '' ? 0 : post) + (texts.characterNote ? note : 0)]),
   ]);
   const placed = [...(activation?.beforeCharacter ?? []), ...(activation?.afterCharacter ?? []), ...(activation?.atDepth ?? [])];
   const byId = new Map(placed.map((each) => [each.entry.id, each]));
@@ -76,6 +78,7 @@ export function cardParts(context: CardContext, loreKept: number, examples: read
   const atDepth = placed('at_depth');
   const { texts } = context;
   const insertions: HistoryInsertion[] = atDepth.map((each) => ({ depth: each.entry.depth, role: each.entry.role, text: each.content }));
+  if (texts.characterNote) insertions.push(texts.characterNote);
   if (texts.postHistory !== '') insertions.push({ depth: 0, role: 'system', text: texts.postHistory });
   return {
     sections: {

@@ -31,6 +31,11 @@ export interface CardTexts {
   examples: string[];
   /** After the history; empty when the card has none (we have no post-history text of our own). */
   postHistory: string;
+  /**
+   * The card's Character's Note (SillyTavern's `extensions.depth_prompt`): a text that stays at a
+   * depth of the history with a role, in every prompt; undefined when the card has none.
+   */
+  characterNote: { text: string; depth: number; role: 'system' | 'user' | 'assistant' } | undefined;
 }
 
 /** Our own opening of the system prompt: what a card's `{{original}}` stands for. */
@@ -48,6 +53,27 @@ export function cardTexts(character: Pick<CharacterRecord, 'name' | 'description
     scenario: expand(definition.scenario),
     examples: exampleBlocks(expand(definition.exampleDialogue)),
     postHistory: definition.postHistoryInstructions.trim() === '' ? '' : expand(definition.postHistoryInstructions, ''),
+    characterNote: characterNoteOf(definition.extensionsJson, expand),
+  };
+}
+
+/** SillyTavern's `extensions.depth_prompt { prompt, depth (default 4), role (default system) }`, read leniently. */
+function characterNoteOf(extensionsJson: string, expand: (text: string) => string): CardTexts['characterNote'] {
+  let note: unknown;
+  try {
+    note = (JSON.parse(extensionsJson) as { depth_prompt?: unknown }).depth_prompt;
+  } catch {
+    return undefined;
+  }
+  if (typeof note !== 'object' || note === null) return undefined;
+  const { prompt, depth, role } = note as { prompt?: unknown; depth?: unknown; role?: unknown };
+  if (typeof prompt !== 'string' || prompt.trim() === '') return undefined;
+  const text = expand(prompt);
+  if (text === '') return undefined;
+  return {
+    text,
+    depth: typeof depth === 'number' && Number.isInteger(depth) && depth >= 0 ? Math.min(depth, 10_000) : 4,
+    role: role === 'user' || role === 'assistant' ? role : 'system',
   };
 }
 

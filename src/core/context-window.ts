@@ -94,7 +94,7 @@ export class ContextWindow {
     // The card's own texts stay in every prompt (lorebook entries and examples give way): count them.
     const card = cardTexts(character, character.definition, { character: characterMacroName(character), user: defaultUserName, random: this.options.random });
     const bare = systemPrompt(character, [], undefined, [], undefined, { ...card, loreBefore: [], loreAfter: [], examples: [] });
-    const [[system = 0, text = 0, postHistory = 0], framing] = await Promise.all([this.tokens.count([bare, message.content, card.postHistory]), promptFramingOf(this.tokens)]);
+    const [[system = 0, text = 0, postHistory = 0], framing] = await Promise.all([this.tokens.count([bare, message.content, [card.postHistory, card.characterNote?.text ?? ''].join('\n').trim()]), promptFramingOf(this.tokens)]);
     const { messageTokens } = framing;
     const replyTokens = this.#replyTokens(contextTokens);
     const available = contextTokens - replyTokens - framing.promptTokens - system - messageTokens - postHistory;

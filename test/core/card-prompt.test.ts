@@ -23,6 +23,16 @@ describe('cardTexts', () => {
     expect(cardTexts(character, definition({ postHistoryInstructions: 'A{{original}}B' }), values).postHistory).toBe('AB');
   });
 
+  it("reads the card's Character's Note (extensions.depth_prompt), with SillyTavern's defaults, and nothing from a card without one", () => {
+    const note = (extensions: unknown) => cardTexts(character, definition({ extensionsJson: JSON.stringify(extensions) }), values).characterNote;
+    expect(note({ depth_prompt: { prompt: '{{char}} fears water.', depth: 2, role: 'user' } })).toEqual({ text: 'Ada fears water.', depth: 2, role: 'user' });
+    expect(note({ depth_prompt: { prompt: 'Whispers.' } })).toEqual({ text: 'Whispers.', depth: 4, role: 'system' });
+    expect(note({ depth_prompt: { prompt: '  ', depth: 1 } })).toBeUndefined();
+    expect(note({ depth_prompt: 'not an object' })).toBeUndefined();
+    expect(note({ depth_prompt: { prompt: 'x', depth: -3, role: 'narrator' } })).toEqual({ text: 'x', depth: 4, role: 'system' });
+    expect(note({ other: 1 })).toBeUndefined();
+  });
+
   it('never carries the creator notes', () => {
     const texts = cardTexts(character, definition({ creatorNotes: 'SECRET NOTES' }), values);
     const prompt = systemPrompt(character, [], undefined, [], undefined, { ...texts, loreBefore: [], loreAfter: [], examples: texts.examples });

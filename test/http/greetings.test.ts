@@ -22,6 +22,7 @@ describe('greetings: a conversation opens with the character first message', () 
           first_message: 'Who goes there, {{user}}? {{char}} keeps this light.',
           alternate_greetings: ['<USER>! <BOT> has tea on.', '{{// a note for editors}}Storm tonight, {{user}}.'],
           group_only_greetings: ['{{char}} nods to everyone.'],
+          extensions: { depth_prompt: { prompt: 'Remember: {{char}} fears deep water.', depth: 0, role: 'system' } },
         },
       })
     ).body.character.id;
@@ -46,8 +47,9 @@ describe('greetings: a conversation opens with the character first message', () 
     expect(swiped.body.message.content).toBe('greet-reader! Bram has tea on.');
     expect((await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: reader.key, body: { data: 'Thanks!' } })).status).toBe(200);
     const prompt = api.llm.requests.filter(isChat).at(-1)!.body.messages!;
+    // The card's Character's Note, at depth 0, goes with the newest turn (system notes go as user text).
     const turns = prompt.filter((message) => message.role !== 'system').map((message) => [message.role, message.content]);
-    expect(turns.slice(0, 2)).toEqual([['assistant', 'greet-reader! Bram has tea on.'], ['user', 'Thanks!']]);
+    expect(turns.slice(0, 2)).toEqual([['assistant', 'greet-reader! Bram has tea on.'], ['user', 'Thanks!\n\nRemember: Bram fears deep water.']]);
     // Only the newest character message can be swiped: the greeting no more.
     const late = await api.call('POST', `/api/v0/conversations/${conversationId}/messages/${greeting.id}/swipe`, { key: reader.key, body: { index: 0 } });
     expect(late.body.error.code).toBe('NOT_NEWEST_REPLY');
