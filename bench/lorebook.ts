@@ -15,6 +15,7 @@ import { measureCardImport } from './card-import.js';
 import { activateLorebook } from '../src/core/lorebook/activation.js';
 import { type Lorebook, type LorebookEntry, defaultLorebookEntry, defaultLorebookSettings } from '../src/core/lorebook/lorebook.js';
 import { LearningTokenEstimator } from '../src/core/tokens.js';
+import { WorkerRegexRunner } from '../src/engines/regex/worker-regex-runner.js';
 import { openSqlStore } from '../src/store/sql/sql-store.js';
 import { newAccountRecords, uniqueUsername } from '../test/store/repository-fixtures.js';
 import { percentile, round } from './stats.js';
@@ -22,6 +23,8 @@ import { percentile, round } from './stats.js';
 const entryCount = 500;
 const prompts = 5_000;
 const warmUp = 500;
+/** The regular-expression keys run as a process runs them: in the worker thread, within the default bound. */
+const regexes = new WorkerRegexRunner({ boundMs: 50, logger: { debug() {}, info() {}, warn: (fields, message) => console.warn(message, fields), error() {} } });
 const places = ['harbour', 'tower', 'market', 'temple', 'forest', 'mine', 'bridge', 'keep', 'well', 'gate'];
 
 function entry(index: number): LorebookEntry {
@@ -71,6 +74,7 @@ async function measure(book: Lorebook): Promise<{ p50Ms: number; p99Ms: number; 
       contextTokens: 8192,
       tokens,
       render: (content) => expandMacros(content, { character: 'Ada', user: 'Sam', pickSeed: 'conversation' }),
+      regexes,
     });
     const elapsed = performance.now() - started;
     const cpu = process.cpuUsage(cpuStarted);

@@ -2,8 +2,9 @@ import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { type FieldIssue, ValidationError, notFound } from './errors.js';
 import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookEntry, defaultLorebookSettings } from './lorebook/lorebook.js';
-import { keyProblem } from './lorebook/keys.js';
-import type { IdGenerator } from './ports.js';
+import { type RegexMatcher, keyProblem, regexOf } from './lorebook/keys.js';
+import { probeRegexKeys } from './lorebook/regex-probe.js';
+import type { IdGenerator, RegexKeyRunner } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
 
 export const lorebookLimits = {
@@ -30,6 +31,8 @@ export class Lorebooks {
     private readonly store: RepositoryStore,
     private readonly characters: Characters,
     private readonly ids: IdGenerator,
+    /** Runs regular-expression keys as prompts will, to refuse at once one that hangs. */
+    private readonly regexes: RegexKeyRunner,
   ) {}
 
   async get(actor: Actor, characterId: string): Promise<Lorebook> {
@@ -49,8 +52,35 @@ export class Lorebooks {
   async addEntry(actor: Actor, characterId: string, input: LorebookEntryInput): Promise<LorebookEntry> {
     await this.characters.getOwned(actor, characterId);
     const entry: LorebookEntry = { ...defaultLorebookEntry, ...input, id: this.ids.uuid() };
-    throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
+    throwIfAny([...entryIssues(entry), ...(await this.#keyIssues(entry))]);
     return this.store.lorebooks.addEntry(characterId, entry, lorebookLimits.entries);
+  }
+
+  /**
+   * Keys that could never match (a regular expression that does not compile) or are refused as
+   * too slow (by their form, or by hanging on a test text), said when a person writes them. A
+   * card's book is taken as it is: such an entry is skipped when the prompt is built, so one bad
+   * key never refuses a whole card.
+   */
+  async #keyIssues(entry: LorebookEntry): Promise<FieldIssue[]> {
+    const issues: FieldIssue[] = [];
+    const regexes: { field: string; key: string; regex: RegexMatcher }[] = [];
+    const issue = (field: string, key: string, problem: string) => issues.push({ field, message: `${JSON.stringify(key.slice(0, 60))}: ${problem}` });
+    for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
+      for (const key of keys) {
+        const problem = keyProblem(key, this.regexes);
+        const regex = regexOf(key);
+        if (problem) issue(field, key, problem);
+        else if (regex) regexes.push({ field, key, regex });
+      }
+    }
+    if (regexes.length === 0) return issues;
+    const refused = await probeRegexKeys(regexes.map(({ regex }) => regex), this.regexes);
+    for (const { field, key, regex } of regexes) {
+      const problem = refused.get(regex);
+      if (problem) issue(field, key, problem);
+    }
+    return issues;
   }
 
   async updateEntry(actor: Actor, characterId: string, entryId: string, change: LorebookEntryInput): Promise<LorebookEntry> {
@@ -58,7 +88,7 @@ export class Lorebooks {
     const current = (await this.store.lorebooks.get(characterId)).entries.find((entry) => entry.id === entryId);
     if (!current) throw notFound('Lorebook entry', entryId);
     const entry: LorebookEntry = { ...current, ...change, id: entryId };
-    throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
+    throwIfAny([...entryIssues(entry), ...(await this.#keyIssues(entry))]);
     return this.store.lorebooks.updateEntry(characterId, entry);
   }
 
@@ -117,22 +147,6 @@ function entryIssues(entry: LorebookEntry): FieldIssue[] {
   }
   if (!Number.isFinite(entry.insertionOrder) || !Number.isFinite(entry.priority)) issues.push({ field: 'insertion_order', message: 'must be a number' });
   if (entry.extensionsJson.length > lorebookLimits.extensionsJson) issues.push({ field: 'extensions', message: 'is too large' });
-  return issues;
-}
-
-/**
- * Keys that could never match (a regular expression that does not compile, or one refused as
- * too slow), said when a person writes them. A card's book is taken as it is: such an entry is
- * skipped when the prompt is built, so one bad key never refuses a whole card.
- */
-function keyIssues(entry: LorebookEntry): FieldIssue[] {
-  const issues: FieldIssue[] = [];
-  for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
-    for (const key of keys) {
-      const problem = keyProblem(key);
-      if (problem) issues.push({ field, message: `${JSON.stringify(key.slice(0, 60))}: ${problem}` });
-    }
-  }
   return issues;
 }
 
