@@ -15,6 +15,8 @@ import { measureCardImport } from './card-import.js';
 import { activateLorebook } from '../src/core/lorebook/activation.js';
 import { type Lorebook, type LorebookEntry, defaultLorebookEntry, defaultLorebookSettings } from '../src/core/lorebook/lorebook.js';
 import { LearningTokenEstimator } from '../src/core/tokens.js';
+import type { RegexKeyRunner } from '../src/core/ports.js';
+import { WorkerRegexRunner } from '../src/engines/regex/worker-regex-runner.js';
 import { openSqlStore } from '../src/store/sql/sql-store.js';
 import { newAccountRecords, uniqueUsername } from '../test/store/repository-fixtures.js';
 import { percentile, round } from './stats.js';
@@ -22,6 +24,24 @@ import { percentile, round } from './stats.js';
 const entryCount = 500;
 const prompts = 5_000;
 const warmUp = 500;
+/** The regular-expression keys run as a process runs them: in the worker thread, within the default bound. */
+const worker = new WorkerRegexRunner({ boundMs: 50, logger: { debug() {}, info() {}, warn: (fields, message) => console.warn(message, fields), error() {} } });
+/**
+ * The same keys run on the calling thread, unbounded, as activation ran them before the worker:
+ * measured beside it, under the same load, to show what the hop to the thread costs.
+ */
+const compiled = new Map<string, RegExp>();
+const inThread: RegexKeyRunner = {
+  boundMs: Infinity,
+  refusal: () => undefined,
+  run: async (texts, checks) =>
+    checks.map(({ key, text }) => {
+      const id = `${key.flags}/${key.source}`;
+      let expression = compiled.get(id);
+      if (!expression) compiled.set(id, (expression = new RegExp(key.source, key.flags)));
+      return expression.test(texts[text]!);
+    }),
+};
 const places = ['harbour', 'tower', 'market', 'temple', 'forest', 'mine', 'bridge', 'keep', 'well', 'gate'];
 
 function entry(index: number): LorebookEntry {
@@ -54,7 +74,7 @@ function messages(turn: number): string[] {
   ];
 }
 
-async function measure(book: Lorebook): Promise<{ p50Ms: number; p99Ms: number; maxMs: number; cpuP50Ms: number; cpuP99Ms: number; entriesIn: number; tokensIn: number }> {
+async function measure(book: Lorebook, regexes: RegexKeyRunner): Promise<{ p50Ms: number; p99Ms: number; maxMs: number; cpuP50Ms: number; cpuP99Ms: number; entriesIn: number; tokensIn: number }> {
   const tokens = new LearningTokenEstimator();
   const samples: number[] = [];
   // CPU time beside wall time: on a shared two-core machine the wall tail is mostly other processes' turns.
@@ -71,6 +91,7 @@ async function measure(book: Lorebook): Promise<{ p50Ms: number; p99Ms: number; 
       contextTokens: 8192,
       tokens,
       render: (content) => expandMacros(content, { character: 'Ada', user: 'Sam', pickSeed: 'conversation' }),
+      regexes,
     });
     const elapsed = performance.now() - started;
     const cpu = process.cpuUsage(cpuStarted);
@@ -130,8 +151,10 @@ async function measureRead(scratch: string, book: Lorebook): Promise<{ p50Ms: nu
 export async function benchmarkLorebook(scratch: string): Promise<Record<string, unknown>> {
   const entries = Array.from({ length: entryCount }, (_, index) => entry(index));
   const settings = { ...defaultLorebookSettings, scanDepth: 4 };
-  const activation = await measure({ settings, entries });
-  const withRecursion = await measure({ settings: { ...settings, recursiveScanning: true, maxRecursionSteps: 3 }, entries });
+  const activation = await measure({ settings, entries }, worker);
+  const withRecursion = await measure({ settings: { ...settings, recursiveScanning: true, maxRecursionSteps: 3 }, entries }, worker);
+  const regexInThread = await measure({ settings, entries }, inThread);
+  worker.close();
   const storeRead = await measureRead(scratch, { settings, entries });
   // Issue 22's second figure: a 2 MB PNG card imported (target < 200 ms), from bench/card-import.ts.
   const cardImport = await measureCardImport();
@@ -140,8 +163,10 @@ export async function benchmarkLorebook(scratch: string): Promise<Record<string,
     regexEntries: entries.filter((each) => each.keys[0]?.startsWith('/')).length,
     scanDepth: settings.scanDepth,
     prompts,
+    regexBoundMs: worker.boundMs,
     activation,
     withRecursion,
+    regexInThread,
     storeRead,
     cardImport,
   };

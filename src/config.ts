@@ -117,6 +117,7 @@ const variables = {
   LEARNING: oneOf(['on', 'off'], 'on'),
   LEARNING_DAILY_TOKENS: integer(200_000, 1_000, 1_000_000_000),
   MAX_CHARACTERS_PER_ACCOUNT: integer(20, 1, 100_000),
+  LOREBOOK_REGEX_BOUND_MS: integer(50, 5, 10_000),
   LEARNING_BATCH_MESSAGES: integer(6, 1, 200),
   LEARNING_QUIET_SECONDS: integer(120, 1, 86_400),
   STARTING_BALANCE: integer(100, 0, 1_000_000_000),
@@ -284,6 +285,8 @@ function toConfig(values: Variables, workingDirectory: string) {
     },
     /** How many characters an account may hold, its own one included. */
     characters: { maxPerAccount: values.MAX_CHARACTERS_PER_ACCOUNT },
+    /** The longest a prompt waits on its lorebook's regular-expression keys; a pattern running past half of it is no longer run. */
+    lorebookRegexBoundMs: values.LOREBOOK_REGEX_BOUND_MS,
     startingBalance: values.STARTING_BALANCE,
     /** Chat and image requests allowed per account per minute over the API. */
     apiRateLimitPerMinute: values.API_RATE_LIMIT_PER_MINUTE,

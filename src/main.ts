@@ -33,6 +33,7 @@ import { startMetricsServer } from './metrics/metrics-server.js';
 import { Metrics } from './metrics/metrics.js';
 import { openRateLimits } from './rate-limits.js';
 import { openSqlStore } from './store/sql/sql-store.js';
+import { WorkerRegexRunner } from './engines/regex/worker-regex-runner.js';
 
 export interface RunningService {
   /** Where the HTTP API listens. */
@@ -84,6 +85,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     clock: createSystemClock(),
     ids: createRandomIds(),
     logger: logger.child({ module: 'core' }),
+    regexKeys: new WorkerRegexRunner({ boundMs: config.lorebookRegexBoundMs, logger: logger.child({ module: 'lorebook-regex' }) }),
     options: {
       startingBalance: config.startingBalance,
       adminApiKey: config.adminApiKey,

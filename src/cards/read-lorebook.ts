@@ -63,9 +63,13 @@ function withUniqueIds(entries: LorebookEntry[]): LorebookEntry[] {
 function readEntry(entry: JsonObject, extensionsJson: string, bookUsesRegex: boolean): LorebookEntry {
   const extensions = JSON.parse(extensionsJson) as JsonObject;
   const decorated = readDecorators(text(entry.content));
-  // V3 `use_regex` makes every key a pattern; ours say so each, as `/pattern/`.
+  const caseSensitive = boolean(entry.case_sensitive) ?? boolean(extensions.case_sensitive) ?? null;
+  // V3 `use_regex` makes every key a pattern; ours say so each, as `/pattern/`. Such keys follow
+  // the entry's case rule as SillyTavern applies it (insensitive unless the entry says otherwise),
+  // which in ours only the flags can say.
   const asRegex = entry.use_regex === true || bookUsesRegex;
-  const keysOf = (value: unknown) => strings(value).map((key) => (asRegex && !isRegexKey(key) ? `/${key}/` : key));
+  const wrapped = (key: string) => (caseSensitive === true ? `/${key}/` : `/${key}/i`);
+  const keysOf = (value: unknown) => strings(value).map((key) => (asRegex && !isRegexKey(key) ? wrapped(key) : key));
   const secondaryKeys = keysOf(entry.secondary_keys);
   // V2: secondary keys count only when `selective`; without it they are kept aside, unused.
   const selective = entry.selective !== false;
@@ -79,7 +83,7 @@ function readEntry(entry: JsonObject, extensionsJson: string, bookUsesRegex: boo
     content: decorated.content,
     enabled: boolean(entry.enabled) ?? true,
     constant: entry.constant === true,
-    caseSensitive: boolean(entry.case_sensitive) ?? boolean(extensions.case_sensitive) ?? null,
+    caseSensitive,
     matchWholeWords: boolean(extensions.match_whole_words) ?? null,
     insertionOrder: finiteNumber(entry.insertion_order) ?? defaultOrder,
     priority: finiteNumber(entry.priority) ?? defaultOrder,

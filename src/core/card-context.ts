@@ -8,7 +8,7 @@ import type { HistoryInsertion } from './history-insertions.js';
 import { type ActivatedEntry, activateLorebook } from './lorebook/activation.js';
 import type { Lorebook } from './lorebook/lorebook.js';
 import { type MacroValues, expandMacros } from './macros.js';
-import type { TokenCounter } from './ports.js';
+import type { RegexKeyRunner, TokenCounter } from './ports.js';
 import type { CharacterRecord } from './records.js';
 
 /** No card means to scan further back than this; a book asking for more is read this deep. */
@@ -49,6 +49,7 @@ export async function prepareCardContext(input: {
   contextTokens: number;
   tokens: TokenCounter;
   values: MacroValues;
+  regexes: RegexKeyRunner;
 }): Promise<CardContext> {
   const texts = cardTexts(input.character, input.character.definition, input.values);
   const [activation, [postHistoryTokens = 0]] = await Promise.all([
@@ -60,6 +61,7 @@ export async function prepareCardContext(input: {
           contextTokens: input.contextTokens,
           tokens: input.tokens,
           render: (content) => expandMacros(content, input.values),
+          regexes: input.regexes,
         }),
     // The post-history instructions and the character's note stay in every prompt: counted together.
     input.tokens.count([texts.postHistory, texts.characterNote?.text ?? '']).then(([post = 0, note = 0]) => [(texts.postHistory === '' ? 0 : post) + (texts.characterNote ? note : 0)]),

@@ -7,7 +7,7 @@ import { checkImage, isImageMimeType } from './media.js';
 import type { Memories } from './memories.js';
 import type { LearnedRecall } from './learning/recall.js';
 import { ModelTraits } from './model-traits.js';
-import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, SpeechToText, TokenCounter, Transcription } from './ports.js';
+import type { ChatModel, ChatRequest, ChatUsage, Clock, FileStore, IdGenerator, ImageCodec, Logger, RegexKeyRunner, SpeechToText, TokenCounter, Transcription } from './ports.js';
 import { maxImageSide } from './prompt.js';
 import type { CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
 import type { MessageAlternative, RepositoryStore, StoredMessage } from './repositories.js';
@@ -131,6 +131,8 @@ export class Chat {
     private readonly ids: IdGenerator,
     private readonly logger: Logger,
     private readonly options: ChatOptions,
+    /** Runs the lorebooks' regular-expression keys, bounded in time. */
+    regexes: RegexKeyRunner,
     /** Voice messages; without it they are refused with `TRANSCRIPTION_UNAVAILABLE`. */
     private readonly speechToText?: SpeechToText,
     /** What the character learned from conversations, recalled into its prompts. */
@@ -138,7 +140,7 @@ export class Chat {
   ) {
     this.#traits = new ModelTraits(store, clock, model.modelId, options.contextTokens);
     this.#summaries = new ConversationSummaries(store, conversations, model, tokens, logger, options.summary, async () => (await this.#traits.read()).contextTokens);
-    this.#window = new ContextWindow(store, conversations, memories, files, tokens, this.#traits, this.#summaries, options, recall);
+    this.#window = new ContextWindow(store, conversations, memories, files, tokens, this.#traits, this.#summaries, options, regexes, recall);
   }
 
   /**

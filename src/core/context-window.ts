@@ -13,7 +13,7 @@ import { AppError, ValidationError } from './errors.js';
 import type { LearnedRecall } from './learning/recall.js';
 import type { Memories } from './memories.js';
 import type { ModelTraits } from './model-traits.js';
-import type { ChatRequest, FileStore, PromptFraming, TokenCounter } from './ports.js';
+import type { ChatRequest, FileStore, PromptFraming, RegexKeyRunner, TokenCounter } from './ports.js';
 import { buildHistory, imageTokens, systemPrompt } from './prompt.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MemoryRecord, MessageRecord } from './records.js';
 import type { RepositoryStore, StoredMessage } from './repositories.js';
@@ -74,6 +74,8 @@ export class ContextWindow {
     private readonly traits: ModelTraits,
     private readonly summaries: ConversationSummaries,
     private readonly options: ContextWindowOptions,
+    /** Runs the lorebooks' regular-expression keys, bounded in time. */
+    private readonly regexes: RegexKeyRunner,
     /** What the character learned from conversations; absent, it knows only what it was told. */
     private readonly recall?: LearnedRecall,
   ) {
@@ -189,6 +191,7 @@ export class ContextWindow {
       contextTokens,
       tokens: this.tokens,
       values: { character: characterMacroName(character), user: accounts.get(answered)?.username ?? defaultUserName, pickSeed: conversationId, random: this.options.random },
+      regexes: this.regexes,
     });
     const { system: bare, systemTokens, usedMemoryIds, parts, compose } = await this.#system(character, memories, summary?.text, available, newestCost, others, framing, card, person);
     const insertionCost = parts.insertionTokens + framing.messageTokens * parts.insertions.length;

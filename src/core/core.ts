@@ -15,7 +15,7 @@ import { LearnedRecall } from './learning/recall.js';
 import { Lorebooks } from './lorebooks.js';
 import { LorebookUse } from './lorebook/used-entries.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, RegexKeyRunner, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
 import { Speech } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
@@ -42,6 +42,8 @@ export interface CoreDependencies {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
+  /** Runs lorebook regular-expression keys, bounded in time whatever the pattern (one per process). */
+  regexKeys: RegexKeyRunner;
   options: {
     images?: Partial<ImagesOptions & JobRunnerOptions & { imageTimeLimitMs: number; trainingTimeLimitMs: number }>;
     startingBalance: number;
@@ -88,7 +90,7 @@ export function createCore(dependencies: CoreDependencies): Core {
   const { repositories, files, clock, ids, logger, options } = dependencies;
   const ledger = new Ledger(repositories, clock, ids);
   const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec, { ...defaultCharactersOptions, ...options.characters });
-  const lorebooks = new Lorebooks(repositories, characters, ids);
+  const lorebooks = new Lorebooks(repositories, characters, ids, dependencies.regexKeys);
   const accounts = new Accounts(repositories, clock, ids, characters, ledger, options);
   const memories = new Memories(repositories, characters, clock, ids, logger, dependencies.embedder);
   const conversations = new Conversations(repositories, characters, clock, ids);
@@ -107,6 +109,7 @@ export function createCore(dependencies: CoreDependencies): Core {
     ids,
     logger,
     chatOptions,
+    dependencies.regexKeys,
     dependencies.speechToText,
     recall,
   );

@@ -3,8 +3,9 @@ import type { Characters } from './characters.js';
 import { type FieldIssue, ValidationError, notFound } from './errors.js';
 import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookEntry, defaultLorebookSettings } from './lorebook/lorebook.js';
 import { readDecorators } from './lorebook/decorators.js';
-import { keyProblem } from './lorebook/keys.js';
-import type { IdGenerator } from './ports.js';
+import { type RegexMatcher, keyProblem, regexOf } from './lorebook/keys.js';
+import { probeRegexKeys } from './lorebook/regex-probe.js';
+import type { IdGenerator, RegexKeyRunner } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
 
 export const lorebookLimits = {
@@ -33,6 +34,8 @@ export class Lorebooks {
     private readonly store: RepositoryStore,
     private readonly characters: Characters,
     private readonly ids: IdGenerator,
+    /** Runs regular-expression keys as prompts will, to refuse at once one that hangs. */
+    private readonly regexes: RegexKeyRunner,
   ) {}
 
   async get(actor: Actor, characterId: string): Promise<Lorebook> {
@@ -56,7 +59,7 @@ export class Lorebooks {
   async addEntry(actor: Actor, characterId: string, input: LorebookEntryInput): Promise<LorebookEntry> {
     await this.characters.getOwned(actor, characterId);
     const entry: LorebookEntry = { ...defaultLorebookEntry, ...input, id: this.ids.uuid() };
-    throwIfAny([...entryIssues(entry), ...keyIssues(entry)]);
+    throwIfAny([...entryIssues(entry), ...(await this.#keyIssues(entry))]);
     return this.store.transaction(async ({ lorebooks }) => {
       await lorebooks.lock(characterId);
       throwIfAny(sizeIssues([...(await lorebooks.get(characterId)).entries, entry]));
@@ -64,15 +67,52 @@ export class Lorebooks {
     });
   }
 
+  /**
+   * Keys that could never match (a regular expression that does not compile) or are refused as
+   * too slow (by their form, or by hanging on a test text), said when a person writes them. A
+   * card's book is taken as it is: such an entry is skipped when the prompt is built, so one bad
+   * key never refuses a whole card.
+   */
+  async #keyIssues(entry: LorebookEntry): Promise<FieldIssue[]> {
+    const issues: FieldIssue[] = [];
+    // An entry that nothing could ever bring in. A card may hold such entries (SillyTavern makes
+    // new ones keyless): kept there, they simply never activate.
+    if (!entry.constant && !readDecorators(entry.content).activate && entry.enabled && entry.keys.every((key) => key.trim() === '')) {
+      issues.push({ field: 'keys', message: 'needs at least one key, unless the entry is constant' });
+    }
+    const regexes: { field: string; key: string; regex: RegexMatcher }[] = [];
+    const issue = (field: string, key: string, problem: string) => issues.push({ field, message: `${JSON.stringify(key.slice(0, 60))}: ${problem}` });
+    for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
+      for (const key of keys) {
+        const problem = keyProblem(key, this.regexes);
+        const regex = regexOf(key);
+        if (problem) issue(field, key, problem);
+        else if (regex) regexes.push({ field, key, regex });
+      }
+    }
+    if (regexes.length === 0) return issues;
+    const refused = await probeRegexKeys(regexes.map(({ regex }) => regex), this.regexes);
+    for (const { field, key, regex } of regexes) {
+      const problem = refused.get(regex);
+      if (problem) issue(field, key, problem);
+    }
+    return issues;
+  }
+
   async updateEntry(actor: Actor, characterId: string, entryId: string, change: LorebookEntryInput): Promise<LorebookEntry> {
     await this.characters.getOwned(actor, characterId);
+    const probed = await this.store.lorebooks.get(characterId);
+    const before = probed.entries.find((entry) => entry.id === entryId);
+    if (!before) throw notFound('Lorebook entry', entryId);
+    // Keys are tried (on the regex runner) before the book is locked: the lock is never held while waiting on it.
+    throwIfAny(await this.#keyIssues({ ...before, ...change, id: entryId }));
     return this.store.transaction(async ({ lorebooks }) => {
       await lorebooks.lock(characterId);
       const book = await lorebooks.get(characterId);
       const current = book.entries.find((entry) => entry.id === entryId);
       if (!current) throw notFound('Lorebook entry', entryId);
       const entry: LorebookEntry = { ...current, ...change, id: entryId };
-      throwIfAny([...entryIssues(entry), ...keyIssues(entry), ...sizeIssues(book.entries.map((each) => (each.id === entryId ? entry : each)))]);
+      throwIfAny([...entryIssues(entry), ...sizeIssues(book.entries.map((each) => (each.id === entryId ? entry : each)))]);
       return lorebooks.updateEntry(characterId, entry);
     });
   }
@@ -146,27 +186,6 @@ function entryIssues(entry: LorebookEntry): FieldIssue[] {
   }
   if (!Number.isFinite(entry.insertionOrder) || !Number.isFinite(entry.priority)) issues.push({ field: 'insertion_order', message: 'must be a number' });
   if (entry.extensionsJson.length > lorebookLimits.extensionsJson) issues.push({ field: 'extensions', message: 'is too large' });
-  return issues;
-}
-
-/**
- * Keys that could never match (none at all, a regular expression that does not compile, or one
- * refused as too slow), said when a person writes them. A card's book is taken as it is: such an entry is
- * skipped when the prompt is built, so one bad key never refuses a whole card.
- */
-function keyIssues(entry: LorebookEntry): FieldIssue[] {
-  const issues: FieldIssue[] = [];
-  // An entry that nothing could ever bring in. A card may hold such entries (SillyTavern makes
-  // new ones keyless): kept there, they simply never activate.
-  if (!entry.constant && !readDecorators(entry.content).activate && entry.enabled && entry.keys.every((key) => key.trim() === '')) {
-    issues.push({ field: 'keys', message: 'needs at least one key, unless the entry is constant' });
-  }
-  for (const [field, keys] of [['keys', entry.keys], ['secondary_keys', entry.secondaryKeys]] as const) {
-    for (const key of keys) {
-      const problem = keyProblem(key);
-      if (problem) issues.push({ field, message: `${JSON.stringify(key.slice(0, 60))}: ${problem}` });
-    }
-  }
   return issues;
 }
 

@@ -189,6 +189,39 @@ export interface Embedder {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Lorebook regular expressions
+
+/** A lorebook key's regular expression: its pattern and flags (never `g` or `y`). */
+export interface RegexKey {
+  source: string;
+  flags: string;
+}
+
+/** One pattern to run on one text: `texts[text]` of the same call. */
+export interface RegexCheck {
+  key: RegexKey;
+  text: number;
+}
+
+/**
+ * Runs lorebook regular-expression keys, which come from whoever wrote a card: JavaScript's
+ * engine backtracks, and one pattern can run for minutes on a short text. An adapter bounds the
+ * wait whatever the pattern, and learns which patterns ran past the bound.
+ */
+export interface RegexKeyRunner {
+  /** The wait one prompt's keys may cost in all, in milliseconds. */
+  readonly boundMs: number;
+  /**
+   * For each check, whether its pattern matches its text; undefined where that was not decided
+   * within `timeoutMs` (the pattern ran too long, or waited behind one that did) or the pattern
+   * is refused. Never rejects.
+   */
+  run(texts: readonly string[], checks: readonly RegexCheck[], timeoutMs: number): Promise<(boolean | undefined)[]>;
+  /** Why a pattern is no longer run (it ran past the bound), or undefined. */
+  refusal(key: RegexKey): string | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Logging
 
 /** The slice of pino the core uses; pino's Logger satisfies it. */

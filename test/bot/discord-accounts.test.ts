@@ -10,6 +10,7 @@ import { createOpenAICompatibleChatModel } from '../../src/engines/chat/openai-c
 import { DiskFileStore } from '../../src/store/file-store.js';
 import { type SqlStore, openSqlStore } from '../../src/store/sql/sql-store.js';
 import { createSharpImageCodec } from '../../src/media/sharp-image-codec.js';
+import { WorkerRegexRunner } from '../../src/engines/regex/worker-regex-runner.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -31,6 +32,7 @@ describe('DiscordAccounts', () => {
       ids: createRandomIds(),
       links: { sign: (key) => `http://127.0.0.1:9/files/${key}` },
       logger: silent,
+      regexKeys: new WorkerRegexRunner({ boundMs: 50, logger: silent }),
       options: { startingBalance: 10, adminApiKey: undefined, chat: { contextTokens: 4096, maxReplyTokens: 256 } },
     });
     accounts = new DiscordAccounts(repositories.discordLinks, core.accounts);

@@ -22,6 +22,7 @@ import { type SqlStore, openSqlStore } from '../../src/store/sql/sql-store.js';
 import { decode, demux, rms } from '../audio/ogg-opus-reader.js';
 import { startWithClient } from '../fake-discord/harness.js';
 import { DEFAULT_BOT_PERMISSIONS } from '../fakes/discord/permissions.js';
+import { WorkerRegexRunner } from '../../src/engines/regex/worker-regex-runner.js';
 
 type Setup = Awaited<ReturnType<typeof startWithClient>>;
 
@@ -79,6 +80,7 @@ describe('voice-message replies through discord.js to the fake Discord', () => {
       ids: createRandomIds(),
       links: { sign: (key) => `http://127.0.0.1:9/files/${key}` },
       logger: { debug() {}, info() {}, warn() {}, error() {} },
+      regexKeys: new WorkerRegexRunner({ boundMs: 50, logger: { debug() {}, info() {}, warn() {}, error() {} } }),
       options: { startingBalance: 0, adminApiKey: undefined, chat: { contextTokens: 4096, maxReplyTokens: 256 } },
     });
     const singing = (await core.accounts.create(adminActor, { username: 'singer' })).account;

@@ -70,7 +70,14 @@ describe('readCard', () => {
     });
     const [north, sea] = card.lorebook!.entries;
     expect(north).toMatchObject({ position: 'at_depth', depth: 0, role: 'assistant', content: '@@activate_only_after 2\nThe north is cold.' });
-    expect(sea).toMatchObject({ position: 'before_character', scanDepth: 5, keys: ['/sea\\w+/'], constant: true, content: 'Seas are wide.' });
+    expect(sea).toMatchObject({ position: 'before_character', scanDepth: 5, keys: ['/sea\\w+/i'], constant: true, content: 'Seas are wide.' });
+  });
+
+  it('keeps use_regex keys case-insensitive unless the entry is case-sensitive, as SillyTavern reads them', async () => {
+    const sensitive = v3Json.replace('"use_regex":true', '"use_regex":true,"case_sensitive":true');
+    expect(sensitive).not.toBe(v3Json);
+    const [, sea] = (await readCard(utf8(sensitive), 'application/json')).lorebook!.entries;
+    expect(sea).toMatchObject({ keys: ['/sea\\w+/'], caseSensitive: true });
   });
 
   it('falls back to the chara backfill when ccv3 is of a later version', async () => {

@@ -12,11 +12,12 @@
  * the budget), then lower `insertionOrder`, then the book's own order. Where an entry goes in the
  * prompt depends on its position and `insertionOrder` alone, never on why it came in.
  */
-import type { TokenCounter } from '../ports.js';
+import type { RegexKeyRunner, TokenCounter } from '../ports.js';
 import { readDecorators } from './decorators.js';
 import { countEntryTokens } from './entry-tokens.js';
-import { type CompiledKeys, compileKeys } from './keys.js';
+import { type CompiledKeys, type KeyMatcher, compileKeys } from './keys.js';
 import type { Lorebook, LorebookEntry } from './lorebook.js';
+import { RegexDecisions } from './regex-decisions.js';
 import { type ScanText, ScanTexts } from './scan-text.js';
 
 export interface ActivationRequest {
@@ -28,6 +29,11 @@ export interface ActivationRequest {
   tokens: Pick<TokenCounter, 'count' | 'exact'>;
   /** Makes an entry's content what the prompt holds (macros); it is scanned and counted as such. */
   render?: ((content: string) => string) | undefined;
+  /**
+   * Runs the regular-expression keys, bounded in time. A key not decided in time (or refused)
+   * keeps its entry out of this prompt: counting it as no match could let a NOT entry in.
+   */
+  regexes: RegexKeyRunner;
 }
 
 /** Why an entry is in. */
@@ -93,8 +99,11 @@ export async function activateLorebook(request: ActivationRequest): Promise<Acti
     }
   };
 
+  const regexes = new RegexDecisions(request.regexes);
   const scans = new ScanTexts(request.messages);
   const constants = candidates.filter((candidate) => candidate.entry.constant).sort(byPrecedence);
+  const keyed = candidates.filter((candidate) => !candidate.entry.constant && !candidate.forced);
+  await regexes.decide(keyed.map((candidate) => ({ keys: candidate.keys, scan: scans.at(candidate.scanDepth) })));
   const matched = candidates.filter((candidate) => !candidate.entry.constant && (candidate.forced || matches(candidate, scans))).sort(byPrecedence);
   await admit([...constants, ...matched], (candidate) => (candidate.entry.constant ? 'constant' : 'message'));
 
@@ -103,7 +112,9 @@ export async function activateLorebook(request: ActivationRequest): Promise<Acti
     const recursion = admitted.filter((each) => !each.entry.preventRecursion).map((each) => each.content).join('\n');
     if (recursion === '') break;
     const withContents = new ScanTexts(request.messages, recursion);
-    const round = candidates.filter((candidate) => !taken.has(candidate.index) && !candidate.entry.constant && !candidate.entry.excludeRecursion && matches(candidate, withContents)).sort(byPrecedence);
+    const open = candidates.filter((candidate) => !taken.has(candidate.index) && !candidate.entry.constant && !candidate.entry.excludeRecursion);
+    await regexes.decide(open.map((candidate) => ({ keys: candidate.keys, scan: withContents.at(candidate.scanDepth) })));
+    const round = open.filter((candidate) => matches(candidate, withContents)).sort(byPrecedence);
     if (round.length === 0) break;
     await admit(round, () => 'recursion');
   }
@@ -148,22 +159,54 @@ function matches(candidate: Candidate, scans: ScanTexts): boolean {
   const scan = scans.at(candidate.scanDepth);
   if (scan.text === '') return false;
   const { primary, secondary } = candidate.keys;
-  if (!primary.some((key) => key(scan))) return false;
+  if (anyMatches(primary, scan) !== true) return false;
   if (secondary.length === 0) return true;
-  return secondaryHolds(candidate.entry.secondaryLogic, secondary, scan);
+  return secondaryHolds(candidate.entry.secondaryLogic, secondary, scan) === true;
 }
 
-function secondaryHolds(logic: LorebookEntry['secondaryLogic'], keys: CompiledKeys['secondary'], scan: ScanText): boolean {
+/**
+ * Whether the keys hold, in three values: undefined when the answer turns on a regular
+ * expression that was not decided in time, so the entry stays out rather than guessed in.
+ */
+function secondaryHolds(logic: LorebookEntry['secondaryLogic'], keys: CompiledKeys['secondary'], scan: ScanText): boolean | undefined {
   switch (logic) {
     case 'and_any':
-      return keys.some((key) => key(scan));
+      return anyMatches(keys, scan);
     case 'and_all':
-      return keys.every((key) => key(scan));
+      return allMatch(keys, scan);
     case 'not_any':
-      return !keys.some((key) => key(scan));
+      return not(anyMatches(keys, scan));
     case 'not_all':
-      return !keys.every((key) => key(scan));
+      return not(allMatch(keys, scan));
   }
+}
+
+function outcome(key: KeyMatcher, scan: ScanText): boolean | undefined {
+  return typeof key === 'function' ? key(scan) : scan.regexOutcomes.get(key.id);
+}
+
+function anyMatches(keys: readonly KeyMatcher[], scan: ScanText): boolean | undefined {
+  let undecided = false;
+  for (const key of keys) {
+    const matched = outcome(key, scan);
+    if (matched === true) return true;
+    if (matched === undefined) undecided = true;
+  }
+  return undecided ? undefined : false;
+}
+
+function allMatch(keys: readonly KeyMatcher[], scan: ScanText): boolean | undefined {
+  let undecided = false;
+  for (const key of keys) {
+    const matched = outcome(key, scan);
+    if (matched === false) return false;
+    if (matched === undefined) undecided = true;
+  }
+  return undecided ? undefined : true;
+}
+
+function not(value: boolean | undefined): boolean | undefined {
+  return value === undefined ? undefined : !value;
 }
 
 function byPrecedence(left: Candidate, right: Candidate): number {

@@ -3,15 +3,24 @@
  * book read again for every prompt is not compiled again. Keys are plain text (substring, whole
  * words by default, case-insensitive by default) or `/pattern/flags`, as SillyTavern reads them.
  */
+import type { RegexKey, RegexKeyRunner } from '../ports.js';
 import type { ScanText } from './scan-text.js';
-import { repetitionProblem } from './regex-safety.js';
+import { backreferenceProblem, repetitionProblem } from './regex-safety.js';
 import { isSingleWord, unspacedScript, wordCharacter } from './words.js';
 
-export type KeyMatcher = (scan: ScanText) => boolean;
+/** A plain key, matched where it is asked; a regular expression, run through the RegexKeyRunner port. */
+export type KeyMatcher = ((scan: ScanText) => boolean) | RegexMatcher;
+
+export interface RegexMatcher extends RegexKey {
+  /** The pattern and its flags, the same for every entry that has them. */
+  id: string;
+}
 
 export interface CompiledKeys {
   primary: KeyMatcher[];
   secondary: KeyMatcher[];
+  /** The regular expressions among both, which activation has run before it matches. */
+  regexes: RegexMatcher[];
   /** Why a key cannot be used (a bad or dangerous pattern): the entry is then never activated. */
   problem: string | undefined;
 }
@@ -53,7 +62,10 @@ export function compileKeys(primary: readonly string[], secondary: readonly stri
       }
       return [compiled];
     });
-  const compiled = { primary: compile(primary), secondary: compile(secondary), problem, from: { primary: [...primary], secondary: [...secondary], rules: { ...rules } } };
+  const primaryMatchers = compile(primary);
+  const secondaryMatchers = compile(secondary);
+  const regexes = [...primaryMatchers, ...secondaryMatchers].filter((matcher): matcher is RegexMatcher => typeof matcher !== 'function');
+  const compiled = { primary: primaryMatchers, secondary: secondaryMatchers, regexes, problem, from: { primary: [...primary], secondary: [...secondary], rules: { ...rules } } };
   if (cached >= cacheLimit) {
     cache.clear();
     cached = 0;
@@ -69,10 +81,22 @@ function sameKeys(left: readonly string[], right: readonly string[]): boolean {
   return true;
 }
 
-/** Why `key` cannot be used as a key, for an editor to say so when it is written; undefined when it can. */
-export function keyProblem(key: string): string | undefined {
+/**
+ * Why `key` cannot be used as a key, for an editor to say so when it is written; undefined when
+ * it can. Stricter than a card's keys, taken as they are: a backreference, or a pattern `regexes`
+ * stopped running, is refused here too.
+ */
+export function keyProblem(key: string, regexes?: Pick<RegexKeyRunner, 'refusal'>): string | undefined {
   const compiled = compileKey(key, { caseSensitive: false, matchWholeWords: true });
-  return typeof compiled === 'string' ? compiled : undefined;
+  if (typeof compiled === 'string') return compiled;
+  if (typeof compiled === 'function') return undefined;
+  return backreferenceProblem(compiled.source) ?? regexes?.refusal(compiled);
+}
+
+/** The regular expression `key` stands for, when it is a usable one. */
+export function regexOf(key: string): RegexMatcher | undefined {
+  const compiled = compileKey(key, { caseSensitive: false, matchWholeWords: true });
+  return typeof compiled === 'object' ? compiled : undefined;
 }
 
 /** `/pattern/flags`, as SillyTavern recognises a regular-expression key. */
@@ -104,12 +128,12 @@ function compileRegex(pattern: string, flags: string): KeyMatcher | string {
   if (problem) return problem;
   let expression: RegExp;
   try {
-    // `g` and `y` would make `test` remember where it stopped between texts.
+    // Compiled here only to be checked: it runs elsewhere. `g` and `y` would make `test` remember where it stopped between texts.
     expression = new RegExp(pattern, flags.replace(/[gy]/g, ''));
   } catch (error) {
     return `not a valid regular expression (${(error as Error).message})`;
   }
-  return (scan) => expression.test(scan.bounded);
+  return { id: `${expression.flags}/${pattern}`, source: pattern, flags: expression.flags };
 }
 
 function containsWholeWord(haystack: string, needle: string, startBound: boolean, endBound: boolean): boolean {

@@ -1,9 +1,10 @@
 /**
  * A regular-expression key comes from whoever wrote the card, and JavaScript's engine backtracks:
- * `(a+)+$` on thirty letters runs for minutes and would stall every chat on the process. Keys with
- * a repetition inside a repeated group (the pattern behind nearly all such blow-ups) are refused;
- * what is left can still be slow in proportion to a power of the text's length, which the
- * scanned text's bound (scan-text.ts) keeps small.
+ * `(a+)+$` on thirty letters runs for minutes. Keys with a repetition inside a repeated group (the
+ * pattern behind most such blow-ups) are refused before they run. The check is not sound (`(a|aa)*c`
+ * and `a*a*a*a*c` pass it and are as slow), so it is no safeguard: that is the bound the
+ * RegexKeyRunner port keeps on every pattern's time. It spares a process learning the commonest
+ * case by running it, and tells a person writing a key why it is refused.
  */
 
 const refusal = 'a repetition inside a repeated group can take exponential time (as (a+)+ does); write it without the nesting';
@@ -34,6 +35,25 @@ export function repetitionProblem(pattern: string): string | undefined {
       continue;
     }
     if (repeatsAt(pattern, index)) groups[groups.length - 1] = true;
+  }
+  return undefined;
+}
+
+const backreferenceRefusal = 'a backreference (\\1, \\k<name>) can take exponential time whatever the rest of the pattern; write it without one';
+
+/**
+ * Why `pattern` is refused for holding a backreference, or undefined. Only said to a person
+ * writing a key: a card's keys are taken as they are and bounded in time when they run.
+ */
+export function backreferenceProblem(pattern: string): string | undefined {
+  for (let index = 0; index < pattern.length; index++) {
+    const character = pattern[index];
+    if (character === '[') index = endOfClass(pattern, index);
+    else if (character === '\\') {
+      const next = pattern[index + 1] ?? '';
+      if (/[1-9]/.test(next) || (next === 'k' && pattern[index + 2] === '<')) return backreferenceRefusal;
+      index++;
+    }
   }
   return undefined;
 }

@@ -8,12 +8,17 @@ import { unspacedScript, unspacedScripts, wordRuns } from './words.js';
 
 /**
  * Regular expressions read at most this many characters, the newest: a key that backtracks in
- * proportion to a power of the length stays within milliseconds (plain keys read everything,
- * in linear time).
+ * proportion to a power of the length stays within milliseconds, and a prompt sends less to the
+ * thread that runs them (plain keys read everything, in linear time).
  */
 export const maxRegexScanCharacters = 8_000;
 
 export class ScanText {
+  /**
+   * What each regular-expression key (by its id) gave on this text, once run: undefined while
+   * not decided (not run yet, or not in time).
+   */
+  readonly regexOutcomes = new Map<string, boolean | undefined>();
   #lower: string | undefined;
   #bounded: string | undefined;
   #words: Set<string> | undefined;

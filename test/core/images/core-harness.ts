@@ -10,6 +10,7 @@ import { DiskFileStore } from '../../../src/store/file-store.js';
 import { type SqlStore, openSqlStore } from '../../../src/store/sql/sql-store.js';
 import { ScriptedImageEngine, ScriptedTrainer } from './scripted-engines.js';
 import { createSharpImageCodec } from '../../../src/media/sharp-image-codec.js';
+import { WorkerRegexRunner } from '../../../src/engines/regex/worker-regex-runner.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -48,6 +49,7 @@ export async function startCoreHarness(images: ImageOptions = {}, engineConcurre
       clock: createSystemClock(),
       ids: createRandomIds(),
       logger: silent,
+      regexKeys: new WorkerRegexRunner({ boundMs: 50, logger: silent }),
       options: {
         startingBalance: 0,
         adminApiKey: undefined,

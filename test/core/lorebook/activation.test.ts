@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type ActivationRequest, activateLorebook } from '../../../src/core/lorebook/activation.js';
 import type { LorebookEntry, LorebookSettings } from '../../../src/core/lorebook/lorebook.js';
-import { book, entry, wordCounter } from './book.js';
+import { book, entry, testRegexes, wordCounter } from './book.js';
 
 async function activate(entries: LorebookEntry[], messages: string[], settings: Partial<LorebookSettings> = {}, extra: Partial<ActivationRequest> = {}) {
-  return activateLorebook({ book: book(entries, settings), messages, contextTokens: 100_000, tokens: wordCounter(), ...extra });
+  return activateLorebook({ book: book(entries, settings), messages, contextTokens: 100_000, tokens: wordCounter(), regexes: testRegexes, ...extra });
 }
 const ids = async (...args: Parameters<typeof activate>) => (await activate(...args)).entryIds;
 

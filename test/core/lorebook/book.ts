@@ -1,7 +1,13 @@
-import type { TokenCounter } from '../../../src/core/ports.js';
+import type { Logger, TokenCounter } from '../../../src/core/ports.js';
+import { WorkerRegexRunner } from '../../../src/engines/regex/worker-regex-runner.js';
 import { type Lorebook, type LorebookEntry, type LorebookSettings, defaultLorebookEntry, defaultLorebookSettings } from '../../../src/core/lorebook/lorebook.js';
 
 let sequence = 0;
+
+export const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** One runner for the lorebook tests, as a process has one; tests of refusals make their own. */
+export const testRegexes = new WorkerRegexRunner({ boundMs: 50, logger: quiet });
 
 /** An entry with the card defaults, changed by `fields`. */
 export function entry(fields: Partial<LorebookEntry> = {}): LorebookEntry {

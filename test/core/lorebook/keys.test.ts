@@ -4,11 +4,11 @@ import { compileKeys, keyProblem } from '../../../src/core/lorebook/keys.js';
 import type { LorebookEntry } from '../../../src/core/lorebook/lorebook.js';
 import { repetitionProblem } from '../../../src/core/lorebook/regex-safety.js';
 import { maxRegexScanCharacters } from '../../../src/core/lorebook/scan-text.js';
-import { book, entry, wordCounter } from './book.js';
+import { book, entry, testRegexes, wordCounter } from './book.js';
 
 /** The ids of `entries` activated by `messages` (newest last). */
 async function active(entries: LorebookEntry[], ...messages: string[]): Promise<string[]> {
-  return (await activateLorebook({ book: book(entries), messages, contextTokens: 100_000, tokens: wordCounter() })).entryIds;
+  return (await activateLorebook({ book: book(entries), messages, contextTokens: 100_000, tokens: wordCounter(), regexes: testRegexes })).entryIds;
 }
 
 describe('plain keys', () => {

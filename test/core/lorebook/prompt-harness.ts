@@ -12,6 +12,7 @@ import { createSharpImageCodec } from '../../../src/media/sharp-image-codec.js';
 import { DiskFileStore } from '../../../src/store/file-store.js';
 import { type SqlStore, openSqlStore } from '../../../src/store/sql/sql-store.js';
 import { type FakeOpenAI, type FakeRequestBody, startFakeOpenAI } from '../../fakes/fake-openai.js';
+import { WorkerRegexRunner } from '../../../src/engines/regex/worker-regex-runner.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -44,6 +45,7 @@ export async function startPromptHarness(chat: { contextTokens: number; maxReply
     clock: createSystemClock(),
     ids: createRandomIds(),
     logger: silent,
+    regexKeys: new WorkerRegexRunner({ boundMs: 50, logger: silent }),
     options: { startingBalance: 0, adminApiKey: undefined, chat },
   });
   const { account } = await core.accounts.create(adminActor, { username: 'Sam' });
