@@ -57,8 +57,9 @@ describe('greetings on Discord', () => {
     expect(greeting.author.username).toBe('Bram');
     // The prompt carried it as Bram's line.
     const prompt = bot.llm.requests.at(-1)!.body.messages!.filter((message) => message.role !== 'system');
-    // (The card's post-history instructions, "Stay terse.", come after the history.)
-    expect(prompt.map((message) => message.content)).toEqual(['Who goes there?', 'Hello?\n\nStay terse.']);
+    // (The card's Character's Note, "Stay in 1843." at depth 4, comes before a history shorter than
+    // that; its post-history instructions, "Stay terse.", after it.)
+    expect(prompt.map((message) => message.content)).toEqual(['Stay in 1843.', 'Who goes there?', 'Hello?\n\nStay terse.']);
   });
 
   it('swipes a greeting with ◀ ▶, stopping at the last, and the conversation goes on from the one shown', async () => {
@@ -80,7 +81,7 @@ describe('greetings on Discord', () => {
     discord.sendMessage({ channelId: thread.id, author: alice, content: 'Tea, please.' });
     await discord.waitFor(() => bot.llm.requests.length > calls);
     const prompt = bot.llm.requests.at(-1)!.body.messages!.filter((message) => message.role !== 'system');
-    expect(prompt.map((message) => message.content)).toEqual(['Tea?', 'Tea, please.\n\nStay terse.']);
+    expect(prompt.map((message) => message.content)).toEqual(['Stay in 1843.', 'Tea?', 'Tea, please.\n\nStay terse.']);
   });
 
   it('greets in a DM before answering the first message there', async () => {
