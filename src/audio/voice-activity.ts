@@ -37,12 +37,25 @@ function loadModule(): Promise<FvadModule> {
   return loading;
 }
 
+/** Makes detectors at once, for a caller that must not wait (a receive stream's first packet). */
+export interface VoiceActivityDetectors {
+  create(options?: { aggressiveness?: VoiceActivityAggressiveness }): VoiceActivityDetector;
+}
+
+/** Loads the WebAssembly (compiled once per process), then makes detectors synchronously. */
+export async function loadVoiceActivityDetectors(): Promise<VoiceActivityDetectors> {
+  const module = await loadModule();
+  return { create: (options = {}) => detectorOf(module, options.aggressiveness ?? 2) };
+}
+
 /** Makes a detector; the first call in a process waits for the WebAssembly to compile. */
 export async function createVoiceActivityDetector(options: { aggressiveness?: VoiceActivityAggressiveness } = {}): Promise<VoiceActivityDetector> {
-  const module = await loadModule();
+  return (await loadVoiceActivityDetectors()).create(options);
+}
+
+function detectorOf(module: FvadModule, aggressiveness: VoiceActivityAggressiveness): VoiceActivityDetector {
   const instance = module._fvad_new();
   if (instance === 0) throw new Error('fvad: out of memory');
-  const aggressiveness = options.aggressiveness ?? 2;
   const configure = (): boolean => module._fvad_set_mode(instance, aggressiveness) === 0 && module._fvad_set_sample_rate(instance, DISCORD_SAMPLE_RATE) === 0;
   if (!configure()) {
     module._fvad_free(instance);
