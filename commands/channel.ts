@@ -73,14 +73,14 @@ async function add(interaction: GuildInteraction, context: BotContext): Promise<
   const { actor, account } = await context.accountOf(interaction.user);
   const character = await resolveCharacter(context.core, actor, interaction.options.getString('character', true));
   const known = await context.channels.get(interaction.channelId);
-  const conversationId = known?.conversationId ?? (await context.core.conversations.create(actor, account.id, character.id)).id;
+  const conversationId = known?.conversationId ?? (await context.core.conversations.create(actor, account.id, character.id, { greet: false })).id;
   const channel = await context.channels.addCharacter({ channelId: interaction.channelId, guildId: interaction.guildId, conversationId }, character.id, Date.now());
   // The stored conversation wins over one made by a concurrent first add. The manager joins it
   // (as everyone who writes here does) and brings the character in as themselves, so their own
   // private character may speak in a channel another manager opened.
   try {
     await context.core.conversations.addSpeaker(adminActor, channel.conversationId, account.id);
-    await context.core.conversations.addCharacter(actor, channel.conversationId, character.id);
+    await context.core.conversations.addCharacter(actor, channel.conversationId, character.id, { greet: false });
   } catch (error) {
     if (!known?.characterIds.includes(character.id)) await context.channels.removeCharacter(interaction.channelId, character.id);
     throw error;

@@ -6,7 +6,7 @@ import {
 import { downloadAttachment } from '../src/bot/attachments.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
-import { deliveryRecordFor } from '../src/bot/delivery-records.js';
+import { deliveryRecordFor } from '../src/bot/deliveries/delivery-records.js';
 import { characterLimits } from '../src/core/characters.js';
 import { AppError } from '../src/core/errors.js';
 import { facePhotoLimits } from '../src/core/images/face-photos.js';

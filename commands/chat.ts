@@ -11,10 +11,10 @@ import {
 import { type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { explainError } from '../src/bot/explain-error.js';
-import { followSpeaker } from '../src/bot/follow-speaker.js';
-import { inPlaceChannel, labelOf, shownAlternative } from '../src/bot/in-place-reply.js';
-import { type SwipeButton, parseRegenerateButton, parseSwipeButton } from '../src/bot/reply-buttons.js';
-import { replyChannelOf } from '../src/bot/reply-channel.js';
+import { followSpeaker } from '../src/bot/voice/follow-speaker.js';
+import { inPlaceChannel, labelOf, shownAlternative } from '../src/bot/replies/in-place-reply.js';
+import { type SwipeButton, parseRegenerateButton, parseSwipeButton } from '../src/bot/replies/reply-buttons.js';
+import { replyChannelOf } from '../src/bot/replies/reply-channel.js';
 import { AppError } from '../src/core/errors.js';
 
 const data = {
@@ -72,6 +72,8 @@ export default {
     await context.links.link({ conversationId: conversation.id, channelId: thread.id, guildId: interaction.guildId });
     if (isPrivate) await thread.members.add(interaction.user.id);
     await thread.send({ ...(await characterCard(context.core, character)), allowedMentions: { parse: [] } });
+    // The character opens the thread with its greeting, as itself, before anyone writes.
+    if (conversation.greeting) await context.runner.greet(conversation.id, conversation.greeting, context.replies.channelFor(thread, character));
     await answer(interaction, `Your conversation with **${character.name}** is in <#${thread.id}>.`);
     if (first) {
       await context.runner.answer(actor, conversation.id, [{ text: first }], context.replies.channelFor(thread, character));
@@ -122,9 +124,10 @@ export default {
 async function showAlternative(interaction: ButtonInteraction, context: Parameters<Command['execute']>[1], button: SwipeButton): Promise<void> {
   const { actor } = await context.accountOf(interaction.user);
   const chosen = await context.core.conversations.chooseAlternative(actor, button.conversationId, button.replyId, button.index);
-  // 🔄 names the message the reply answers: the one just before it, as when it was written.
+  // 🔄 names the message the reply answers: the one just before it, as when it was written; a
+  // greeting that opened the conversation answers none.
   const [answered] = await context.core.conversations.messages(button.conversationId, { beforePosition: chosen.position, newest: true, limit: 1 });
-  const shown = shownAlternative(chosen, answered?.id ?? chosen.id, labelOf(interaction.message));
+  const shown = shownAlternative(chosen, answered?.id, labelOf(interaction.message));
   await interaction.update({ ...shown, allowedMentions: { parse: [] } });
 }
 
@@ -137,11 +140,13 @@ async function sendFirst(
   text: string,
 ): Promise<void> {
   const { actor } = await context.accountOf(interaction.user);
+  const channel = interaction.channel ?? (await interaction.user.createDM());
   let conversationId = await context.links.dmConversation(interaction.user.id, characterId);
   if (!conversationId) {
-    conversationId = (await context.core.conversations.create(actor, accountId, characterId)).id;
+    const conversation = await context.core.conversations.create(actor, accountId, characterId);
+    conversationId = conversation.id;
     await context.links.setDmConversation(interaction.user.id, characterId, conversationId);
+    if (conversation.greeting) await context.runner.greet(conversationId, conversation.greeting, replyChannelOf(channel));
   }
-  const channel = interaction.channel ?? (await interaction.user.createDM());
   await context.runner.answer(actor, conversationId, [{ text }], replyChannelOf(channel));
 }

@@ -6,11 +6,11 @@ import {
 } from 'discord.js';
 import { resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
-import { deliveryRecordFor } from '../src/bot/delivery-records.js';
-import { parseImageButton } from '../src/bot/image-buttons.js';
-import { failureFields } from '../src/bot/job-deliveries.js';
-import { describeImageJob, promptWithCharacter } from '../src/bot/image-prompts.js';
-import { resultButtons, waitingView } from '../src/bot/image-views.js';
+import { deliveryRecordFor } from '../src/bot/deliveries/delivery-records.js';
+import { parseImageButton } from '../src/bot/deliveries/image-buttons.js';
+import { failureFields } from '../src/bot/deliveries/job-deliveries.js';
+import { describeImageJob, promptWithCharacter } from '../src/bot/deliveries/image-prompts.js';
+import { resultButtons, waitingView } from '../src/bot/deliveries/image-views.js';
 import { AppError } from '../src/core/errors.js';
 import { imageDefaults, imageLimits } from '../src/core/images/image-request.js';
 import type { JobRecord } from '../src/core/records.js';

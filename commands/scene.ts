@@ -1,7 +1,7 @@
 import { ApplicationCommandOptionType, type AutocompleteInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
-import { followSpeaker } from '../src/bot/follow-speaker.js';
+import { followSpeaker } from '../src/bot/voice/follow-speaker.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import type { CharacterRecord } from '../src/core/records.js';
@@ -40,8 +40,12 @@ export default {
       if (place.kind === 'channel') throw new AppError('VALIDATION_FAILED', 'In this channel, server managers choose who speaks with /channel characters.');
       if (subcommand === 'add') {
         const character = await resolveCharacter(context.core, actor, interaction.options.getString('character', true));
-        await context.core.conversations.addCharacter(actor, place.conversationId, character.id);
+        const { greeting } = await context.core.conversations.addCharacter(actor, place.conversationId, character.id);
         await answer(interaction, `**${character.name}** joins the conversation. Start a message with “${character.name}” or reply to one of their messages to talk to them.`, false);
+        // A card with greetings for group chats has the character greet the scene with one.
+        if (greeting && interaction.channel) {
+          await context.runner.greet(place.conversationId, greeting, context.replies.channelFor(interaction.channel, character, { several: true }));
+        }
       } else {
         const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true));
         await context.core.conversations.removeCharacter(actor, place.conversationId, character.id);

@@ -1,7 +1,7 @@
 import { type APIApplicationCommandSubcommandOption, ApplicationCommandOptionType, type ChatInputCommandInteraction, PermissionFlagsBits } from 'discord.js';
 import { type BotContext, answer } from '../../src/bot/command.js';
-import { currentDmConversation } from '../../src/bot/dm-conversation.js';
-import { voiceReplyObstacle } from '../../src/bot/voice-reply.js';
+import { currentDmConversation } from '../../src/bot/conversations/dm-conversation.js';
+import { voiceReplyObstacle } from '../../src/bot/voice/voice-reply.js';
 import { adminActor } from '../../src/core/actor.js';
 import { AppError } from '../../src/core/errors.js';
 import type { ConversationRecord } from '../../src/core/records.js';

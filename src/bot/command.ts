@@ -13,12 +13,12 @@ import type { Core } from '../core/core.js';
 import type { Logger } from '../core/ports.js';
 import type { AccountRecord } from '../core/records.js';
 import type { DiscordChannelRepository } from '../core/repositories.js';
-import type { ConversationLinks } from './conversation-links.js';
-import type { ConversationRunner } from './conversation-runner.js';
-import type { JobDeliveries } from './job-deliveries.js';
-import type { Places } from './places.js';
-import type { PersonaReplies } from './persona-replies.js';
-import type { VoicePlayback } from './voice-playback.js';
+import type { ConversationLinks } from './conversations/conversation-links.js';
+import type { ConversationRunner } from './conversations/conversation-runner.js';
+import type { JobDeliveries } from './deliveries/job-deliveries.js';
+import type { Places } from './conversations/places.js';
+import type { PersonaReplies } from './personas/persona-replies.js';
+import type { VoicePlayback } from './voice/voice-playback.js';
 
 /** What commands get to do their work: no globals. */
 export interface BotContext {

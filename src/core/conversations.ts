@@ -4,6 +4,7 @@ import { AppError, ValidationError, notFound } from './errors.js';
 import type { Clock, IdGenerator } from './ports.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
 import { ChangeTokenMemo } from './change-token-memo.js';
+import { characterMacroName, defaultUserName, expandMacros } from './macros.js';
 import { MessageSnapshots, snapshotBytes } from './message-snapshots.js';
 import type { MessageRange, RepositoryStore, StoredConversation, StoredMessage } from './repositories.js';
 
@@ -49,8 +50,13 @@ export class Conversations {
     });
   }
 
-  /** Opens a conversation of `accountId` with a character that account may see. */
-  async create(actor: Actor, accountId: string, characterId: string): Promise<ConversationRecord> {
+  /**
+   * Opens a conversation of `accountId` with a character that account may see. It opens with
+   * the character's greeting (its first message, the alternate greetings as its alternatives,
+   * macros resolved with the names of this conversation) unless `greet` is false (a server
+   * channel's shared conversation, which nobody opened); `greeting` is that message.
+   */
+  async create(actor: Actor, accountId: string, characterId: string, options: { greet?: boolean } = {}): Promise<ConversationRecord & { greeting?: StoredMessage }> {
     if (actor.type === 'account' && actor.accountId !== accountId) {
       throw new AppError('FORBIDDEN', 'An account may open conversations only for itself.');
     }
@@ -66,7 +72,10 @@ export class Conversations {
       { id: this.ids.uuid(), accountId, characterId, createdMicros: now, updatedMicros: now, summary: null, summaryThroughPosition: null },
       accountId,
     );
-    return conversationRecord(stored, [accountId], [characterId]);
+    const conversation = conversationRecord(stored, [accountId], [characterId]);
+    const texts = options.greet === false ? [] : greetingTexts(character, account.username, stored.id, 'opening');
+    if (texts.length === 0) return conversation;
+    return { ...conversation, greeting: await this.appendAlternatives(stored.id, characterId, texts) };
   }
 
   /** A conversation the actor takes part in (any, for the admin). */
@@ -255,7 +264,7 @@ export class Conversations {
    * one the actor may use (its own or a public one; for the admin, one the conversation's
    * opener may use, as when opening it). Adding one already there changes nothing.
    */
-  async addCharacter(actor: Actor, conversationId: string, characterId: string): Promise<ConversationRecord> {
+  async addCharacter(actor: Actor, conversationId: string, characterId: string, options: { greet?: boolean } = {}): Promise<ConversationRecord & { greeting?: StoredMessage }> {
     const conversation = await this.get(actor, conversationId);
     if (conversation.characterIds.includes(characterId)) return conversation;
     const character = await this.store.characters.get(characterId);
@@ -264,8 +273,15 @@ export class Conversations {
     if (!character || !canSee(user, character)) {
       throw ValidationError.field('characterId', `character ${characterId} does not exist or is not public`);
     }
-    await this.store.conversations.addCharacter(conversationId, characterId, this.clock.nowMicros());
-    return this.get(actor, conversationId);
+    const added = await this.store.conversations.addCharacter(conversationId, characterId, this.clock.nowMicros());
+    // A character whose card has greetings for group chats greets the scene with them, once (the
+    // process whose insert won), and not in a server channel's shared conversation (`greet` false).
+    const greets = added && options.greet !== false;
+    const opener = greets ? await this.store.accounts.get(conversation.accountId) : undefined;
+    const texts = greets ? greetingTexts(character, opener?.username ?? defaultUserName, conversationId, 'scene') : [];
+    const greeting = texts.length > 0 ? await this.appendAlternatives(conversationId, characterId, texts) : undefined;
+    const updated = await this.get(actor, conversationId);
+    return greeting ? { ...updated, greeting } : updated;
   }
 
   /**
@@ -300,6 +316,19 @@ export class Conversations {
     if (character.deletedMicros !== null) throw characterDeleted(character);
     return character;
   }
+}
+
+/**
+ * What a character greets with: opening a conversation, its first message and alternate
+ * greetings (the first message chosen); joining a scene, its group-only greetings when it has
+ * any, else nothing. Card macros are resolved with this conversation's names, `{{pick}}` seeded
+ * by it.
+ */
+export function greetingTexts(character: CharacterRecord, userName: string, conversationId: string, occasion: 'opening' | 'scene'): string[] {
+  const { firstMessage, alternateGreetings, groupOnlyGreetings } = character.definition;
+  const written = occasion === 'scene' ? groupOnlyGreetings : [firstMessage, ...alternateGreetings];
+  const values = { character: characterMacroName(character), user: userName, pickSeed: conversationId };
+  return written.filter((text) => text.trim() !== '').map((text) => expandMacros(text, values).trim()).filter((text) => text !== '');
 }
 
 /** The conversation's own character leads the scene, whatever the join order says. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressedCharacter, withoutBotMention } from '../../src/bot/addressing.js';
+import { addressedCharacter, withoutBotMention } from '../../src/bot/conversations/addressing.js';
 
 const bot = '111111111111111111';
 const ada = { id: 'c-ada', name: 'Ada' };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SlidingWindow, globalWindows, withGlobalWindows } from '../../src/bot/global-window.js';
+import { SlidingWindow, globalWindows, withGlobalWindows } from '../../src/bot/pacing/global-window.js';
 
 describe('SlidingWindow', () => {
   it('never lets more than the limit out in any window, however the window is placed', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forgetOldMessageAuthors, messageAuthorRetentionMs } from '../../src/bot/message-authors.js';
+import { forgetOldMessageAuthors, messageAuthorRetentionMs } from '../../src/bot/personas/message-authors.js';
 
 /** Records by creation time, forgotten as the store forgets them: oldest first, a batch at a time. */
 function records(createdMillis: number[]) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SentenceCollector } from '../../src/bot/sentence-collector.js';
+import { SentenceCollector } from '../../src/bot/voice/sentence-collector.js';
 
 describe('SentenceCollector', () => {
   it('hands out sentences as soon as the next one starts, and the rest at the end', () => {

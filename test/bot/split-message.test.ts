@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { continuationAfter, splitMessage } from '../../src/bot/split-message.js';
+import { continuationAfter, splitMessage } from '../../src/bot/replies/split-message.js';
 
 function sentences(count: number, seed = 1): string {
   let state = seed;

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ChannelPacer } from '../../src/bot/channel-pacer.js';
-import { SlidingWindow, type GlobalWindows } from '../../src/bot/global-window.js';
-import { type ButtonRows, MessageUneditableError, QueuePlace, type ReplyChannel, writeStreamingReply } from '../../src/bot/streaming-reply.js';
-import { webhookBucket } from '../../src/bot/job-deliveries.js';
+import { ChannelPacer } from '../../src/bot/pacing/channel-pacer.js';
+import { SlidingWindow, type GlobalWindows } from '../../src/bot/pacing/global-window.js';
+import { type ButtonRows, MessageUneditableError, QueuePlace, type ReplyChannel, writeStreamingReply } from '../../src/bot/replies/streaming-reply.js';
+import { webhookBucket } from '../../src/bot/deliveries/job-deliveries.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 

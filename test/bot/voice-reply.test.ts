@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPUS_PRE_SKIP } from '../../src/audio/ogg-opus.js';
 import { createAudioEncoder } from '../../src/audio/mp3.js';
 import { concatPcm } from '../../src/audio/pcm.js';
-import { VoiceReplies, type VoiceReplySpeech, cutAtSentence } from '../../src/bot/voice-reply.js';
+import { VoiceReplies, type VoiceReplySpeech, cutAtSentence } from '../../src/bot/voice/voice-reply.js';
 import { accountActor, adminActor } from '../../src/core/actor.js';
 import { createRandomIds, createSystemClock } from '../../src/core/clock.js';
 import { type Core, createCore } from '../../src/core/core.js';

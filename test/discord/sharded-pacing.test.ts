@@ -7,7 +7,7 @@
  */
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ordinaryEditShare } from '../../src/bot/channel-pacer.js';
+import { ordinaryEditShare } from '../../src/bot/pacing/channel-pacer.js';
 import { proxyRequestsPerSecond } from '../../src/bot/sharding/rest-proxy.js';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
 import { type ServiceProcess, startService, stopService, waitUntilServing } from '../e2e/service-processes.js';

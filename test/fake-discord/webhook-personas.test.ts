@@ -1,5 +1,5 @@
 /**
- * The persona sender (src/bot/webhook-personas.ts) against the fake Discord through the real
+ * The persona sender (src/bot/personas/webhook-personas.ts) against the fake Discord through the real
  * discord.js Client: a channel's pool of webhooks, listed once, made as replies overlap and
  * reused, a webhook made again after deletion, the fallback without Manage Webhooks, streaming
  * edits, threads, and the overrides as stored.
@@ -8,12 +8,12 @@ import { ChannelType, Events, HTTPError, type Message, type TextChannel } from '
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AvatarUrls } from '../../src/avatar-urls.js';
-import { globalWindows, withGlobalWindows } from '../../src/bot/global-window.js';
-import { PersonaReplies, personaReplyChannel } from '../../src/bot/persona-replies.js';
-import { MessageUneditableError } from '../../src/bot/streaming-reply.js';
+import { globalWindows, withGlobalWindows } from '../../src/bot/pacing/global-window.js';
+import { PersonaReplies, personaReplyChannel } from '../../src/bot/personas/persona-replies.js';
+import { MessageUneditableError } from '../../src/bot/replies/streaming-reply.js';
 import type { CharacterRecord } from '../../src/core/records.js';
 import type { Core } from '../../src/core/core.js';
-import { sanitizePersonaName, type WebhookLease, WebhookPersonas } from '../../src/bot/webhook-personas.js';
+import { sanitizePersonaName, type WebhookLease, WebhookPersonas } from '../../src/bot/personas/webhook-personas.js';
 import { startWithClient } from './harness.js';
 
 const silentLogger = pino({ level: 'silent' });

@@ -4,8 +4,8 @@ import { buffer } from 'node:stream/consumers';
 import { populateErrorResponse } from '@discordjs/proxy';
 import { REST, type RequestMethod, type RouteLike } from '@discordjs/rest';
 import type { Logger } from '../../core/ports.js';
-import { sentRequestsPerSecond } from '../channel-pacer.js';
-import { globalWindows, withGlobalWindows } from '../global-window.js';
+import { sentRequestsPerSecond } from '../pacing/channel-pacer.js';
+import { globalWindows, withGlobalWindows } from '../pacing/global-window.js';
 
 /** What the proxy passes to Discord a second: the bot's whole budget (see `sentRequestsPerSecond`). */
 export const proxyRequestsPerSecond = sentRequestsPerSecond;

@@ -1,4 +1,4 @@
-import type { DiscordChannelLink, DiscordLinkRepository } from '../core/repositories.js';
+import type { DiscordChannelLink, DiscordLinkRepository } from '../../core/repositories.js';
 
 /** Where a conversation lives on Discord; `guildId` null for a DM. */
 export type ChannelLink = DiscordChannelLink;

@@ -1,6 +1,6 @@
 import type { ButtonInteraction, Message } from 'discord.js';
-import type { StoredMessage } from '../core/repositories.js';
-import { finishNote, replyRows } from './reply-buttons.js';
+import type { StoredMessage } from '../../core/repositories.js';
+import { finishNote, replyRows, shownReply } from './reply-buttons.js';
 import { discordMessageLimit } from './split-message.js';
 import type { ButtonRows, ReplyChannel } from './streaming-reply.js';
 
@@ -50,13 +50,14 @@ export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChanne
 
 /**
  * What a reply shows for the alternative it has chosen: its text and the note of a cut reply,
- * within one message, with the swipe buttons. `answeredId` is the message it answers (for 🔄).
+ * within one message, with the swipe buttons. `answeredId` is the message it answers (for 🔄);
+ * none for a greeting, which answers nothing.
  */
-export function shownAlternative(message: StoredMessage, answeredId: string, label: string): { content: string; components: ButtonRows } {
+export function shownAlternative(message: StoredMessage, answeredId: string | undefined, label: string): { content: string; components: ButtonRows } {
   const text = message.content + finishNote(message.finishReason);
   const room = discordMessageLimit - label.length;
   // A long alternative shows its beginning here: the swipe edits one message, never posts more.
   const content = label + (text.length <= room ? text : `${text.slice(0, room - 1)}…`);
-  const components = replyRows({ conversationId: message.conversationId, messageId: answeredId }, { id: message.id, chosenIndex: message.chosenIndex, count: message.alternatives.length });
+  const components = replyRows(answeredId === undefined ? undefined : { conversationId: message.conversationId, messageId: answeredId }, shownReply(message));
   return { content, components };
 }

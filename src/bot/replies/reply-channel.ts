@@ -1,5 +1,5 @@
 import type { Channel } from 'discord.js';
-import { AppError } from '../core/errors.js';
+import { AppError } from '../../core/errors.js';
 import type { ReplyChannel } from './streaming-reply.js';
 
 /**

@@ -26,10 +26,10 @@ import {
   type Webhook,
   type WebhookMessageEditOptions,
 } from 'discord.js';
-import { AppError } from '../core/errors.js';
-import type { Logger } from '../core/ports.js';
-import { webhookBucket } from './job-deliveries.js';
-import { type ButtonRows, MessageUneditableError } from './streaming-reply.js';
+import { AppError } from '../../core/errors.js';
+import type { Logger } from '../../core/ports.js';
+import { webhookBucket } from '../deliveries/job-deliveries.js';
+import { type ButtonRows, MessageUneditableError } from '../replies/streaming-reply.js';
 
 /** Who a message appears to come from. */
 export interface Persona {

@@ -1,4 +1,4 @@
-import type { JobDelivery, JobDeliveryRepository } from '../core/repositories.js';
+import type { JobDelivery, JobDeliveryRepository } from '../../core/repositories.js';
 
 /** Where and to whom a job's result goes on Discord (the core's `JobDelivery`). */
 export type DeliveryRecord = JobDelivery;

@@ -1,7 +1,7 @@
-import type { Actor } from '../core/actor.js';
-import type { Core } from '../core/core.js';
-import type { ImagePayload } from '../core/ports.js';
-import type { JobRecord } from '../core/records.js';
+import type { Actor } from '../../core/actor.js';
+import type { Core } from '../../core/core.js';
+import type { ImagePayload } from '../../core/ports.js';
+import type { JobRecord } from '../../core/records.js';
 
 function escapeRegExp(text: string): string {
   return text.replaceAll(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -1,6 +1,6 @@
 import { ActionRowBuilder, AttachmentBuilder, ButtonBuilder, ButtonStyle } from 'discord.js';
-import type { ImagePayload } from '../core/ports.js';
-import type { JobRecord, OutputFileRecord } from '../core/records.js';
+import type { ImagePayload } from '../../core/ports.js';
+import type { JobRecord, OutputFileRecord } from '../../core/records.js';
 import { customIdLimit, imageButtonId } from './image-buttons.js';
 
 /** A message as the delivery writes it: an edit of the reply, or a new message. */

@@ -4,14 +4,14 @@
  * else. Every wire shape of voice messages stays in this file.
  */
 import { AttachmentBuilder, DiscordAPIError, HTTPError, MessageFlags, type MessageCreateOptions, type SendableChannels } from 'discord.js';
-import { concatPcm } from '../audio/pcm.js';
-import { encodeVoiceMessage } from '../audio/voice-message.js';
-import type { Logger, PcmAudio } from '../core/ports.js';
-import type { CharacterRecord } from '../core/records.js';
-import { speakableText } from '../core/speakable-text.js';
-import type { Speech } from '../core/speech.js';
-import { splitSentences } from '../engines/speech/speech-text.js';
-import { explainError } from './explain-error.js';
+import { concatPcm } from '../../audio/pcm.js';
+import { encodeVoiceMessage } from '../../audio/voice-message.js';
+import type { Logger, PcmAudio } from '../../core/ports.js';
+import type { CharacterRecord } from '../../core/records.js';
+import { speakableText } from '../../core/speakable-text.js';
+import type { Speech } from '../../core/speech.js';
+import { splitSentences } from '../../engines/speech/speech-text.js';
+import { explainError } from '../explain-error.js';
 
 /** What a voice reply needs of the core's `Speech`. */
 export type VoiceReplySpeech = Pick<Speech, 'maxTextLength' | 'streamAs'>;

@@ -1,12 +1,12 @@
 import { type Client, DiscordAPIError, InteractionWebhook, RESTJSONErrorCodes } from 'discord.js';
-import type { Core } from '../core/core.js';
-import { AppError } from '../core/errors.js';
-import { type JobEvent, isFinal } from '../core/images/jobs.js';
-import type { Logger } from '../core/ports.js';
-import type { JobRecord } from '../core/records.js';
-import { type ChannelPacer, webhookKeyPrefix } from './channel-pacer.js';
+import type { Core } from '../../core/core.js';
+import { AppError } from '../../core/errors.js';
+import { type JobEvent, isFinal } from '../../core/images/jobs.js';
+import type { Logger } from '../../core/ports.js';
+import type { JobRecord } from '../../core/records.js';
+import { type ChannelPacer, webhookKeyPrefix } from '../pacing/channel-pacer.js';
 import type { DeliveryRecord, DeliveryRecords } from './delivery-records.js';
-import { holdsShardOf } from './sharding/shard-of.js';
+import { holdsShardOf } from '../sharding/shard-of.js';
 import { type JobMessage, type OutputImage, endedView, resultView, trainingNotice, waitingView } from './image-views.js';
 
 export interface JobDeliveriesOptions {

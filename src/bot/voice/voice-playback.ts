@@ -13,9 +13,9 @@ import {
   joinVoiceChannel,
 } from '@discordjs/voice';
 import type { Guild } from 'discord.js';
-import { AppError } from '../core/errors.js';
-import type { Logger, PcmAudio } from '../core/ports.js';
-import { DiscordFramer } from '../audio/discord-frames.js';
+import { AppError } from '../../core/errors.js';
+import type { Logger, PcmAudio } from '../../core/ports.js';
+import { DiscordFramer } from '../../audio/discord-frames.js';
 
 export interface VoicePlaybackOptions {
   /** Leave a voice channel after this long with nothing to play. */

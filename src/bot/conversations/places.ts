@@ -1,4 +1,4 @@
-import type { DiscordChannelRepository } from '../core/repositories.js';
+import type { DiscordChannelRepository } from '../../core/repositories.js';
 import type { ConversationLinks } from './conversation-links.js';
 
 /**

@@ -1,20 +1,20 @@
 import type { Message } from 'discord.js';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { type Actor, adminActor } from '../core/actor.js';
-import { AppError } from '../core/errors.js';
-import type { CharacterRecord } from '../core/records.js';
+import { type Actor, adminActor } from '../../core/actor.js';
+import { AppError } from '../../core/errors.js';
+import type { CharacterRecord } from '../../core/records.js';
 import { addressedCharacter, withoutBotMention } from './addressing.js';
-import { existingCharacters } from './characters.js';
-import type { BotContext } from './command.js';
+import { existingCharacters } from '../characters.js';
+import type { BotContext } from '../command.js';
 import { currentDmConversation } from './dm-conversation.js';
-import { explainError } from './explain-error.js';
-import { followSpeaker } from './follow-speaker.js';
-import { consume } from './interactions.js';
-import { KeyedLock } from './keyed-lock.js';
+import { explainError } from '../explain-error.js';
+import { followSpeaker } from '../voice/follow-speaker.js';
+import { consume } from '../interactions.js';
+import { KeyedLock } from '../keyed-lock.js';
 import { inputsOf, isVoiceMessage } from './message-inputs.js';
 import type { Place } from './places.js';
-import { replyChannelOf } from './reply-channel.js';
-import { VoiceReplies } from './voice-reply.js';
+import { replyChannelOf } from '../replies/reply-channel.js';
+import { VoiceReplies } from '../voice/voice-reply.js';
 
 /** Who answers a message, and in which conversation; undefined when nobody should. */
 interface Turn {
@@ -72,7 +72,9 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
         throw error;
       }
       const { actor, account } = await context.accountOf(message.author);
-      const conversationId = turn?.conversationId ?? (await currentDmConversation(context, message.author.id, account));
+      const conversationId =
+        turn?.conversationId ??
+        (await currentDmConversation(context, message.author.id, account, (id, greeting) => context.runner.greet(id, greeting, replyChannelOf(message.channel))));
       // Anyone writing in a thread or a character channel joins its conversation as a speaker.
       if (place) await context.core.conversations.addSpeaker(adminActor, conversationId, account.id);
       const inputs = await inputsOf(message, context.core.chat, turn?.text ?? message.content);
@@ -174,6 +176,6 @@ async function turnIn(context: BotContext, message: Message, place: Place): Prom
   if (place.kind === 'thread') return turn;
   if (!addressing) return { ...turn, answer: false };
   // A channel's characters join its conversation the first time they speak there (a no-op after).
-  await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id);
+  await context.core.conversations.addCharacter(adminActor, place.conversationId, character.id, { greet: false });
   return turn;
 }

@@ -1,15 +1,16 @@
-import type { Actor } from '../core/actor.js';
-import type { ChatInput, RegenerationTarget, Reply } from '../core/chat.js';
-import type { Core } from '../core/core.js';
-import type { StoredMessage } from '../core/repositories.js';
-import type { Logger } from '../core/ports.js';
-import { AppError } from '../core/errors.js';
-import { KeyedLock } from './keyed-lock.js';
-import type { ChannelPacer } from './channel-pacer.js';
-import { explainError } from './explain-error.js';
-import { finishNote, replyRows } from './reply-buttons.js';
-import { SentenceCollector } from './sentence-collector.js';
-import { QueuePlace, type ReplyChannel, writeStreamingReply } from './streaming-reply.js';
+import type { Actor } from '../../core/actor.js';
+import type { ChatInput, RegenerationTarget, Reply } from '../../core/chat.js';
+import type { Core } from '../../core/core.js';
+import type { StoredMessage } from '../../core/repositories.js';
+import type { Logger } from '../../core/ports.js';
+import { AppError } from '../../core/errors.js';
+import { KeyedLock } from '../keyed-lock.js';
+import type { ChannelPacer } from '../pacing/channel-pacer.js';
+import { explainError } from '../explain-error.js';
+import { shownAlternative } from '../replies/in-place-reply.js';
+import { finishNote, replyRows, shownReply } from '../replies/reply-buttons.js';
+import { SentenceCollector } from '../voice/sentence-collector.js';
+import { QueuePlace, type ReplyChannel, writeStreamingReply } from '../replies/streaming-reply.js';
 
 export interface RunnerOptions {
   /** Remembers which character wrote which Discord messages (for replies addressed to them). */
@@ -55,6 +56,25 @@ export class ConversationRunner {
   async answer(actor: Actor, conversationId: string, inputs: ChatInput[], channel: ReplyChannel, options: AnswerOptions = {}): Promise<WrittenReply | undefined> {
     const last = (await this.store(actor, conversationId, inputs)).at(-1);
     return last === undefined ? undefined : this.answerStored(actor, conversationId, last.id, channel, options);
+  }
+
+  /**
+   * Posts a character's stored greeting (opening a conversation, or joining a scene) into
+   * `channel`, in turn with the conversation's replies, its alternatives under ◀ ▶. A failure
+   * is logged: the greeting stays stored, and the conversation goes on.
+   */
+  async greet(conversationId: string, greeting: StoredMessage, channel: ReplyChannel): Promise<string | undefined> {
+    return this.#turns.run(conversationId, async () => {
+      const shown = shownAlternative(greeting, undefined, '');
+      try {
+        return await this.#recordingAuthors(channel, greeting.participantId, conversationId).send(shown.content, shown.components);
+      } catch (error) {
+        this.logger.warn({ err: error, conversationId }, 'could not post a greeting on Discord');
+        return undefined;
+      } finally {
+        channel.release?.();
+      }
+    });
   }
 
   /** Stores `inputs` as messages of `actor`, in order (a recording is transcribed first). */
@@ -120,7 +140,7 @@ export class ConversationRunner {
         place,
         // A finished or failed reply can be asked for again (pressing it waits for this turn to end);
         // a stored one shows which of its alternatives this is, with ◀ ▶ to the others.
-        finalButtons: () => replyRows({ conversationId, messageId }, stored && { id: stored.id, chosenIndex: stored.chosenIndex, count: stored.alternatives.length }),
+        finalButtons: () => replyRows({ conversationId, messageId }, stored && shownReply(stored)),
       });
       stored ??= await reply.done.catch(() => undefined);
       if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');

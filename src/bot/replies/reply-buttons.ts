@@ -1,4 +1,5 @@
 import { type APIActionRowComponent, type APIButtonComponent, ButtonStyle, ComponentType } from 'discord.js';
+import type { StoredMessage } from '../../core/repositories.js';
 
 /**
  * The 🔄 button under a character's reply (finished or failed): it asks for a new reply to the
@@ -58,28 +59,42 @@ export function parseSwipeButton(customId: string): SwipeButton | undefined {
 /** The stored reply a message shows: which alternative of how many. */
 export interface ShownReply {
   id: string;
+  conversationId: string;
   chosenIndex: number;
   count: number;
+}
+
+/** What the buttons show of a stored reply. */
+export function shownReply(message: Pick<StoredMessage, 'id' | 'conversationId' | 'chosenIndex' | 'alternatives'>): ShownReply {
+  return { id: message.id, conversationId: message.conversationId, chosenIndex: message.chosenIndex, count: message.alternatives.length };
 }
 
 /**
  * The buttons under a reply: with the stored reply, ◀ and ▶ to the other alternatives, its
  * place among them ("2/3", a disabled button, so the stored text never carries it), ▶ past the
  * last writing a new one (as 🔄 does), and 🔄; without one (the reply failed), 🔄 alone.
+ * A greeting (`button` undefined: it answers no message) has its alternatives to swipe between
+ * and nothing to write anew; with a single one, no buttons.
  */
-export function replyRows(button: RegenerateButton, reply: ShownReply | undefined): APIActionRowComponent<APIButtonComponent>[] {
-  const again = regenerateRow(button);
-  if (!reply) return [again];
-  const swipe = (index: number) => swipeButtonId({ conversationId: button.conversationId, replyId: reply.id, index });
+export function replyRows(button: RegenerateButton | undefined, reply: ShownReply | undefined): APIActionRowComponent<APIButtonComponent>[] {
+  const again = button && regenerateRow(button);
+  if (!reply) return again ? [again] : [];
+  if (!again && reply.count < 2) return [];
+  const conversationId = button?.conversationId ?? reply.conversationId;
+  const swipe = (index: number) => swipeButtonId({ conversationId, replyId: reply.id, index });
   const last = reply.chosenIndex >= reply.count - 1;
   const style = ButtonStyle.Secondary;
+  // Past the last, ▶ asks for a new alternative: 🔄's action under an id of its own. A greeting's
+  // ▶ stops at its last; its custom id names an index no other button does.
+  const next: APIButtonComponent = button
+    ? { type: ComponentType.Button, style, emoji: { name: '▶' }, custom_id: last ? `${regenerateButtonId(button)}:${nextSuffix}` : swipe(reply.chosenIndex + 1) }
+    : { type: ComponentType.Button, style, emoji: { name: '▶' }, custom_id: swipe(last ? reply.count + 1 : reply.chosenIndex + 1), disabled: last };
   // Custom ids must differ within a message: ◀, disabled at the first, names an index no other button does.
   const components: APIButtonComponent[] = [
     { type: ComponentType.Button, style, emoji: { name: '◀' }, custom_id: swipe(reply.chosenIndex === 0 ? reply.count : reply.chosenIndex - 1), disabled: reply.chosenIndex === 0 },
     { type: ComponentType.Button, style, label: `${reply.chosenIndex + 1}/${reply.count}`, custom_id: swipe(reply.chosenIndex), disabled: true },
-    // Past the last, ▶ asks for a new alternative: 🔄's action under an id of its own.
-    { type: ComponentType.Button, style, emoji: { name: '▶' }, custom_id: last ? `${regenerateButtonId(button)}:${nextSuffix}` : swipe(reply.chosenIndex + 1) },
-    ...again.components,
+    next,
+    ...(again ? again.components : []),
   ];
   return [{ type: ComponentType.ActionRow, components }];
 }

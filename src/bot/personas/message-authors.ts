@@ -1,5 +1,5 @@
-import type { Logger } from '../core/ports.js';
-import type { DiscordChannelRepository } from '../core/repositories.js';
+import type { Logger } from '../../core/ports.js';
+import type { DiscordChannelRepository } from '../../core/repositories.js';
 
 /**
  * How long the bot remembers which character wrote each of its messages (so a reply to one

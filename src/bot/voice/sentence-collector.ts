@@ -1,4 +1,4 @@
-import { splitSentences } from '../engines/speech/speech-text.js';
+import { splitSentences } from '../../engines/speech/speech-text.js';
 
 /**
  * Collects a reply that arrives in pieces into whole sentences, so each can be spoken as

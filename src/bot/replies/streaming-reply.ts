@@ -1,6 +1,6 @@
 import type { APIActionRowComponent, APIButtonComponent } from 'discord.js';
-import type { Logger } from '../core/ports.js';
-import type { ChannelPacer } from './channel-pacer.js';
+import type { Logger } from '../../core/ports.js';
+import type { ChannelPacer } from '../pacing/channel-pacer.js';
 import { continuationAfter, discordMessageLimit, splitMessage } from './split-message.js';
 
 /** What the writer needs of a Discord channel; the bot adapts discord.js channels to it. */

@@ -1,6 +1,6 @@
 import type { Guild } from 'discord.js';
-import type { CharacterRecord } from '../core/records.js';
-import type { BotContext } from './command.js';
+import type { CharacterRecord } from '../../core/records.js';
+import type { BotContext } from '../command.js';
 
 /**
  * When someone follows a thread or channel (/voice follow) and is in a voice channel, a reply

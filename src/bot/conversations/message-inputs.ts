@@ -1,9 +1,9 @@
 import type { Attachment, Message } from 'discord.js';
-import { checkDeclaredAudio, isDeclaredAudio } from '../audio/audio-input.js';
-import type { Chat, ChatInput } from '../core/chat.js';
-import { AppError } from '../core/errors.js';
-import { isImageMimeType } from '../core/media.js';
-import { checkAttachmentSize, downloadAttachment } from './attachments.js';
+import { checkDeclaredAudio, isDeclaredAudio } from '../../audio/audio-input.js';
+import type { Chat, ChatInput } from '../../core/chat.js';
+import { AppError } from '../../core/errors.js';
+import { isImageMimeType } from '../../core/media.js';
+import { checkAttachmentSize, downloadAttachment } from '../attachments.js';
 
 /** What the core takes (its sizes, its duration, whether it can hear recordings), as it says itself. */
 export type InputRules = Pick<Chat, 'inputLimits' | 'requireTranscription'>;

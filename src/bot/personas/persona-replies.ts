@@ -1,14 +1,14 @@
 import type { Channel, Message } from 'discord.js';
-import type { AvatarUrls } from '../avatar-urls.js';
-import { adminActor } from '../core/actor.js';
-import type { Core } from '../core/core.js';
-import { AppError } from '../core/errors.js';
-import type { Logger } from '../core/ports.js';
-import type { CharacterRecord } from '../core/records.js';
-import { webhookKeyPrefix } from './channel-pacer.js';
-import { replyChannelOf } from './reply-channel.js';
-import { discordMessageLimit } from './split-message.js';
-import { MessageUneditableError, type ReplyChannel } from './streaming-reply.js';
+import type { AvatarUrls } from '../../avatar-urls.js';
+import { adminActor } from '../../core/actor.js';
+import type { Core } from '../../core/core.js';
+import { AppError } from '../../core/errors.js';
+import type { Logger } from '../../core/ports.js';
+import type { CharacterRecord } from '../../core/records.js';
+import { webhookKeyPrefix } from '../pacing/channel-pacer.js';
+import { replyChannelOf } from '../replies/reply-channel.js';
+import { discordMessageLimit } from '../replies/split-message.js';
+import { MessageUneditableError, type ReplyChannel } from '../replies/streaming-reply.js';
 import type { Persona, WebhookLease, WebhookPersonas } from './webhook-personas.js';
 
 export interface PersonaRepliesOptions {
