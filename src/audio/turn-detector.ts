@@ -17,7 +17,10 @@ import type { VoiceActivity } from './voice-activity.js';
 export interface TurnOptions {
   /** Quiet after which a turn is over (OpenAI's server VAD uses 500, LiveKit at least 500). */
   silenceMs: number;
-  /** Voiced time below which a turn is dropped: a cough, a "mm", a door. */
+  /**
+   * Voiced time below which a turn is dropped: a cough, a "mm", a door. The WebRTC VAD keeps
+   * calling a sound voiced ~100 ms after it stops, so a 150 ms cough counts ~260 ms.
+   */
   minimumSpeechMs: number;
   /** Continuous voiced time before speech is believed to have started. */
   onsetMs: number;
@@ -33,7 +36,7 @@ export interface TurnOptions {
 
 export const DEFAULT_TURN_OPTIONS: Readonly<TurnOptions> = {
   silenceMs: 600,
-  minimumSpeechMs: 250,
+  minimumSpeechMs: 300,
   onsetMs: 60,
   preRollMs: 300,
   maximumTurnMs: 30_000,
