@@ -3,6 +3,7 @@
  * their clients would), the fake transcription server writes it down, the fake chat engine
  * answers, and the bot's espeak voice is heard back through the fake voice server.
  */
+import { getVoiceConnection } from '@discordjs/voice';
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { durationMs } from '../../src/audio/pcm.js';
@@ -32,6 +33,39 @@ function cough(milliseconds: number): PcmAudio {
   return { sampleRate: 48_000, samples };
 }
 
+/**
+ * Event-driven waits on the fakes that have no waiting of their own (the transcription server,
+ * the chat engine): their scripts call `notify` on each request, and `until` re-checks then.
+ */
+const waiters = new Set<() => void>();
+const notify = (): void => {
+  setImmediate(() => {
+    for (const waiter of [...waiters]) waiter();
+  });
+};
+function until<T>(check: () => T | undefined | null | false, timeoutMs = 15_000): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const evaluate = (): void => {
+      const value = check();
+      if (value === undefined || value === null || value === false) return;
+      clearTimeout(timer);
+      waiters.delete(evaluate);
+      resolve(value);
+    };
+    const timer = setTimeout(() => {
+      waiters.delete(evaluate);
+      reject(new Error(`until: timed out after ${timeoutMs} ms`));
+    }, timeoutMs);
+    waiters.add(evaluate);
+    evaluate();
+  });
+}
+/** A transcription script that tells `until` when it was asked. */
+const hearing = (hear: (file: Buffer) => string) => (file: Buffer) => {
+  notify();
+  return hear(file);
+};
+
 describe('/voice talk: a conversation by voice in a call', () => {
   let bot: BotHarness;
   let stt: FakeTranscription;
@@ -52,12 +86,12 @@ describe('/voice talk: a conversation by voice in a call', () => {
 
   beforeAll(async () => {
     stt = await startFakeTranscription();
-    stt.script = { hear: () => nextWords.shift() ?? 'Something else.' };
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
     bot = await startBotHarness({
       voice: true,
       environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL },
       // The story is long and comes slowly enough to still be written when it is interrupted.
-      script: (body) => (lastUserLine(body).includes('story') ? { reply: STORY, tokensPerSecond: 40 } : { reply: `Aye. ${lastUserLine(body).replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
+      script: (body) => (notify(), lastUserLine(body).includes('story') ? { reply: STORY, tokensPerSecond: 40 } : { reply: `Aye. ${lastUserLine(body).replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
     });
     guildId = bot.discord.guild.id;
     voiceChannelId = bot.discord.guild.voiceChannelId!;
@@ -66,7 +100,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const voiced = await runCommand(bot, alice, 'character', { preset: 'en-us+m3' }, 'voice');
     expect(voiced.text).toContain('now speaks');
     bot.voice!.joinVoice(alice, voiceChannelId);
-    await bot.discord.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(alice.id));
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(alice.id));
     const started = await runCommand(bot, alice, 'voice', {}, 'talk');
     const named = /\*\*(.+?)\*\* is listening/.exec(started.text);
     expect(named, started.text).not.toBeNull();
@@ -130,7 +164,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const interrupting = await bot.voice!.speak(alice, { text: 'Stop, stop, that is quite enough of that story now.' }, { pace: 'burst' });
     const interruptedAt = interrupting.talk[0]!.firstPacketAt;
     // The interruption is answered as the next turn, and the cough was no turn at all.
-    await bot.discord.waitFor(() => chatRequests().some((request) => lastUserLine(request.body) === 'Stop, that is enough.'), 15_000);
+    await until(() => chatRequests().some((request) => lastUserLine(request.body) === 'Stop, that is enough.'), 15_000);
     await replyHeard(interruptedAt, 'Aye. Stop, that is enough.');
     expect(stt.transcriptions.length).toBe(transcribed + 2);
     // The reply to it cannot start before the turn's 600 ms of silence: what played until then is the story.
@@ -144,15 +178,39 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(STORY.startsWith(kept.replace(/…$/, ''))).toBe(true);
   }, 60_000);
 
+  it('queues what a person says while the character is still thinking, and answers it next', async () => {
+    // Transcription is slow, so the second sentence ends while the first is still being written down.
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.'), delayMs: 900 };
+    nextWords = ['First question.', 'Second question.'];
+    const before = chatRequests().length;
+    const since = performance.now();
+    await bot.voice!.speak(alice, [{ text: 'First question.' }, { pauseMs: 800 }, { text: 'Second question.' }], { pace: 'burst' });
+    await replyHeard(since, 'Aye. First question. Aye. Second question.');
+    expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toEqual(['First question.', 'Second question.']);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+  }, 30_000);
+
+  it('subscribes again when a receive stream fails (as DAVE decryption failures destroy it)', async () => {
+    const receiver = getVoiceConnection(guildId)!.receiver;
+    const failing = receiver.subscriptions.get(alice.id)!;
+    const closed = new Promise((resolve) => failing.once('close', resolve));
+    failing.destroy(new Error('Failed to decrypt: DAVE'));
+    await closed;
+    const renewed = receiver.subscriptions.get(alice.id);
+    expect(renewed).toBeDefined();
+    expect(renewed).not.toBe(failing);
+    nextWords = ['Still there?'];
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Still there?' }, { pace: 'burst' });
+    await replyHeard(since, 'Aye. Still there?');
+  }, 30_000);
+
   it('hears two people talking at once on their own streams and stores each one’s words under their name; with two, answers only when named', async () => {
     bot.voice!.joinVoice(bob, voiceChannelId);
-    await bot.discord.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(bob.id));
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(bob.id));
     // Who is speaking is told apart by pitch: alice's character voice is low, bob speaks high.
     stt.script = {
-      hear: (file) => {
-        const pitch = medianPitch(decodeWav(file).samples, 16_000);
-        return pitch > 170 ? 'I am the high voice.' : 'I am the low voice.';
-      },
+      hear: hearing((file) => (medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'I am the high voice.' : 'I am the low voice.')),
     };
     const requests = chatRequests().length;
     const transcribed = stt.transcriptions.length;
@@ -160,12 +218,12 @@ describe('/voice talk: a conversation by voice in a call', () => {
       bot.voice!.speak(alice, { text: 'I am talking with a low voice right now.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'realtime' }),
       bot.voice!.speak(bob, { text: 'And I am talking over you with a high voice.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'realtime' }),
     ]);
-    await bot.discord.waitFor(() => stt.transcriptions.length >= transcribed + 2, 15_000);
+    await until(() => stt.transcriptions.length >= transcribed + 2);
 
     nextWords = [`${characterName}, who said what?`];
-    stt.script = { hear: () => nextWords.shift() ?? 'Something else.' };
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
     await bot.voice!.speak(alice, { text: 'Who said what?' }, { pace: 'burst' });
-    const asked = await bot.discord.waitFor(() => chatRequests().find((request) => lastUserLine(request.body).includes('who said what')), 15_000);
+    const asked = await until(() => chatRequests().find((request) => lastUserLine(request.body).includes('who said what')), 15_000);
     // The two turns in between were not addressed to the character, so they got no reply.
     expect(chatRequests().length).toBe(requests + 1);
     // Several people share the conversation now, so each turn is headed by its speaker's name.
@@ -182,19 +240,22 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await ignored.response;
     await bot.discord.waitFor(() => latestAnswer(bot, ignored.interactionId).includes('no longer hear you'));
     bot.voice!.joinVoice(carol, voiceChannelId);
-    await bot.discord.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(carol.id));
-    const transcribed = stt.transcriptions.length;
-    nextWords = ['Only bob was heard.'];
-    await bot.voice!.speak(carol, { text: 'You should not hear any of this.' }, { pace: 'burst' });
-    await bot.voice!.speak(bob, { text: 'But you hear me.' }, { pace: 'burst' });
-    await bot.discord.waitFor(() => stt.transcriptions.length > transcribed, 15_000);
-    // Carol spoke first: had she been heard, hers would have been written down before bob's.
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(stt.transcriptions.length).toBe(transcribed + 1);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(carol.id));
+    // Carol speaks low, bob high: what the engine is sent tells whose audio it was.
+    const heard: string[] = [];
+    stt.script = { hear: hearing((file) => (heard.push(medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'bob' : 'carol'), 'Just a remark.')) };
+    await bot.voice!.speak(carol, { text: 'You should not hear any of this.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+    await bot.voice!.speak(bob, { text: 'But you hear me.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
+    // Carol's turn would have ended first and been written down first.
+    await until(() => heard.length > 0);
+    expect(heard).toEqual(['bob']);
+    // Never subscribed: the receiver drops her packets before decrypting them, and nothing decodes them.
+    expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(carol.id)).toBe(false);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
   }, 30_000);
 
   it('leaves when no person is left in the call', async () => {
     for (const user of bot.voice!.occupants(guildId, voiceChannelId).filter((id) => id !== bot.discord.botUser.id)) bot.voice!.leaveVoice(user, guildId);
-    await bot.discord.waitFor(() => bot.voice!.voiceStateRequests.at(-1)?.channelId === null, 10_000);
+    await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.at(-1)?.channelId === null);
   });
 });
