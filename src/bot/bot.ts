@@ -148,7 +148,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     return { account, actor: accountActor(account.id) };
   };
   const { aggressiveness, ...turns } = options.voiceTalk ?? {};
-  const talk = new VoiceTalk({ core, logger, accountOf }, { turns, aggressiveness: aggressiveness ?? 2, joinTimeoutMs: 20_000 });
+  const talk = new VoiceTalk({ core, logger, accountOf }, { turns, aggressiveness: aggressiveness ?? 2, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,

@@ -259,3 +259,23 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.at(-1)?.channelId === null);
   });
 });
+
+describe('/voice talk when nobody says anything', () => {
+  it('leaves the call after DISCORD_VOICE_IDLE_SECONDS with nothing said', async () => {
+    const stt = await startFakeTranscription();
+    const bot = await startBotHarness({ voice: true, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, DISCORD_VOICE_IDLE_SECONDS: '1' } });
+    try {
+      const dana = bot.discord.createUser({ username: 'dana' });
+      expect((await runCommand(bot, dana, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(dana, bot.discord.guild.voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, bot.discord.guild.voiceChannelId!).includes(dana.id));
+      expect((await runCommand(bot, dana, 'voice', {}, 'talk')).text).toContain('is listening');
+      const joinedAt = performance.now();
+      const left = await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.find((request) => request.channelId === null && request.at >= joinedAt));
+      expect(left.at - joinedAt).toBeGreaterThanOrEqual(900);
+    } finally {
+      await bot.close();
+      await stt.close();
+    }
+  }, 30_000);
+});

@@ -23,6 +23,8 @@ export interface TalkSessionOptions {
   aggressiveness: VoiceActivityAggressiveness;
   /** How long joining may take. */
   joinTimeoutMs: number;
+  /** The call ends after this long with nobody speaking and nothing said (DISCORD_VOICE_IDLE_SECONDS). */
+  idleMs: number;
 }
 
 export interface TalkSessionDependencies {
@@ -52,6 +54,7 @@ export class TalkSession {
   readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause } });
   #connection: VoiceConnection | undefined;
   #ticker: NodeJS.Timeout | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
   #reply: SpokenReply | undefined;
   #characterSpeaking = false;
   #working = false;
@@ -88,6 +91,19 @@ export class TalkSession {
     connection.receiver.speaking.on('start', (userId) => this.#listen(userId));
     this.#ticker = setInterval(() => this.#tick(), TICK_MS);
     this.#ticker.unref();
+    this.#stillActive();
+  }
+
+  /** Puts the idle time off: someone spoke, or the character did. */
+  #stillActive(): void {
+    clearTimeout(this.#idleTimer);
+    if (this.#ended) return;
+    this.#idleTimer = setTimeout(() => {
+      // A reply still being spoken or a turn still waiting is activity too.
+      if (this.#reply || this.#working) this.#stillActive();
+      else this.end('Left after being idle.');
+    }, this.options.idleMs);
+    this.#idleTimer.unref();
   }
 
   /** People in the call, the bot and those who opted out left aside. */
@@ -116,6 +132,7 @@ export class TalkSession {
     if (this.#ended) return;
     this.#ended = true;
     clearInterval(this.#ticker);
+    clearTimeout(this.#idleTimer);
     this.#reply?.interrupt();
     for (const userId of [...this.#hearing.keys()]) this.forget(userId);
     this.#turns.length = 0;
@@ -155,6 +172,7 @@ export class TalkSession {
   }
 
   #handle(userId: string, events: TurnEvent[]): void {
+    if (events.length > 0) this.#stillActive();
     for (const event of events) {
       if (event.type === 'barge-in' && this.#reply?.interrupt()) {
         this.dependencies.logger.info({ guildId: this.guild.id, userId }, 'interrupted by a person talking');
