@@ -20,6 +20,7 @@ import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
 import { benchmarkScale } from './scale.js';
 import { benchmarkStore } from './store.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
+import { benchmarkVoiceTalk } from './voice-talk.js';
 
 const only = process.argv.slice(2);
 const selected = (name: string) => only.length === 0 || only.includes(name);
@@ -38,6 +39,7 @@ try {
   if (selected('discord-personas')) results.discordPersonas = await benchmarkDiscordPersonas(path.join(scratch, 'discord-personas'));
   if (selected('speech')) results.speechSynthesis = await benchmarkSpeechSynthesis();
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
+  if (selected('voice-talk')) results.voiceTalk = await benchmarkVoiceTalk(path.join(scratch, 'voice-talk'));
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
   if (selected('memories')) results.memories = await benchmarkMemories(path.join(scratch, 'memories'));
   if (selected('lorebook')) results.lorebook = await benchmarkLorebook(await mkdir(path.join(scratch, 'lorebook'), { recursive: true }).then(() => path.join(scratch, 'lorebook')));

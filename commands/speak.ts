@@ -35,6 +35,8 @@ export default {
       }, false);
       return;
     }
+    const call = context.talk.session(interaction.guildId);
+    if (call) throw new AppError('CONFLICT', `${call.character.name} is in a voice call in <#${call.voiceChannelId}>; end it with /voice leave first.`);
     const channel = interaction.guild.channels.cache.get(voiceChannelId);
     const me = interaction.guild.members.me;
     const missing = ['Connect', 'Speak'].filter((name) => !channel || !me || !channel.permissionsFor(me).has(PermissionFlagsBits[name as 'Connect' | 'Speak']));

@@ -2,7 +2,9 @@ import { ApplicationCommandOptionType, type RESTPostAPIChatInputApplicationComma
 import { type Command, answer } from '../src/bot/command.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
+import { suggestCharacters } from '../src/bot/characters.js';
 import { executeReplies, repliesSubcommand } from './voice/replies.js';
+import { executeIgnoreMe, executeTalk, ignoreGroup, talkSubcommand } from './voice/talk.js';
 
 const data = {
   name: 'voice',
@@ -17,16 +19,26 @@ const data = {
       options: [{ type: ApplicationCommandOptionType.Boolean, name: 'on', description: 'On or off (switches by default)' }],
     },
     repliesSubcommand,
+    talkSubcommand,
+    ignoreGroup,
   ],
 } as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
 
 export default {
   data,
   ephemeral: false,
+  // Joining a voice channel takes longer than Discord's three seconds.
+  defer: { talk: 'at-once' },
+  autocomplete: suggestCharacters,
   async execute(interaction, context) {
+    if (interaction.options.getSubcommandGroup() === 'ignore') return executeIgnoreMe(interaction, context);
     // Voice messages work in DMs too; voice channels only in servers.
     if (interaction.options.getSubcommand() === 'replies') return executeReplies(interaction, context);
     if (!interaction.inGuild()) throw new AppError('VALIDATION_FAILED', 'Voice works in servers, not in DMs.');
+    if (interaction.options.getSubcommand() === 'talk') {
+      if (!interaction.inCachedGuild()) throw new AppError('VALIDATION_FAILED', 'I cannot see this server’s voice channels yet; try again in a moment.');
+      return executeTalk(interaction, context);
+    }
     if (interaction.options.getSubcommand() === 'follow') {
       const link = await context.links.forChannel(interaction.channelId);
       if (!link) throw new AppError('VALIDATION_FAILED', 'Use /voice follow inside a conversation thread (start one with /chat).');
@@ -47,10 +59,11 @@ export default {
       return;
     }
     if (interaction.options.getSubcommand() === 'stop') {
-      const stopped = context.voice.stop(interaction.guildId);
+      const stopped = context.voice.stop(interaction.guildId) || (context.talk.session(interaction.guildId)?.interrupt() ?? false);
       await answer(interaction, stopped ? '⏹️ Stopped.' : 'Nothing is playing.', !stopped);
     } else {
-      const left = context.voice.leave(interaction.guildId);
+      const leftCall = context.talk.leave(interaction.guildId);
+      const left = context.voice.leave(interaction.guildId) || leftCall;
       await answer(interaction, left ? '👋 Left the voice channel.' : 'I am not in a voice channel.', !left);
     }
   },

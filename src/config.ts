@@ -168,6 +168,11 @@ const variables = {
   DISCORD_COMMANDS_PER_MINUTE: integer(30, 1, 10_000),
   DISCORD_WEBHOOKS_PER_CHANNEL: integer(5, 1, 15),
   DISCORD_VOICE_IDLE_SECONDS: integer(300, 1, 86_400),
+  VOICE_TALK_SILENCE_MS: integer(600, 200, 5_000),
+  VOICE_TALK_MINIMUM_SPEECH_MS: integer(300, 0, 5_000),
+  VOICE_TALK_BARGE_IN_MS: integer(500, 100, 5_000),
+  VOICE_TALK_VAD_AGGRESSIVENESS: integer(2, 0, 3),
+  VOICE_TALK_LANGUAGE: checkedText((value) => /^[a-z]{2}$/.test(value), 'must be an ISO 639-1 code such as en'),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   /** What this process does: any of api, worker, bot, comma-separated; all three by default. */
   ROLES: z.preprocess(
@@ -349,6 +354,16 @@ function toConfig(values: Variables, workingDirectory: string) {
       webhooksPerChannel: values.DISCORD_WEBHOOKS_PER_CHANNEL,
       /** Leave a voice channel after this long with nothing to say. */
       voiceIdleMs: values.DISCORD_VOICE_IDLE_SECONDS * 1000,
+      /** /voice talk: when a person's turn ends, what is too short to be one, what interrupts the character. */
+      voiceTalk: {
+        silenceMs: values.VOICE_TALK_SILENCE_MS,
+        minimumSpeechMs: values.VOICE_TALK_MINIMUM_SPEECH_MS,
+        bargeInMs: values.VOICE_TALK_BARGE_IN_MS,
+        /** The WebRTC VAD's mode: 0 hears the most as speech, 3 the least (noisy rooms). */
+        aggressiveness: values.VOICE_TALK_VAD_AGGRESSIVENESS as 0 | 1 | 2 | 3,
+        /** Forced on speech-to-text; unset, the engine detects it (and a language it reports is forced after). */
+        language: values.VOICE_TALK_LANGUAGE,
+      },
     },
   };
 }

@@ -1,4 +1,4 @@
-import { Client, Events, GatewayIntentBits, Partials, RESTEvents } from 'discord.js';
+import { Client, Events, GatewayIntentBits, Partials, RESTEvents, type User } from 'discord.js';
 import { accountActor } from '../core/actor.js';
 import type { AvatarUrls } from '../avatar-urls.js';
 import type { Core } from '../core/core.js';
@@ -18,6 +18,9 @@ import { PersonaReplies } from './personas/persona-replies.js';
 import { WebhookPersonas } from './personas/webhook-personas.js';
 import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice/voice-playback.js';
+import { VoiceTalk } from './voice/voice-talk.js';
+import type { TurnOptions } from '../audio/turn-detector.js';
+import type { VoiceActivityAggressiveness } from '../audio/voice-activity.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { watchVoiceConnections } from '../metrics/voice-metrics.js';
@@ -41,6 +44,8 @@ export interface BotOptions {
   metrics?: Metrics | undefined;
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
+  /** /voice talk's turn-taking (defaults in `DEFAULT_TURN_OPTIONS`) and VAD mode. */
+  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs'>> & { aggressiveness?: VoiceActivityAggressiveness; language?: string | undefined }) | undefined;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
   jobEditIntervalMs?: number;
   /** Longest wait for the gateway's READY after logging in (default 60 s). */
@@ -138,6 +143,12 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     tokenMarginMs: 60_000,
   });
   const links = new ConversationLinks(repositories.discordLinks);
+  const accountOf = async (user: User) => {
+    const account = await discordAccounts.accountFor({ id: user.id, username: user.username, avatarUrl: user.avatarURL() });
+    return { account, actor: accountActor(account.id) };
+  };
+  const { aggressiveness, language, ...turns } = options.voiceTalk ?? {};
+  const talk = new VoiceTalk({ core, logger, accountOf }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,
@@ -149,13 +160,11 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     }),
     replies: new PersonaReplies({ core, personas, avatars: options.avatars, logger }),
     voice,
+    talk,
     deliveries,
     logger,
     ownerIds: new Set(options.ownerIds),
-    async accountOf(user) {
-      const account = await discordAccounts.accountFor({ id: user.id, username: user.username, avatarUrl: user.avatarURL() });
-      return { account, actor: accountActor(account.id) };
-    },
+    accountOf,
   };
   const rateLimits = options.rateLimits ?? memoryRateLimits();
   const onInteraction = createInteractionHandler(commands, context, rateLimits.limiter('discord-commands', options.commandsPerMinute), options.commandsPerMinute);
@@ -167,7 +176,10 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   client.on(Events.MessageCreate, (message) => {
     onMessage(message).catch((error: unknown) => logger.error({ err: error }, 'message handler failed'));
   });
-  client.on(Events.VoiceStateUpdate, (oldState) => voice.leaveIfAlone(oldState.guild));
+  client.on(Events.VoiceStateUpdate, (oldState) => {
+    voice.leaveIfAlone(oldState.guild);
+    talk.leaveIfAlone(oldState.guild);
+  });
   // Manage Webhooks may have been granted: channels where personas failed try again.
   client.on(Events.ChannelUpdate, () => personas.permissionsChanged());
   client.on(Events.GuildRoleUpdate, () => personas.permissionsChanged());
@@ -186,6 +198,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     async stop() {
       forgetting.stop();
       await deliveries.stop();
+      talk.leaveAll();
       voice.leaveAll();
       await client.destroy();
     },

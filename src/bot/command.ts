@@ -19,6 +19,7 @@ import type { JobDeliveries } from './deliveries/job-deliveries.js';
 import type { Places } from './conversations/places.js';
 import type { PersonaReplies } from './personas/persona-replies.js';
 import type { VoicePlayback } from './voice/voice-playback.js';
+import type { VoiceTalk } from './voice/voice-talk.js';
 
 /** What commands get to do their work: no globals. */
 export interface BotContext {
@@ -33,6 +34,8 @@ export interface BotContext {
   replies: PersonaReplies;
   /** Speech in voice channels, one queue per guild. */
   voice: VoicePlayback;
+  /** Characters holding a conversation by voice in a call (/voice talk), one per guild. */
+  talk: VoiceTalk;
   /** Image jobs and face-model trainings followed until their result is in Discord. */
   deliveries: JobDeliveries;
   logger: Logger;

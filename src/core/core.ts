@@ -3,6 +3,7 @@ import { Answers } from './answers.js';
 import { Characters, type CharactersOptions, defaultCharactersOptions } from './characters.js';
 import { Chat, type ChatOptions, defaultChatOptions } from './chat.js';
 import { Conversations } from './conversations.js';
+import { VoiceCalls } from './voice-calls.js';
 import { Images, type ImagesOptions } from './images/images.js';
 import { JobRunner, type JobRunnerOptions, type JobWorker, defaultJobRunnerOptions } from './images/job-runner.js';
 import { Jobs } from './images/jobs.js';
@@ -77,6 +78,8 @@ export interface Core {
   learner: Learner;
   /** What people see and change of what characters learned. */
   learnedMemories: LearnedMemories;
+  /** Conversations by voice in a call: turns written down, interrupted replies kept as heard. */
+  voiceCalls: VoiceCalls;
 }
 
 export const defaultImageOptions = {
@@ -129,5 +132,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories };
+  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories, voiceCalls: new VoiceCalls(chat, conversations, dependencies.speechToText, logger) };
 }

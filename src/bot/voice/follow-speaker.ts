@@ -9,7 +9,8 @@ import type { BotContext } from '../command.js';
  */
 export async function followSpeaker(context: BotContext, guild: Guild, channelId: string, character: CharacterRecord): Promise<((sentence: string) => void) | undefined> {
   const speech = context.core.speech;
-  if (!speech || !character.ttsVoiceId) return undefined;
+  // A voice call holds the guild's voice; a thread's replies are not spoken over it.
+  if (!speech || !character.ttsVoiceId || context.talk.session(guild.id)) return undefined;
   const followers = await context.links.followers(channelId);
   const voiceChannelId = followers.map((userId) => guild.voiceStates.cache.get(userId)?.channelId).find((id) => id);
   if (!voiceChannelId) return undefined;

@@ -30,6 +30,11 @@ export interface RecordedTranscription {
 export interface TranscriptionScript {
   /** What the fake hears; default `Hello there.` */
   text?: string;
+  /**
+   * What the fake hears in this file, when it depends on the audio (who is speaking in a call,
+   * told apart by pitch); overrides `text`. Throwing answers 500.
+   */
+  hear?: (file: Buffer, fields: Record<string, string>) => string;
   /** ISO 639-1 code of what it hears; default the request's `language`, else `en`. */
   language?: string;
   /** Seconds reported in `verbose_json`; default 1.5. */
@@ -130,7 +135,16 @@ export async function startFakeTranscription(options: FakeTranscriptionOptions =
       response.end(script.rawAnswer.body);
       return;
     }
-    answer(response, format, script, recorded.fields['language'], flavor);
+    let heard = script;
+    if (script.hear !== undefined) {
+      try {
+        heard = { ...script, text: script.hear(recorded.file.bytes, recorded.fields) };
+      } catch (error) {
+        openAIError(response, 500, error instanceof Error ? error.message : 'hear failed', 'server_error');
+        return;
+      }
+    }
+    answer(response, format, heard, recorded.fields['language'], flavor);
   };
 
   const loopback = await listenOnLoopback(handle);

@@ -1,0 +1,75 @@
+import {
+  type APIApplicationCommandSubcommandGroupOption,
+  type APIApplicationCommandSubcommandOption,
+  ApplicationCommandOptionType,
+  type ChatInputCommandInteraction,
+  PermissionFlagsBits,
+} from 'discord.js';
+import { type BotContext, answer } from '../../src/bot/command.js';
+import { resolveCharacter } from '../../src/bot/characters.js';
+import { adminActor } from '../../src/core/actor.js';
+import { AppError } from '../../src/core/errors.js';
+
+/** `/voice talk [character]`: the character joins the caller's voice channel and talks with the people there. */
+export const talkSubcommand = {
+  type: ApplicationCommandOptionType.Subcommand,
+  name: 'talk',
+  description: 'Talk with a character in your voice channel: it listens and answers aloud',
+  options: [{ type: ApplicationCommandOptionType.String, name: 'character', description: 'Who joins the call (yours by default)', autocomplete: true }],
+} as const satisfies APIApplicationCommandSubcommandOption;
+
+/** `/voice ignore me [on]`: a member's audio is never decoded, transcribed or stored. */
+export const ignoreGroup = {
+  type: ApplicationCommandOptionType.SubcommandGroup,
+  name: 'ignore',
+  description: 'Choose not to be heard by characters in voice calls',
+  options: [
+    {
+      type: ApplicationCommandOptionType.Subcommand,
+      name: 'me',
+      description: 'Characters in voice calls do not listen to you (switches by default)',
+      options: [{ type: ApplicationCommandOptionType.Boolean, name: 'on', description: 'Ignore me (true) or hear me again (false)' }],
+    },
+  ],
+} as const satisfies APIApplicationCommandSubcommandGroupOption;
+
+export async function executeTalk(interaction: ChatInputCommandInteraction<'cached'>, context: BotContext): Promise<void> {
+  const { core } = context;
+  core.voiceCalls.requireListening();
+  const speech = core.speech;
+  if (!speech) throw new AppError('NOT_CONFIGURED', 'Talking in voice channels needs a speech engine (TTS_ENGINE).');
+  const voiceChannelId = interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId;
+  if (!voiceChannelId) throw new AppError('VALIDATION_FAILED', 'Join a voice channel first, then use /voice talk there.');
+  const { actor, account } = await context.accountOf(interaction.user);
+  const option = interaction.options.getString('character');
+  const character = option ? await resolveCharacter(core, actor, option) : await core.characters.get(actor, account.characterId);
+  speech.requireVoice(character);
+  const channel = interaction.guild.channels.cache.get(voiceChannelId);
+  const me = interaction.guild.members.me;
+  const missing = (['Connect', 'Speak'] as const).filter((name) => !channel || !me || !channel.permissionsFor(me).has(PermissionFlagsBits[name]));
+  if (missing.length > 0) throw new AppError('FORBIDDEN', `I need the ${missing.join(' and ')} permission${missing.length > 1 ? 's' : ''} in <#${voiceChannelId}> to talk there.`);
+
+  // The call is a conversation like a thread's, linked to the voice channel: talking there again
+  // with the same character goes on with it.
+  const link = await context.links.forChannel(voiceChannelId);
+  const linked = link && (await core.conversations.get(adminActor, link.conversationId).catch(() => undefined));
+  const conversation = linked && linked.characterId === character.id ? linked : await core.conversations.create(actor, account.id, character.id, { greet: false });
+  if (conversation !== linked) await context.links.link({ conversationId: conversation.id, channelId: voiceChannelId, guildId: interaction.guildId });
+  await core.conversations.addSpeaker(adminActor, conversation.id, account.id);
+
+  // Speech queued with /speak would deafen the bot: the call takes over the guild's voice.
+  context.voice.leave(interaction.guildId, 'A voice call started.');
+  await context.talk.start(interaction.guild, voiceChannelId, character, conversation.id);
+  const notice = [
+    `🎙️ **${character.name}** is listening in <#${voiceChannelId}>.`,
+    `Alone with ${character.name}, everything you say is answered; with others, start with “${character.name}, …” to talk to it.`,
+    'Talk over it to interrupt. `/voice ignore me` and it never hears you; `/voice leave` ends the call. Nothing you say is recorded: only the words are kept, as in a thread.',
+  ].join('\n');
+  if (channel?.isSendable()) await channel.send({ content: notice, allowedMentions: { parse: [] } }).catch((error: unknown) => context.logger.info({ err: error, channelId: voiceChannelId }, 'could not announce the call in the voice channel chat'));
+  await answer(interaction, notice, false);
+}
+
+export async function executeIgnoreMe(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void> {
+  const ignored = context.talk.setIgnored(interaction.user.id, interaction.options.getBoolean('on') ?? !context.talk.ignores(interaction.user.id));
+  await answer(interaction, ignored ? '🙉 Characters in voice calls no longer hear you: your audio is not decoded, transcribed or kept.' : '👂 Characters in voice calls hear you again.');
+}

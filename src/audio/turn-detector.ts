@@ -1,0 +1,218 @@
+/**
+ * Turn-taking for one person in a voice call: fed their 20 ms frames as they arrive, it says
+ * when they start talking, when a turn is over (and its audio), and when they talk over the
+ * character long enough to interrupt it. Pure: no I/O, the caller passes the clock's time.
+ *
+ * Discord clients send nothing while a person is silent, so silence is measured two ways and
+ * the larger wins: unvoiced frames received (a client still transmitting a quiet room) and
+ * clock time since the last voiced frame arrived (a client that stopped). Voiced length is
+ * counted in frames, which is what was said however fast the packets came in.
+ */
+import type { PcmAudio } from '../core/ports.js';
+import { DISCORD_FRAME_MS, DISCORD_FRAME_SAMPLES, DISCORD_SAMPLE_RATE } from './discord-frames.js';
+import { concatPcm } from './pcm.js';
+import type { VoiceActivity } from './voice-activity.js';
+
+/** Thresholds, all in milliseconds. */
+export interface TurnOptions {
+  /** Quiet after which a turn is over (OpenAI's server VAD uses 500, LiveKit at least 500). */
+  silenceMs: number;
+  /**
+   * Voiced time below which a turn is dropped: a cough, a "mm", a door. The WebRTC VAD keeps
+   * calling a sound voiced ~100 ms after it stops, so a 150 ms cough counts ~260 ms.
+   */
+  minimumSpeechMs: number;
+  /** Continuous voiced time before speech is believed to have started. */
+  onsetMs: number;
+  /** Audio kept from before the onset, so the first syllable is not clipped. */
+  preRollMs: number;
+  /** A turn this long is cut and sent, and listening goes on: memory stays bounded. */
+  maximumTurnMs: number;
+  /** Continuous voiced time over the character that interrupts it (LiveKit and Pipecat: ~500). */
+  bargeInMs: number;
+  /** Unvoiced time that breaks a run of speech for barge-in (stop consonants last a frame or two). */
+  bargeInGapMs: number;
+}
+
+export const DEFAULT_TURN_OPTIONS: Readonly<TurnOptions> = {
+  silenceMs: 600,
+  minimumSpeechMs: 300,
+  onsetMs: 60,
+  preRollMs: 300,
+  maximumTurnMs: 30_000,
+  bargeInMs: 500,
+  bargeInGapMs: 120,
+};
+
+/** A finished turn: 48 kHz mono audio from just before the onset to the end of the silence. */
+export interface Turn {
+  audio: PcmAudio;
+  voicedMs: number;
+  /** Clock times of the onset's first voiced frame and of the last voiced frame. */
+  startedAt: number;
+  lastVoicedAt: number;
+  /** True when `maximumTurnMs` cut it and the person is still talking. */
+  cut: boolean;
+}
+
+export type TurnEvent =
+  | { type: 'speech-start'; at: number }
+  | { type: 'turn'; turn: Turn }
+  | { type: 'dropped'; voicedMs: number; at: number }
+  | { type: 'barge-in'; at: number };
+
+const SILENT_FRAME = new Int16Array(DISCORD_FRAME_SAMPLES);
+/** Gaps in arrival shorter than this are network jitter, not a pause worth keeping as silence. */
+const PAUSE_WORTH_KEEPING_MS = 100;
+
+export class TurnDetector {
+  readonly options: Readonly<TurnOptions>;
+  readonly #voiceActivity: VoiceActivity;
+  /** Idle: the last frames, for the pre-roll. In a turn: every frame of the turn. */
+  #frames: Int16Array[] = [];
+  #inTurn = false;
+  #startedAt = 0;
+  #voicedMs = 0;
+  #onsetRunMs = 0;
+  #onsetStartedAt = 0;
+  #lastFrameAt: number | undefined;
+  #lastVoicedAt = 0;
+  #unvoicedSinceVoiceMs = 0;
+  #runVoicedMs = 0;
+  #bargedIn = false;
+  #characterSpeaking = false;
+
+  constructor(voiceActivity: VoiceActivity, options: Partial<TurnOptions> = {}) {
+    this.#voiceActivity = voiceActivity;
+    this.options = { ...DEFAULT_TURN_OPTIONS, ...options };
+  }
+
+  /** Whether a turn is under way (speech started and not yet over). */
+  get inTurn(): boolean {
+    return this.#inTurn;
+  }
+
+  /**
+   * Tells the detector whether the character is talking; barge-in is signalled only then. A
+   * person already talking when the character starts interrupts it on their next voiced frame.
+   */
+  setCharacterSpeaking(speaking: boolean): void {
+    this.#characterSpeaking = speaking;
+  }
+
+  /** One 20 ms frame of 48 kHz mono audio, received at `now`. */
+  push(frame: Int16Array, now: number): TurnEvent[] {
+    const events = this.tick(now);
+    this.#keepPause(now);
+    this.#lastFrameAt = now;
+    const voiced = this.#voiceActivity.isVoiced(frame);
+    this.#frames.push(frame);
+    if (voiced) this.#voiced(now, events);
+    else this.#unvoiced(events, now);
+    if (this.#inTurn && this.#frames.length * DISCORD_FRAME_MS >= this.options.maximumTurnMs) events.push(this.#endTurn(true, now));
+    return events;
+  }
+
+  /** Lets time pass with no frame: ends a turn whose silence has lasted long enough. */
+  tick(now: number): TurnEvent[] {
+    if (!this.#inTurn) {
+      if (this.#lastFrameAt !== undefined && now - this.#lastFrameAt >= this.options.preRollMs) this.#forgetIdleAudio();
+      return [];
+    }
+    if (now - this.#lastVoicedAt >= this.options.bargeInGapMs) {
+      this.#runVoicedMs = 0;
+      this.#bargedIn = false;
+    }
+    const silenceMs = Math.max(this.#unvoicedSinceVoiceMs, now - this.#lastVoicedAt);
+    return silenceMs >= this.options.silenceMs ? [this.#endTurn(false, now)] : [];
+  }
+
+  /** Ends any turn now, as when the person leaves: its audio is sent if it is long enough. */
+  flush(now: number): TurnEvent[] {
+    const events = this.#inTurn ? [this.#endTurn(false, now)] : [];
+    this.#forgetIdleAudio();
+    return events;
+  }
+
+  #voiced(now: number, events: TurnEvent[]): void {
+    this.#lastVoicedAt = now;
+    this.#unvoicedSinceVoiceMs = 0;
+    if (!this.#inTurn) {
+      if (this.#onsetRunMs === 0) this.#onsetStartedAt = now;
+      this.#onsetRunMs += DISCORD_FRAME_MS;
+      this.#trimPreRoll();
+      if (this.#onsetRunMs < this.options.onsetMs) return;
+      this.#inTurn = true;
+      this.#startedAt = this.#onsetStartedAt;
+      this.#voicedMs = this.#onsetRunMs;
+      this.#runVoicedMs = this.#onsetRunMs;
+      this.#bargedIn = false;
+      events.push({ type: 'speech-start', at: this.#startedAt });
+    } else {
+      this.#voicedMs += DISCORD_FRAME_MS;
+      this.#runVoicedMs += DISCORD_FRAME_MS;
+    }
+    if (this.#characterSpeaking && !this.#bargedIn && this.#runVoicedMs >= this.options.bargeInMs) {
+      this.#bargedIn = true;
+      events.push({ type: 'barge-in', at: now });
+    }
+  }
+
+  #unvoiced(events: TurnEvent[], now: number): void {
+    if (!this.#inTurn) {
+      this.#onsetRunMs = 0;
+      this.#trimPreRoll();
+      return;
+    }
+    this.#unvoicedSinceVoiceMs += DISCORD_FRAME_MS;
+    if (this.#unvoicedSinceVoiceMs >= this.options.bargeInGapMs) {
+      this.#runVoicedMs = 0;
+      this.#bargedIn = false;
+    }
+    if (this.#unvoicedSinceVoiceMs >= this.options.silenceMs) events.push(this.#endTurn(false, now));
+  }
+
+  /**
+   * Packets stop in pauses, so a pause within a turn would vanish from its audio: keep it as
+   * silence (up to the silence threshold), which speech-to-text reads as a phrase boundary.
+   */
+  #keepPause(now: number): void {
+    if (!this.#inTurn || this.#lastFrameAt === undefined) return;
+    const gapMs = now - this.#lastFrameAt - DISCORD_FRAME_MS;
+    if (gapMs < PAUSE_WORTH_KEEPING_MS) return;
+    const frames = Math.round(Math.min(gapMs, this.options.silenceMs) / DISCORD_FRAME_MS);
+    for (let index = 0; index < frames; index++) this.#frames.push(SILENT_FRAME);
+  }
+
+  #endTurn(cut: boolean, now: number): TurnEvent {
+    const frames = this.#frames;
+    const voicedMs = this.#voicedMs;
+    const startedAt = this.#startedAt;
+    this.#frames = [];
+    this.#voicedMs = 0;
+    this.#startedAt = now;
+    if (!cut) {
+      this.#inTurn = false;
+      this.#onsetRunMs = 0;
+      this.#runVoicedMs = 0;
+      this.#unvoicedSinceVoiceMs = 0;
+    }
+    if (!cut && voicedMs < this.options.minimumSpeechMs) return { type: 'dropped', voicedMs, at: now };
+    const audio = concatPcm(
+      frames.map((samples) => ({ sampleRate: DISCORD_SAMPLE_RATE, samples })),
+      DISCORD_SAMPLE_RATE,
+    );
+    return { type: 'turn', turn: { audio, voicedMs, startedAt, lastVoicedAt: this.#lastVoicedAt, cut } };
+  }
+
+  #trimPreRoll(): void {
+    const keep = Math.max(1, Math.round(this.options.preRollMs / DISCORD_FRAME_MS));
+    if (this.#frames.length > keep) this.#frames.splice(0, this.#frames.length - keep);
+  }
+
+  #forgetIdleAudio(): void {
+    if (this.#inTurn) return;
+    this.#frames = [];
+    this.#onsetRunMs = 0;
+  }
+}

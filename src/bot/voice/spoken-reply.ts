@@ -1,0 +1,173 @@
+/**
+ * One reply spoken in a call as it is written: each finished sentence is synthesised at once
+ * and queued, so the first is heard while the rest is still being generated (the largest
+ * saving in a speech-to-text → chat → speech chain). It can be interrupted: playback stops at
+ * the next 20 ms frame, generation and synthesis stop, and it knows how much was heard.
+ */
+import { Readable } from 'node:stream';
+import { type AudioPlayer, AudioPlayerStatus, type AudioResource, StreamType, createAudioResource } from '@discordjs/voice';
+import { DiscordFramer } from '../../audio/discord-frames.js';
+import { durationMs } from '../../audio/pcm.js';
+import { type SpokenSentence, heardText } from '../../core/heard-text.js';
+import type { Logger, PcmAudio } from '../../core/ports.js';
+import { SentenceCollector } from './sentence-collector.js';
+
+/** Speaks one sentence (the character's voice bound in). */
+export type SentenceVoice = (sentence: string) => AsyncIterable<PcmAudio>;
+
+interface QueuedSentence {
+  text: string;
+  audio: Promise<PcmAudio[]>;
+}
+
+export class SpokenReply {
+  readonly #player: AudioPlayer;
+  readonly #voice: SentenceVoice;
+  readonly #abort: AbortController;
+  readonly #logger: Logger;
+  readonly #queue: QueuedSentence[] = [];
+  /** Sentences whose playback began, with their lengths, in order. */
+  readonly #played: SpokenSentence[] = [];
+  #current: AudioResource | undefined;
+  #wake: (() => void) | undefined;
+  #written = false;
+  #interruptedAtMs: number | undefined;
+  #onSpeaking: (speaking: boolean) => void;
+
+  /**
+   * `abort` is the reply's generation signal's controller: interrupting aborts it.
+   * `onSpeaking` hears when the character starts and stops being heard (for barge-in).
+   */
+  constructor(player: AudioPlayer, voice: SentenceVoice, abort: AbortController, logger: Logger, onSpeaking: (speaking: boolean) => void) {
+    this.#player = player;
+    this.#voice = voice;
+    this.#abort = abort;
+    this.#logger = logger;
+    this.#onSpeaking = onSpeaking;
+  }
+
+  get interrupted(): boolean {
+    return this.#interruptedAtMs !== undefined;
+  }
+
+  /** Speaks the reply's pieces as they come; resolves when all is played or it was interrupted. */
+  async speak(pieces: AsyncIterable<string>): Promise<void> {
+    const writing = this.#write(pieces);
+    try {
+      await this.#play();
+    } finally {
+      this.#onSpeaking(false);
+      this.#abort.abort();
+      await writing;
+    }
+  }
+
+  /**
+   * Stops at once: the player goes idle at its next 20 ms tick (`stop(true)` skips the five
+   * silence frames), nothing more is generated or synthesised. Returns whether it was speaking.
+   */
+  interrupt(): boolean {
+    if (this.#interruptedAtMs !== undefined) return false;
+    this.#interruptedAtMs = this.#heardMs();
+    this.#player.stop(true);
+    this.#abort.abort();
+    this.#queue.length = 0;
+    this.#wake?.();
+    return true;
+  }
+
+  /** What a listener heard: all of it, or up to where it was interrupted. */
+  heard(): string {
+    return heardText(this.#played, this.#interruptedAtMs ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** Milliseconds of the reply played so far: whole sentences, then the one playing. */
+  #heardMs(): number {
+    const before = this.#played.slice(0, -1).reduce((sum, sentence) => sum + sentence.durationMs, 0);
+    return before + (this.#current?.playbackDuration ?? 0);
+  }
+
+  async #write(pieces: AsyncIterable<string>): Promise<void> {
+    const sentences = new SentenceCollector();
+    try {
+      for await (const piece of pieces) {
+        if (this.interrupted) break;
+        for (const sentence of sentences.push(piece)) this.#enqueue(sentence);
+      }
+      if (!this.interrupted) for (const sentence of sentences.end()) this.#enqueue(sentence);
+    } catch (error) {
+      if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'the reply failed while being spoken');
+    } finally {
+      this.#written = true;
+      this.#wake?.();
+    }
+  }
+
+  #enqueue(text: string): void {
+    if (this.interrupted) return;
+    // Synthesis starts now, while earlier sentences play; a failed sentence is skipped, not fatal.
+    const audio = collect(this.#voice(text), this.#abort.signal).catch((error: unknown) => {
+      if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
+      return [];
+    });
+    this.#queue.push({ text, audio });
+    this.#wake?.();
+  }
+
+  async #play(): Promise<void> {
+    while (!this.interrupted) {
+      const next = this.#queue.shift();
+      if (next === undefined) {
+        if (this.#written) return;
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+        continue;
+      }
+      const pieces = await next.audio;
+      if (this.interrupted) return;
+      const total = pieces.reduce((sum, piece) => sum + durationMs(piece), 0);
+      if (total === 0) continue;
+      this.#played.push({ text: next.text, durationMs: total });
+      await this.#playOne(pieces);
+    }
+  }
+
+  async #playOne(pieces: PcmAudio[]): Promise<void> {
+    const resource = createAudioResource(Readable.from(discordFrames(pieces)), { inputType: StreamType.Raw });
+    this.#current = resource;
+    const idle = new Promise<void>((resolve) => {
+      const onChange = (_old: unknown, next: { status: AudioPlayerStatus }) => {
+        if (next.status !== AudioPlayerStatus.Idle) return;
+        this.#player.off('stateChange', onChange);
+        resolve();
+      };
+      this.#player.on('stateChange', onChange);
+    });
+    this.#player.play(resource);
+    this.#onSpeaking(true);
+    await idle;
+  }
+}
+
+/** Samples converted at a time, so one sentence's resampling does not hold every call's 20 ms frames. */
+const conversionSamples = 4096;
+
+async function* discordFrames(pieces: readonly PcmAudio[]): AsyncGenerator<Buffer> {
+  const framer = new DiscordFramer();
+  for (const piece of pieces) {
+    for (let start = 0; start < piece.samples.length; start += conversionSamples) {
+      yield* framer.push({ sampleRate: piece.sampleRate, samples: piece.samples.subarray(start, start + conversionSamples) });
+    }
+  }
+  yield* framer.end();
+}
+
+/** Every piece of a sentence's speech; stops reading the engine once `signal` aborts. */
+async function collect(pieces: AsyncIterable<PcmAudio>, signal: AbortSignal): Promise<PcmAudio[]> {
+  const collected: PcmAudio[] = [];
+  for await (const piece of pieces) {
+    if (signal.aborted) break;
+    collected.push(piece);
+  }
+  return collected;
+}

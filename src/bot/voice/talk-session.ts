@@ -1,0 +1,244 @@
+/**
+ * A character in a voice call (/voice talk): it listens to each person on their own receive
+ * stream, finds their turns, has them written down and stored, and answers aloud. Everything is
+ * keyed by the user id captured when that person's stream was subscribed, never by who spoke
+ * last, so words are never given to the wrong person.
+ */
+import { type AudioPlayer, EndBehaviorType, NoSubscriberBehavior, type VoiceConnection, VoiceConnectionStatus, createAudioPlayer, entersState, joinVoiceChannel } from '@discordjs/voice';
+import type { Guild, User } from 'discord.js';
+import type { Readable } from 'node:stream';
+import { SpeakerListener, speechToTextAudio } from '../../audio/speaker-listener.js';
+import type { Turn, TurnEvent, TurnOptions } from '../../audio/turn-detector.js';
+import type { VoiceActivityAggressiveness, VoiceActivityDetectors } from '../../audio/voice-activity.js';
+import { encodeWav } from '../../audio/wav.js';
+import { type Actor, adminActor } from '../../core/actor.js';
+import type { Core } from '../../core/core.js';
+import type { AccountRecord, CharacterRecord } from '../../core/records.js';
+import type { Logger } from '../../core/ports.js';
+import { addressedCharacter } from '../conversations/addressing.js';
+import { SpokenReply } from './spoken-reply.js';
+
+export interface TalkSessionOptions {
+  turns: Partial<TurnOptions>;
+  aggressiveness: VoiceActivityAggressiveness;
+  /** ISO 639-1 code forced on speech-to-text (faster and surer on short turns); unset: detected. */
+  language?: string | undefined;
+  /** How long joining may take. */
+  joinTimeoutMs: number;
+  /** The call ends after this long with nobody speaking and nothing said (DISCORD_VOICE_IDLE_SECONDS). */
+  idleMs: number;
+}
+
+export interface TalkSessionDependencies {
+  core: Core;
+  logger: Logger;
+  detectors: VoiceActivityDetectors;
+  accountOf(user: User): Promise<{ actor: Actor; account: AccountRecord }>;
+  /** Members who opted out (/voice ignore me): never subscribed, decoded or transcribed. */
+  ignores(userId: string): boolean;
+  /** Called once when the session ends, whatever ended it. */
+  ended(reason: string): void;
+}
+
+interface Hearing {
+  stream: Readable;
+  listener: SpeakerListener;
+}
+
+/** How often silence is checked for when no packet comes (people send nothing in pauses). */
+const TICK_MS = 20;
+
+export class TalkSession {
+  readonly #hearing = new Map<string, Hearing>();
+  /** The language each person's speech was heard in, forced on their next turns. */
+  readonly #languages = new Map<string, string>();
+  readonly #turns: { userId: string; turn: Turn }[] = [];
+  readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause } });
+  #connection: VoiceConnection | undefined;
+  #ticker: NodeJS.Timeout | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #reply: SpokenReply | undefined;
+  #characterSpeaking = false;
+  #working = false;
+  #ended = false;
+
+  constructor(
+    readonly guild: Guild,
+    readonly voiceChannelId: string,
+    readonly character: CharacterRecord,
+    readonly conversationId: string,
+    private readonly dependencies: TalkSessionDependencies,
+    private readonly options: TalkSessionOptions,
+  ) {
+    this.#player.on('error', (error) => dependencies.logger.warn({ err: error, guildId: guild.id }, 'voice talk player error'));
+  }
+
+  /** Joins undeafened (a deafened bot receives nothing) and starts listening. */
+  async start(): Promise<void> {
+    const connection = joinVoiceChannel({ channelId: this.voiceChannelId, guildId: this.guild.id, adapterCreator: this.guild.voiceAdapterCreator, selfDeaf: false });
+    this.#connection = connection;
+    connection.subscribe(this.#player);
+    try {
+      await entersState(connection, VoiceConnectionStatus.Ready, this.options.joinTimeoutMs);
+    } catch (error) {
+      this.end('Could not join the voice channel.');
+      throw error;
+    }
+    connection.on(VoiceConnectionStatus.Destroyed, () => this.end('The voice connection ended.'));
+    connection.on(VoiceConnectionStatus.Disconnected, () => {
+      // A move or a resumable drop recovers on its own; otherwise the call is over.
+      void Promise.race([entersState(connection, VoiceConnectionStatus.Signalling, 5_000), entersState(connection, VoiceConnectionStatus.Connecting, 5_000)]).catch(() => this.end('The voice connection dropped.'));
+    });
+    // Subscribing inside `start` still gets the packet that caused it.
+    connection.receiver.speaking.on('start', (userId) => this.#listen(userId));
+    this.#ticker = setInterval(() => this.#tick(), TICK_MS);
+    this.#ticker.unref();
+    this.#stillActive();
+  }
+
+  /** Puts the idle time off: someone spoke, or the character did. */
+  #stillActive(): void {
+    clearTimeout(this.#idleTimer);
+    if (this.#ended) return;
+    this.#idleTimer = setTimeout(() => {
+      // A reply still being spoken or a turn still waiting is activity too.
+      if (this.#reply || this.#working) this.#stillActive();
+      else this.end('Left after being idle.');
+    }, this.options.idleMs);
+    this.#idleTimer.unref();
+  }
+
+  /** People in the call, the bot and those who opted out left aside. */
+  people(): string[] {
+    const channel = this.guild.channels.cache.get(this.voiceChannelId);
+    if (!channel?.isVoiceBased()) return [];
+    return [...channel.members.filter((member) => !member.user.bot && !this.dependencies.ignores(member.id)).keys()];
+  }
+
+  /** Stops the reply being spoken (/voice stop); it is kept as far as it was heard. */
+  interrupt(): boolean {
+    return this.#reply?.interrupt() ?? false;
+  }
+
+  /** Stops hearing someone who just opted out; what they had started saying is dropped. */
+  forget(userId: string): void {
+    const hearing = this.#hearing.get(userId);
+    this.#hearing.delete(userId);
+    hearing?.stream.destroy();
+    hearing?.listener.close(performance.now());
+    for (let index = this.#turns.length - 1; index >= 0; index--) if (this.#turns[index]!.userId === userId) this.#turns.splice(index, 1);
+  }
+
+  /** Leaves: a reply being spoken stops and is kept as far as it was heard. */
+  end(reason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearInterval(this.#ticker);
+    clearTimeout(this.#idleTimer);
+    this.#reply?.interrupt();
+    for (const userId of [...this.#hearing.keys()]) this.forget(userId);
+    this.#turns.length = 0;
+    if (this.#connection && this.#connection.state.status !== VoiceConnectionStatus.Destroyed) this.#connection.destroy();
+    this.dependencies.logger.info({ guildId: this.guild.id, channelId: this.voiceChannelId, reason }, 'voice talk ended');
+    this.dependencies.ended(reason);
+  }
+
+  #listen(userId: string): void {
+    if (this.#ended || this.#hearing.has(userId) || this.dependencies.ignores(userId) || userId === this.guild.client.user.id) return;
+    const receiver = this.#connection?.receiver;
+    if (!receiver) return;
+    const stream = receiver.subscribe(userId, { end: { behavior: EndBehaviorType.Manual } });
+    const listener = new SpeakerListener(this.dependencies.detectors.create({ aggressiveness: this.options.aggressiveness }), this.options.turns);
+    listener.turns.setCharacterSpeaking(this.#characterSpeaking);
+    const hearing = { stream, listener };
+    this.#hearing.set(userId, hearing);
+    let failed = false;
+    stream.on('data', (packet: Buffer) => this.#handle(userId, listener.receive(packet, performance.now())));
+    // A stream that fails (DAVE decryption failures destroy it) is subscribed again once the
+    // receiver has forgotten it: subscribing before its `close` would hand back the dead stream.
+    stream.on('error', (error) => {
+      failed = true;
+      this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'voice receive stream failed; subscribing again');
+    });
+    stream.on('close', () => {
+      if (this.#hearing.get(userId) !== hearing) return;
+      this.#hearing.delete(userId);
+      this.#handle(userId, listener.close(performance.now()));
+      if (failed) this.#listen(userId);
+    });
+  }
+
+  #tick(): void {
+    const now = performance.now();
+    for (const [userId, { listener }] of this.#hearing) this.#handle(userId, listener.tick(now));
+  }
+
+  #handle(userId: string, events: TurnEvent[]): void {
+    if (events.length > 0) this.#stillActive();
+    for (const event of events) {
+      if (event.type === 'barge-in' && this.#reply?.interrupt()) {
+        this.dependencies.logger.info({ guildId: this.guild.id, userId }, 'interrupted by a person talking');
+      } else if (event.type === 'turn') {
+        this.#turns.push({ userId, turn: event.turn });
+        void this.#work();
+      }
+    }
+  }
+
+  #setCharacterSpeaking(speaking: boolean): void {
+    this.#characterSpeaking = speaking;
+    for (const { listener } of this.#hearing.values()) listener.turns.setCharacterSpeaking(speaking);
+  }
+
+  /** Turns are taken one at a time, in the order they ended; one said meanwhile waits its turn. */
+  async #work(): Promise<void> {
+    if (this.#working) return;
+    this.#working = true;
+    try {
+      for (let next = this.#turns.shift(); next && !this.#ended; next = this.#turns.shift()) {
+        await this.#take(next.userId, next.turn).catch((error: unknown) => this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId: next?.userId }, 'a voice turn failed'));
+      }
+    } finally {
+      this.#working = false;
+    }
+  }
+
+  async #take(userId: string, turn: Turn): Promise<void> {
+    const { core } = this.dependencies;
+    const user = await this.guild.client.users.fetch(userId);
+    const { actor, account } = await this.dependencies.accountOf(user);
+    await core.conversations.addSpeaker(adminActor, this.conversationId, account.id);
+    const language = this.options.language ?? this.#languages.get(userId);
+    const recording = { audio: encodeWav(speechToTextAudio(turn.audio)), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
+    const heard = await core.voiceCalls.hear(actor, this.conversationId, recording);
+    if (!heard || this.#ended) return;
+    if (heard.language) this.#languages.set(userId, heard.language);
+    this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs }, 'voice turn heard');
+    if (!this.#answers(heard.message.content)) return;
+    await this.#answer(actor, heard.message.id);
+  }
+
+  /** Alone with the character, every turn is for it; among several people, only when named. */
+  #answers(text: string): boolean {
+    if (this.people().length <= 1) return true;
+    const addressing = addressedCharacter({ content: text, botUserId: this.guild.client.user.id }, [{ id: this.character.id, name: this.character.name }]);
+    return addressing?.characterId === this.character.id;
+  }
+
+  async #answer(actor: Actor, messageId: string): Promise<void> {
+    const { core, logger } = this.dependencies;
+    const speech = core.speech;
+    if (!speech) return;
+    const abort = new AbortController();
+    const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal });
+    const spoken = new SpokenReply(this.#player, (sentence) => speech.streamAs(this.character, sentence), abort, logger, (speaking) => this.#setCharacterSpeaking(speaking));
+    this.#reply = spoken;
+    try {
+      await spoken.speak(reply.pieces);
+    } finally {
+      this.#reply = undefined;
+    }
+    if (spoken.interrupted) await core.voiceCalls.keepHeard(reply, spoken.heard());
+    else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Conversations held by voice in a call: a person's turn is written down and stored as their
+ * message (the words only: audio is never stored), and a reply a person interrupted is kept as
+ * far as it was heard. The front end finds the turns and plays the replies; what is stored and
+ * how is decided here.
+ */
+import type { Actor } from './actor.js';
+import type { Chat, Reply } from './chat.js';
+import type { Conversations } from './conversations.js';
+import { AppError } from './errors.js';
+import type { CallOptions, Logger, SpeechToText, TranscriptionRequest } from './ports.js';
+import type { StoredMessage } from './repositories.js';
+
+/** The finish reason of a reply a listener talked over: it ends where they stopped hearing it. */
+export const INTERRUPTED = 'interrupted';
+
+/** A turn as stored, and the language the engine heard, to force on that person's next turns. */
+export interface HeardTurn {
+  message: StoredMessage;
+  language?: string | undefined;
+}
+
+export class VoiceCalls {
+  constructor(
+    private readonly chat: Chat,
+    private readonly conversations: Conversations,
+    private readonly speechToText: SpeechToText | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Throws `TRANSCRIPTION_UNAVAILABLE` when no speech-to-text engine is configured. */
+  requireListening(): void {
+    if (this.speechToText) return;
+    throw new AppError('TRANSCRIPTION_UNAVAILABLE', 'Listening in voice channels needs a speech-to-text engine: set STT_ENGINE and STT_BASE_URL and restart.');
+  }
+
+  /**
+   * Writes a turn down and stores the words as `actor`'s message; undefined when the engine
+   * heard no words (a turn of noise is not a message). The recording itself is not kept.
+   */
+  async hear(actor: Actor, conversationId: string, recording: TranscriptionRequest, options: CallOptions = {}): Promise<HeardTurn | undefined> {
+    this.requireListening();
+    const transcription = await this.speechToText!.transcriber.transcribe(recording, options);
+    const text = transcription.text.trim();
+    if (text === '') return undefined;
+    const message = await this.chat.post(actor, conversationId, { text });
+    return { message, language: transcription.language ?? recording.language };
+  }
+
+  /**
+   * Keeps of `reply` only `heard`, the part played before a person talked over it, marked
+   * `interrupted`, so the character's next prompt holds what was said aloud and no more (as
+   * OpenAI's Realtime API truncates an interrupted item). A reply stopped before it was stored
+   * is stored as heard; one already stored gets the heard text as a new chosen alternative (the
+   * whole text stays behind it, as an unchosen swipe). Nothing heard leaves nothing stored.
+   */
+  async keepHeard(reply: Reply, heard: string): Promise<StoredMessage | undefined> {
+    const conversationId = reply.userMessage.conversationId;
+    const content = heard.trim();
+    const stored = await reply.done.catch(() => undefined);
+    const log = { conversationId, characterId: reply.characterId, heardLength: content.length };
+    if (stored === undefined) {
+      if (content === '') return undefined;
+      this.logger.info(log, 'reply interrupted while being written: stored as far as it was heard');
+      return this.conversations.appendMessage(conversationId, { content, finishReason: INTERRUPTED, mimeType: 'text/plain', participantId: reply.characterId, participantType: 'character', file: null });
+    }
+    if (content === stored.content.trim()) return stored;
+    this.logger.info({ ...log, storedLength: stored.content.length }, 'reply interrupted while being spoken: the heard part is chosen');
+    return this.conversations.addAlternative(conversationId, stored.id, { content: content === '' ? '…' : content, finishReason: INTERRUPTED });
+  }
+}

@@ -1,0 +1,282 @@
+/**
+ * /voice talk against the fake Discord and its voice server: people speak (espeak, sent as
+ * their clients would), the fake transcription server writes it down, the fake chat engine
+ * answers, and the bot's espeak voice is heard back through the fake voice server.
+ */
+import { getVoiceConnection } from '@discordjs/voice';
+import type { APIUser } from 'discord-api-types/v10';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { durationMs } from '../../src/audio/pcm.js';
+import { decodeWav } from '../../src/audio/wav.js';
+import type { PcmAudio } from '../../src/core/ports.js';
+import type { FakeRequestBody } from '../fakes/fake-openai.js';
+import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
+import { medianPitch } from '../speech/signal-measures.js';
+import { type BotHarness, latestAnswer, runCommand, startBotHarness } from './harness.js';
+
+const STORY = 'Once there was a lighthouse on a rock. Its keeper counted every ship that passed in the night. One winter a ship came that had no lights at all. The keeper rang the bell again and again until dawn. Nobody ever learned where that ship had sailed from.';
+
+/** The newest user line of a chat request, as the engine saw it. */
+function lastUserLine(body: FakeRequestBody): string {
+  const last = body.messages?.filter((message) => message.role === 'user').at(-1)?.content;
+  return typeof last === 'string' ? last : JSON.stringify(last);
+}
+
+/** A cough: decaying broadband noise, mono 48 kHz. */
+function cough(milliseconds: number): PcmAudio {
+  let seed = 11;
+  const samples = new Int16Array((48_000 * milliseconds) / 1000);
+  for (let index = 0; index < samples.length; index++) {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    samples[index] = Math.round(((seed / 2 ** 31) * 2 - 1) * 9000 * Math.exp(-index / (samples.length / 3)));
+  }
+  return { sampleRate: 48_000, samples };
+}
+
+/**
+ * Event-driven waits on the fakes that have no waiting of their own (the transcription server,
+ * the chat engine): their scripts call `notify` on each request, and `until` re-checks then.
+ */
+const waiters = new Set<() => void>();
+const notify = (): void => {
+  setImmediate(() => {
+    for (const waiter of [...waiters]) waiter();
+  });
+};
+function until<T>(check: () => T | undefined | null | false, timeoutMs = 15_000): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const evaluate = (): void => {
+      const value = check();
+      if (value === undefined || value === null || value === false) return;
+      clearTimeout(timer);
+      waiters.delete(evaluate);
+      resolve(value);
+    };
+    const timer = setTimeout(() => {
+      waiters.delete(evaluate);
+      reject(new Error(`until: timed out after ${timeoutMs} ms`));
+    }, timeoutMs);
+    waiters.add(evaluate);
+    evaluate();
+  });
+}
+/** A transcription script that tells `until` when it was asked. */
+const hearing = (hear: (file: Buffer) => string) => (file: Buffer) => {
+  notify();
+  return hear(file);
+};
+
+describe('/voice talk: a conversation by voice in a call', () => {
+  let bot: BotHarness;
+  let stt: FakeTranscription;
+  let alice: APIUser;
+  let bob: APIUser;
+  let guildId: string;
+  let voiceChannelId: string;
+  let characterName: string;
+  /** What the fake hears next, turn by turn, when no test says otherwise. */
+  let nextWords: string[] = [];
+
+  /** Waits until `text` has been spoken to the end in the character's voice (its length heard, then silence frames). */
+  const replyHeard = async (since: number, text: string) => {
+    const expectedMs = durationMs(await bot.voice!.synthesize(text, 'en-us+m3'));
+    return bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= expectedMs * 0.9 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 15_000 });
+  };
+  const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
+
+  beforeAll(async () => {
+    stt = await startFakeTranscription();
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+    bot = await startBotHarness({
+      voice: true,
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' },
+      // The story is long and comes slowly enough to still be written when it is interrupted.
+      script: (body) => (notify(), lastUserLine(body).includes('story') ? { reply: STORY, tokensPerSecond: 40 } : { reply: `Aye. ${lastUserLine(body).replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
+    });
+    guildId = bot.discord.guild.id;
+    voiceChannelId = bot.discord.guild.voiceChannelId!;
+    alice = bot.discord.createUser({ username: 'alice' });
+    bob = bot.discord.createUser({ username: 'bob' });
+    const voiced = await runCommand(bot, alice, 'character', { preset: 'en-us+m3' }, 'voice');
+    expect(voiced.text).toContain('now speaks');
+    bot.voice!.joinVoice(alice, voiceChannelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(alice.id));
+    const started = await runCommand(bot, alice, 'voice', {}, 'talk');
+    const named = /\*\*(.+?)\*\* is listening/.exec(started.text);
+    expect(named, started.text).not.toBeNull();
+    characterName = named![1]!;
+  }, 60_000);
+  afterAll(async () => {
+    await bot?.close();
+    await stt?.close();
+  });
+
+  it('joins undeafened and says in the voice channel’s chat that it listens, to whom it answers and how to stop', () => {
+    const join = bot.voice!.voiceStateRequests.at(-1)!;
+    expect(join.channelId).toBe(voiceChannelId);
+    expect(join.selfDeaf).toBe(false);
+    const notice = bot.botTexts(voiceChannelId).at(-1) ?? '';
+    expect(notice).toContain(`${characterName}** is listening`);
+    expect(notice).toContain('/voice leave');
+    expect(notice).toContain('/voice ignore me');
+  });
+
+  it('answers one person’s turns aloud, in order, each written down from 16 kHz mono audio', async () => {
+    nextWords = ['Where is the boat?', 'And the lighthouse?'];
+    const before = chatRequests().length;
+    for (const [index, words] of [...nextWords].entries()) {
+      const since = performance.now();
+      await bot.voice!.speak(alice, { text: words }, { pace: 'burst' });
+      // The reply is heard: espeak's "Aye. <words>" in the character's voice, sentence by sentence.
+      const heard = await replyHeard(since, `Aye. ${words}`);
+      expect(heard.rms).toBeGreaterThan(0.02);
+      expect(lastUserLine(chatRequests()[before + index]!.body)).toBe(words);
+    }
+    const wav = decodeWav(stt.transcriptions.at(-1)!.file!.bytes);
+    expect(wav.sampleRate).toBe(16_000);
+    expect(stt.transcriptions.at(-1)!.fields['language']).toBe('en');
+    // The second request holds the first turn and the first reply: the call is stored as a conversation.
+    const history = JSON.stringify(chatRequests().at(-1)!.body.messages);
+    expect(history).toContain('Where is the boat?');
+    expect(history).toContain('Aye. Where is the boat?');
+  }, 40_000);
+
+  it('does not end a turn at a short pause with a cough in it, nor take the cough for a turn', async () => {
+    nextWords = ['Wait a moment. Now I am back.'];
+    const transcribed = stt.transcriptions.length;
+    const since = performance.now();
+    await bot.voice!.speak(alice, [{ text: 'Wait a moment.' }, { pauseMs: 250 }, cough(150), { pauseMs: 250 }, { text: 'Now I am back.' }], { pace: 'burst' });
+    await replyHeard(since, 'Aye. Wait a moment. Now I am back.');
+    expect(stt.transcriptions.length).toBe(transcribed + 1);
+  }, 30_000);
+
+  it('stops at once when talked over, cancels the rest, keeps only what was heard; a cough does not interrupt', async () => {
+    nextWords = ['Tell me a story.'];
+    const transcribed = stt.transcriptions.length;
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Tell me a story.' }, { pace: 'burst' });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 1500, { since, timeoutMs: 15_000 });
+    // A cough over the character: it goes on speaking.
+    const coughedAt = performance.now();
+    await bot.voice!.speak(alice, cough(150), { pace: 'burst' });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 1000, { since: coughedAt, timeoutMs: 10_000 });
+
+    nextWords = ['Stop, that is enough.'];
+    const interrupting = await bot.voice!.speak(alice, { text: 'Stop, stop, that is quite enough of that story now.' }, { pace: 'burst' });
+    const interruptedAt = interrupting.talk[0]!.firstPacketAt;
+    // The interruption is answered as the next turn, and the cough was no turn at all.
+    await until(() => chatRequests().some((request) => lastUserLine(request.body) === 'Stop, that is enough.'), 15_000);
+    await replyHeard(interruptedAt, 'Aye. Stop, that is enough.');
+    expect(stt.transcriptions.length).toBe(transcribed + 2);
+    // The reply to it cannot start before the turn's 600 ms of silence: what played until then is the story.
+    const lastStoryPacket = bot.voice!.heard(guildId, { since }).packets.filter((packet) => !packet.silence && packet.arrivedAt < interruptedAt + 600).at(-1)!;
+    // Burst speech passes the 500 ms barge-in threshold as it arrives: playback stops within a few frames.
+    expect(lastStoryPacket.arrivedAt - interruptedAt).toBeLessThan(200);
+    const answering = chatRequests().find((request) => lastUserLine(request.body) === 'Stop, that is enough.')!;
+    const kept = answering.body.messages?.filter((message) => message.role === 'assistant').at(-1)?.content as string;
+    expect(kept.length).toBeGreaterThan(10);
+    expect(kept.length).toBeLessThan(STORY.length - 40);
+    expect(STORY.startsWith(kept.replace(/…$/, ''))).toBe(true);
+  }, 60_000);
+
+  it('queues what a person says while the character is still thinking, and answers it next', async () => {
+    // Transcription is slow, so the second sentence ends while the first is still being written down.
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.'), delayMs: 900 };
+    nextWords = ['First question.', 'Second question.'];
+    const before = chatRequests().length;
+    const since = performance.now();
+    await bot.voice!.speak(alice, [{ text: 'First question.' }, { pauseMs: 800 }, { text: 'Second question.' }], { pace: 'burst' });
+    await replyHeard(since, 'Aye. First question. Aye. Second question.');
+    expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toEqual(['First question.', 'Second question.']);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+  }, 30_000);
+
+  it('subscribes again when a receive stream fails (as DAVE decryption failures destroy it)', async () => {
+    const receiver = getVoiceConnection(guildId)!.receiver;
+    const failing = receiver.subscriptions.get(alice.id)!;
+    const closed = new Promise((resolve) => failing.once('close', resolve));
+    failing.destroy(new Error('Failed to decrypt: DAVE'));
+    await closed;
+    const renewed = receiver.subscriptions.get(alice.id);
+    expect(renewed).toBeDefined();
+    expect(renewed).not.toBe(failing);
+    nextWords = ['Still there?'];
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Still there?' }, { pace: 'burst' });
+    await replyHeard(since, 'Aye. Still there?');
+  }, 30_000);
+
+  it('hears two people talking at once on their own streams and stores each one’s words under their name; with two, answers only when named', async () => {
+    bot.voice!.joinVoice(bob, voiceChannelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(bob.id));
+    // Who is speaking is told apart by pitch: alice's character voice is low, bob speaks high.
+    stt.script = {
+      hear: hearing((file) => (medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'I am the high voice.' : 'I am the low voice.')),
+    };
+    const requests = chatRequests().length;
+    const transcribed = stt.transcriptions.length;
+    await Promise.all([
+      bot.voice!.speak(alice, { text: 'I am talking with a low voice right now.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'realtime' }),
+      bot.voice!.speak(bob, { text: 'And I am talking over you with a high voice.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'realtime' }),
+    ]);
+    await until(() => stt.transcriptions.length >= transcribed + 2);
+
+    nextWords = [`${characterName}, who said what?`];
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+    await bot.voice!.speak(alice, { text: 'Who said what?' }, { pace: 'burst' });
+    const asked = await until(() => chatRequests().find((request) => lastUserLine(request.body).includes('who said what')), 15_000);
+    // The two turns in between were not addressed to the character, so they got no reply.
+    expect(chatRequests().length).toBe(requests + 1);
+    // Several people share the conversation now, so each turn is headed by its speaker's name.
+    const history = (asked.body.messages ?? []).map((message) => (typeof message.content === 'string' ? message.content : '')).join('\n');
+    expect(history).toContain('alice: I am the low voice.');
+    expect(history).toContain('bob: I am the high voice.');
+    expect(history).not.toContain('alice: I am the high voice.');
+    expect(history).not.toContain('bob: I am the low voice.');
+  }, 60_000);
+
+  it('never transcribes a member who opted out with /voice ignore me', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    const ignored = bot.discord.sendSlashCommand({ user: carol, channelId: bot.discord.guild.textChannelId, name: 'voice', subcommandGroup: 'ignore', subcommand: 'me', options: {} });
+    await ignored.response;
+    await bot.discord.waitFor(() => latestAnswer(bot, ignored.interactionId).includes('no longer hear you'));
+    bot.voice!.joinVoice(carol, voiceChannelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(carol.id));
+    // Carol speaks low, bob high: what the engine is sent tells whose audio it was.
+    const heard: string[] = [];
+    stt.script = { hear: hearing((file) => (heard.push(medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'bob' : 'carol'), 'Just a remark.')) };
+    await bot.voice!.speak(carol, { text: 'You should not hear any of this.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+    await bot.voice!.speak(bob, { text: 'But you hear me.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
+    // Carol's turn would have ended first and been written down first.
+    await until(() => heard.length > 0);
+    expect(heard).toEqual(['bob']);
+    // Never subscribed: the receiver drops her packets before decrypting them, and nothing decodes them.
+    expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(carol.id)).toBe(false);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+  }, 30_000);
+
+  it('leaves when no person is left in the call', async () => {
+    for (const user of bot.voice!.occupants(guildId, voiceChannelId).filter((id) => id !== bot.discord.botUser.id)) bot.voice!.leaveVoice(user, guildId);
+    await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.at(-1)?.channelId === null);
+  });
+});
+
+describe('/voice talk when nobody says anything', () => {
+  it('leaves the call after DISCORD_VOICE_IDLE_SECONDS with nothing said', async () => {
+    const stt = await startFakeTranscription();
+    const bot = await startBotHarness({ voice: true, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, DISCORD_VOICE_IDLE_SECONDS: '1' } });
+    try {
+      const dana = bot.discord.createUser({ username: 'dana' });
+      expect((await runCommand(bot, dana, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(dana, bot.discord.guild.voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, bot.discord.guild.voiceChannelId!).includes(dana.id));
+      expect((await runCommand(bot, dana, 'voice', {}, 'talk')).text).toContain('is listening');
+      const joinedAt = performance.now();
+      const left = await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.find((request) => request.channelId === null && request.at >= joinedAt));
+      expect(left.at - joinedAt).toBeGreaterThanOrEqual(900);
+    } finally {
+      await bot.close();
+      await stt.close();
+    }
+  }, 30_000);
+});
