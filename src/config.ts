@@ -171,6 +171,7 @@ const variables = {
   VOICE_TALK_MINIMUM_SPEECH_MS: integer(300, 0, 5_000),
   VOICE_TALK_BARGE_IN_MS: integer(500, 100, 5_000),
   VOICE_TALK_VAD_AGGRESSIVENESS: integer(2, 0, 3),
+  VOICE_TALK_LANGUAGE: checkedText((value) => /^[a-z]{2}$/.test(value), 'must be an ISO 639-1 code such as en'),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   /** What this process does: any of api, worker, bot, comma-separated; all three by default. */
   ROLES: z.preprocess(
@@ -357,6 +358,8 @@ function toConfig(values: Variables, workingDirectory: string) {
         bargeInMs: values.VOICE_TALK_BARGE_IN_MS,
         /** The WebRTC VAD's mode: 0 hears the most as speech, 3 the least (noisy rooms). */
         aggressiveness: values.VOICE_TALK_VAD_AGGRESSIVENESS as 0 | 1 | 2 | 3,
+        /** Forced on speech-to-text; unset, the engine detects it (and a language it reports is forced after). */
+        language: values.VOICE_TALK_LANGUAGE,
       },
     },
   };

@@ -45,7 +45,7 @@ export interface BotOptions {
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
   /** /voice talk's turn-taking (defaults in `DEFAULT_TURN_OPTIONS`) and VAD mode. */
-  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs'>> & { aggressiveness?: VoiceActivityAggressiveness }) | undefined;
+  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs'>> & { aggressiveness?: VoiceActivityAggressiveness; language?: string | undefined }) | undefined;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
   jobEditIntervalMs?: number;
   /** Longest wait for the gateway's READY after logging in (default 60 s). */
@@ -147,8 +147,8 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     const account = await discordAccounts.accountFor({ id: user.id, username: user.username, avatarUrl: user.avatarURL() });
     return { account, actor: accountActor(account.id) };
   };
-  const { aggressiveness, ...turns } = options.voiceTalk ?? {};
-  const talk = new VoiceTalk({ core, logger, accountOf }, { turns, aggressiveness: aggressiveness ?? 2, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
+  const { aggressiveness, language, ...turns } = options.voiceTalk ?? {};
+  const talk = new VoiceTalk({ core, logger, accountOf }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,

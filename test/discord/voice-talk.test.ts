@@ -89,7 +89,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
     bot = await startBotHarness({
       voice: true,
-      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL },
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' },
       // The story is long and comes slowly enough to still be written when it is interrupted.
       script: (body) => (notify(), lastUserLine(body).includes('story') ? { reply: STORY, tokensPerSecond: 40 } : { reply: `Aye. ${lastUserLine(body).replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
     });
@@ -134,6 +134,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     }
     const wav = decodeWav(stt.transcriptions.at(-1)!.file!.bytes);
     expect(wav.sampleRate).toBe(16_000);
+    expect(stt.transcriptions.at(-1)!.fields['language']).toBe('en');
     // The second request holds the first turn and the first reply: the call is stored as a conversation.
     const history = JSON.stringify(chatRequests().at(-1)!.body.messages);
     expect(history).toContain('Where is the boat?');

@@ -21,6 +21,8 @@ import { SpokenReply } from './spoken-reply.js';
 export interface TalkSessionOptions {
   turns: Partial<TurnOptions>;
   aggressiveness: VoiceActivityAggressiveness;
+  /** ISO 639-1 code forced on speech-to-text (faster and surer on short turns); unset: detected. */
+  language?: string | undefined;
   /** How long joining may take. */
   joinTimeoutMs: number;
   /** The call ends after this long with nobody speaking and nothing said (DISCORD_VOICE_IDLE_SECONDS). */
@@ -207,7 +209,7 @@ export class TalkSession {
     const user = await this.guild.client.users.fetch(userId);
     const { actor, account } = await this.dependencies.accountOf(user);
     await core.conversations.addSpeaker(adminActor, this.conversationId, account.id);
-    const language = this.#languages.get(userId);
+    const language = this.options.language ?? this.#languages.get(userId);
     const recording = { audio: encodeWav(speechToTextAudio(turn.audio)), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
     const heard = await core.voiceCalls.hear(actor, this.conversationId, recording);
     if (!heard || this.#ended) return;
