@@ -60,11 +60,15 @@ async function processUsage(pid: number): Promise<{ maxRssBytes: number; rssByte
   return { maxRssBytes: kilobytes('VmHWM'), rssBytes: kilobytes('VmRSS'), cpuMicros: (ticks / ticksPerSecond) * 1e6 };
 }
 
+/** A line of the service's JSON log (pino: `time` is `Date.now()` when it was logged). */
+export type ServiceLogEntry = { msg?: string; url?: string; level?: number; time?: number } & Record<string, unknown>;
+
 /**
  * The service exactly as `npm start` runs it (`node dist/src/main.js`, built by `npm run
- * bench` first), its URL read from its start-up log line; usage comes from /proc.
+ * bench` first), its URL read from its start-up log line; usage comes from /proc. `onLog`
+ * sees every log line, for benchmarks that time the service's own stages by them.
  */
-export async function startServiceProcess(environment: Record<string, string>): Promise<BenchProcess> {
+export async function startServiceProcess(environment: Record<string, string>, onLog?: (entry: ServiceLogEntry) => void): Promise<BenchProcess> {
   // With a Discord token the service is ready once the bot is, which comes after the API.
   const readyMessage = environment.DISCORD_TOKEN ? 'Discord bot ready' : 'Likeness API listening';
   let apiUrl = '';
@@ -80,7 +84,8 @@ export async function startServiceProcess(environment: Record<string, string>): 
     child.once('exit', (code) => reject(new Error(`the service exited with ${code} before listening`)));
     lines.on('line', (line) => {
       try {
-        const entry = JSON.parse(line) as { msg?: string; url?: string; level?: number };
+        const entry = JSON.parse(line) as ServiceLogEntry;
+        onLog?.(entry);
         if (entry.msg === 'Likeness API listening' && entry.url) apiUrl = entry.url;
         if (entry.msg === readyMessage) resolve(apiUrl);
         else if ((entry.level ?? 0) >= 40) process.stderr.write(`${line}\n`);

@@ -17,4 +17,19 @@ describe('SentenceCollector', () => {
     // The first sentence is out before the reply is half written.
     expect(afterPiece.indexOf(1)).toBeLessThan(afterPiece.length / 2);
   });
+
+  it('hands out the first sentence on the first word of the next, however short that is so far', () => {
+    const collector = new SentenceCollector();
+    expect(collector.push('Aye, I hear you well.')).toEqual([]);
+    // "The" alone is shorter than a sentence worth speaking, but it shows the first one is over.
+    expect(collector.push(' The')).toEqual(['Aye, I hear you well.']);
+    expect(collector.push(' harbour is quiet.')).toEqual([]);
+    expect(collector.end()).toEqual(['The harbour is quiet.']);
+  });
+
+  it('still joins a lone short sentence to the next one', () => {
+    const collector = new SentenceCollector();
+    expect([...collector.push('Oh! Well'), ...collector.push(', that is true. And')]).toEqual(['Oh! Well, that is true.']);
+    expect(collector.end()).toEqual(['And']);
+  });
 });

@@ -179,6 +179,7 @@ export class TalkSession {
       if (event.type === 'barge-in' && this.#reply?.interrupt()) {
         this.dependencies.logger.info({ guildId: this.guild.id, userId }, 'interrupted by a person talking');
       } else if (event.type === 'turn') {
+        this.dependencies.logger.debug({ guildId: this.guild.id, userId, voicedMs: event.turn.voicedMs }, 'voice turn over');
         this.#turns.push({ userId, turn: event.turn });
         void this.#work();
       }

@@ -22,10 +22,11 @@ const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st'
  * Splits text into sentences at `.`, `!`, `?`, `…` (and their CJK forms) followed by a space,
  * and at blank lines. Abbreviations such as "Dr." and initials such as "J." do not end a
  * sentence, nor does a stop followed by a lower-case word. Pieces shorter than
- * `minimumLength` are joined to the next, so a lone "Oh!" is not a request of its own.
- * Whitespace inside a piece is kept; pieces are trimmed.
+ * `minimumLength` are joined to the next, so a lone "Oh!" is not a request of its own; a short
+ * last piece joins the one before it, unless `keepShortTail` (text still being written, whose
+ * tail is the start of a sentence to come). Whitespace inside a piece is kept; pieces are trimmed.
  */
-export function splitSentences(text: string, minimumLength = 12): string[] {
+export function splitSentences(text: string, minimumLength = 12, { keepShortTail = false } = {}): string[] {
   const pieces: string[] = [];
   for (const paragraph of text.split(/\n\s*\n/)) {
     let start = 0;
@@ -51,7 +52,7 @@ export function splitSentences(text: string, minimumLength = 12): string[] {
     }
   }
   if (carried !== '') {
-    if (sentences.length > 0) sentences[sentences.length - 1] = `${sentences.at(-1)} ${carried}`;
+    if (sentences.length > 0 && !keepShortTail) sentences[sentences.length - 1] = `${sentences.at(-1)} ${carried}`;
     else sentences.push(carried);
   }
   return sentences;

@@ -28,6 +28,8 @@ export interface FakeScript {
   chunkBytes?: number;
   /** Pause between audio writes. */
   chunkDelayMs?: number;
+  /** Pause after the headers, before the first audio (an engine's time to first audio; benchmarks). */
+  firstAudioDelayMs?: number;
 }
 
 export interface FakeServer {
@@ -60,10 +62,11 @@ export async function startFakeServer(handle: FakeHandler, errorBody: (status: n
  * content-length; streamed ones are chunked, as the real engines do.
  */
 export async function sendAudio(response: ServerResponse, fake: FakeServer, contentType: string, audio: Uint8Array, streamed: boolean): Promise<void> {
-  const { failure, chunkBytes = 4001, chunkDelayMs = 2 } = fake.script;
+  const { failure, chunkBytes = 4001, chunkDelayMs = 2, firstAudioDelayMs = 0 } = fake.script;
   const cut = failure?.kind === 'drop' || failure?.kind === 'stall' ? Math.min(failure.afterBytes ?? 0, audio.length) : audio.length;
   response.writeHead(200, streamed ? { 'content-type': contentType } : { 'content-type': contentType, 'content-length': audio.length });
   response.flushHeaders();
+  if (firstAudioDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, firstAudioDelayMs));
   for (let offset = 0; offset < cut; offset += chunkBytes) {
     response.write(audio.subarray(offset, Math.min(cut, offset + chunkBytes)));
     await new Promise((resolve) => setTimeout(resolve, chunkDelayMs));
