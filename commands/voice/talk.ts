@@ -70,6 +70,7 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
 }
 
 export async function executeIgnoreMe(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void> {
-  const ignored = context.talk.setIgnored(interaction.user.id, interaction.options.getBoolean('on') ?? !context.talk.ignores(interaction.user.id));
+  const on = interaction.options.getBoolean('on') ?? !(await context.voiceRules.ignores(interaction.user.id));
+  const ignored = await context.talk.setIgnored(interaction.user.id, on);
   await answer(interaction, ignored ? '🙉 Characters in voice calls no longer hear you: your audio is not decoded, transcribed or kept.' : '👂 Characters in voice calls hear you again.');
 }
