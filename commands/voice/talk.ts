@@ -40,6 +40,7 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
   if (!speech) throw new AppError('NOT_CONFIGURED', 'Talking in voice channels needs a speech engine (TTS_ENGINE).');
   const voiceChannelId = interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId;
   if (!voiceChannelId) throw new AppError('VALIDATION_FAILED', 'Join a voice channel first, then use /voice talk there.');
+  await context.voiceRules.requireListening(interaction.guildId, voiceChannelId);
   const { actor, account } = await context.accountOf(interaction.user);
   const option = interaction.options.getString('character');
   const character = option ? await resolveCharacter(core, actor, option) : await core.characters.get(actor, account.characterId);
