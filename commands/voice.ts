@@ -3,6 +3,7 @@ import { type Command, answer } from '../src/bot/command.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import { suggestCharacters } from '../src/bot/characters.js';
+import { executeListening, listeningGroup } from './voice/listening.js';
 import { executeReplies, repliesSubcommand } from './voice/replies.js';
 import { executeIgnoreMe, executeTalk, ignoreGroup, talkSubcommand } from './voice/talk.js';
 
@@ -21,6 +22,7 @@ const data = {
     repliesSubcommand,
     talkSubcommand,
     ignoreGroup,
+    listeningGroup,
   ],
 } as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
 
@@ -35,6 +37,7 @@ export default {
     // Voice messages work in DMs too; voice channels only in servers.
     if (interaction.options.getSubcommand() === 'replies') return executeReplies(interaction, context);
     if (!interaction.inGuild()) throw new AppError('VALIDATION_FAILED', 'Voice works in servers, not in DMs.');
+    if (interaction.options.getSubcommandGroup() === 'listening') return executeListening(interaction, context);
     if (interaction.options.getSubcommand() === 'talk') {
       if (!interaction.inCachedGuild()) throw new AppError('VALIDATION_FAILED', 'I cannot see this server’s voice channels yet; try again in a moment.');
       return executeTalk(interaction, context);

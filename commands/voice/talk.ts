@@ -40,6 +40,7 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
   if (!speech) throw new AppError('NOT_CONFIGURED', 'Talking in voice channels needs a speech engine (TTS_ENGINE).');
   const voiceChannelId = interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId;
   if (!voiceChannelId) throw new AppError('VALIDATION_FAILED', 'Join a voice channel first, then use /voice talk there.');
+  await context.voiceRules.requireListening(interaction.guildId, voiceChannelId);
   const { actor, account } = await context.accountOf(interaction.user);
   const option = interaction.options.getString('character');
   const character = option ? await resolveCharacter(core, actor, option) : await core.characters.get(actor, account.characterId);
@@ -70,6 +71,7 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
 }
 
 export async function executeIgnoreMe(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void> {
-  const ignored = context.talk.setIgnored(interaction.user.id, interaction.options.getBoolean('on') ?? !context.talk.ignores(interaction.user.id));
+  const on = interaction.options.getBoolean('on') ?? !(await context.voiceRules.ignores(interaction.user.id));
+  const ignored = await context.talk.setIgnored(interaction.user.id, on);
   await answer(interaction, ignored ? '🙉 Characters in voice calls no longer hear you: your audio is not decoded, transcribed or kept.' : '👂 Characters in voice calls hear you again.');
 }

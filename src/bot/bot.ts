@@ -18,8 +18,9 @@ import { PersonaReplies } from './personas/persona-replies.js';
 import { WebhookPersonas } from './personas/webhook-personas.js';
 import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice/voice-playback.js';
+import { VoiceRules } from './voice/voice-rules.js';
 import { VoiceTalk } from './voice/voice-talk.js';
-import type { TurnOptions } from '../audio/turn-detector.js';
+import { DEFAULT_TURN_OPTIONS, type TurnOptions } from '../audio/turn-detector.js';
 import type { VoiceActivityAggressiveness } from '../audio/voice-activity.js';
 import { watchDiscordRest, watchGateway } from '../metrics/discord-metrics.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -148,7 +149,11 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     return { account, actor: accountActor(account.id) };
   };
   const { aggressiveness, language, ...turns } = options.voiceTalk ?? {};
-  const talk = new VoiceTalk({ core, logger, accountOf }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
+  const voiceRules = new VoiceRules(repositories.discordVoiceRules, {
+    silenceMs: turns.silenceMs ?? DEFAULT_TURN_OPTIONS.silenceMs,
+    minimumSpeechMs: turns.minimumSpeechMs ?? DEFAULT_TURN_OPTIONS.minimumSpeechMs,
+  });
+  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,
@@ -161,6 +166,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     replies: new PersonaReplies({ core, personas, avatars: options.avatars, logger }),
     voice,
     talk,
+    voiceRules,
     deliveries,
     logger,
     ownerIds: new Set(options.ownerIds),

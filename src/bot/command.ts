@@ -19,6 +19,7 @@ import type { JobDeliveries } from './deliveries/job-deliveries.js';
 import type { Places } from './conversations/places.js';
 import type { PersonaReplies } from './personas/persona-replies.js';
 import type { VoicePlayback } from './voice/voice-playback.js';
+import type { VoiceRules } from './voice/voice-rules.js';
 import type { VoiceTalk } from './voice/voice-talk.js';
 
 /** What commands get to do their work: no globals. */
@@ -36,6 +37,8 @@ export interface BotContext {
   voice: VoicePlayback;
   /** Characters holding a conversation by voice in a call (/voice talk), one per guild. */
   talk: VoiceTalk;
+  /** Where characters may listen in calls, who opted out, each server's thresholds (/voice listening, /voice ignore me). */
+  voiceRules: VoiceRules;
   /** Image jobs and face-model trainings followed until their result is in Discord. */
   deliveries: JobDeliveries;
   logger: Logger;

@@ -37,6 +37,8 @@ export type ErrorCode =
   | 'GREETING_NOT_REGENERATED'
   /** A voice message came but no speech-to-text engine is configured. */
   | 'TRANSCRIPTION_UNAVAILABLE'
+  /** A server manager forbade characters to listen in voice calls there, in the whole server or that channel. */
+  | 'LISTENING_FORBIDDEN'
   /** The speech-to-text engine heard no words in a voice message; nothing was answered. */
   | 'NO_SPEECH_HEARD'
   /** A file sent as a character card holds no card (a PNG without a `chara`/`ccv3` chunk, JSON of another shape). */

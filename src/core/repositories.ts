@@ -454,6 +454,43 @@ export interface DiscordChannelRepository {
   forgetCharacterMessages(createdMillis: number, limit: number): Promise<number>;
 }
 
+/** A server's rules for characters listening in its voice calls (`/voice listening`). */
+export interface DiscordVoiceGuildRules {
+  guildId: string;
+  /** False when a manager forbade listening in the whole server. */
+  listening: boolean;
+  /** Voice channels of the server where listening is forbidden, in no particular order. */
+  forbiddenChannelIds: string[];
+  /** The server's own turn thresholds; null: the configured defaults. */
+  silenceMs: number | null;
+  minimumSpeechMs: number | null;
+}
+
+/** A change of a server's thresholds: a number sets one, null goes back to the default, undefined keeps it. */
+export interface DiscordVoiceTuning {
+  silenceMs?: number | null | undefined;
+  minimumSpeechMs?: number | null | undefined;
+}
+
+/**
+ * Who may be heard in voice calls, held by the database so every process and shard sees one
+ * answer and it survives restarts: where managers forbade listening, who opted out with
+ * `/voice ignore me` (by Discord user id, in every server), and each server's thresholds.
+ */
+export interface DiscordVoiceRuleRepository {
+  /** A server's rules; a server never configured allows listening everywhere with the defaults. */
+  guild(guildId: string): Promise<DiscordVoiceGuildRules>;
+  /** Where listening is forbidden for a call in `channelId`: the whole server, that channel, or nowhere. */
+  forbidden(guildId: string, channelId: string): Promise<'server' | 'channel' | undefined>;
+  /** Allows or forbids listening in a whole server, or (with `channelId`) in one of its voice channels. */
+  setListening(place: { guildId: string; channelId?: string | undefined }, allowed: boolean): Promise<void>;
+  /** Changes a server's thresholds (see `DiscordVoiceTuning`); answers its rules after the change. */
+  tune(guildId: string, tuning: DiscordVoiceTuning): Promise<DiscordVoiceGuildRules>;
+  /** Whether the Discord user opted out of being heard. */
+  ignores(discordUserId: string): Promise<boolean>;
+  setIgnored(discordUserId: string, ignored: boolean): Promise<void>;
+}
+
 /** Where and to whom a job's result goes on Discord: everything needed after a restart. */
 export interface JobDelivery {
   jobId: string;
@@ -622,6 +659,7 @@ export interface Repositories {
   faceModels: FaceModelRepository;
   discordLinks: DiscordLinkRepository;
   discordChannels: DiscordChannelRepository;
+  discordVoiceRules: DiscordVoiceRuleRepository;
   jobDeliveries: JobDeliveryRepository;
   facts: FactRepository;
   signals: SignalRepository;

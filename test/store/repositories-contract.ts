@@ -4,6 +4,7 @@ import { accountsAndLedgerContract } from './contract/accounts-ledger.js';
 import type { ContractContext } from './contract/contract-context.js';
 import { conversationsAndCharactersContract } from './contract/conversations-characters.js';
 import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js';
+import { discordVoiceRulesContract } from './contract/discord-voice-rules.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
 import { manyCharactersContract } from './contract/many-characters.js';
@@ -57,6 +58,7 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     conversationsAndCharactersContract(context);
     jobsAndTheRestContract(context);
     discordVoiceRepliesContract(context);
+    discordVoiceRulesContract(context);
     learnedMemoriesContract(context);
     memoryBatchesContract(context);
     manyCharactersContract(context);

@@ -4,7 +4,15 @@
  * one, on older data.
  */
 
-/** Migration 0012 (message alternatives). */
+/** Migration 0013 (voice listening rules). */
+export const undo0013 = [
+  'drop table discord_voice_ignored_users',
+  'drop table discord_voice_forbidden_channels',
+  'drop table discord_voice_guilds',
+  "delete from kysely_migration where name >= '0013'",
+];
+
+/** Migration 0012 (message alternatives), after 0013 was undone. */
 export const undo0012 = [
   'drop table message_alternatives',
   // SQLite drops a column only when no other column's CHECK names it: the index's names the count.

@@ -34,8 +34,12 @@ export interface TalkSessionDependencies {
   logger: Logger;
   detectors: VoiceActivityDetectors;
   accountOf(user: User): Promise<{ actor: Actor; account: AccountRecord }>;
-  /** Members who opted out (/voice ignore me): never subscribed, decoded or transcribed. */
-  ignores(userId: string): boolean;
+  /**
+   * Whether a member opted out (/voice ignore me), read afresh from the database: asked before
+   * each subscription and each transcription, so they are never subscribed, decoded or
+   * transcribed whichever process they opted out through.
+   */
+  ignores(userId: string): Promise<boolean>;
   /** Called once when the session ends, whatever ended it. */
   ended(reason: string): void;
 }
@@ -50,6 +54,9 @@ const TICK_MS = 20;
 
 export class TalkSession {
   readonly #hearing = new Map<string, Hearing>();
+  /** Members found to have opted out, left out of `people()`; those being asked about. */
+  readonly #ignored = new Set<string>();
+  readonly #asking = new Set<string>();
   /** The language each person's speech was heard in, forced on their next turns. */
   readonly #languages = new Map<string, string>();
   readonly #turns: { userId: string; turn: Turn }[] = [];
@@ -112,7 +119,7 @@ export class TalkSession {
   people(): string[] {
     const channel = this.guild.channels.cache.get(this.voiceChannelId);
     if (!channel?.isVoiceBased()) return [];
-    return [...channel.members.filter((member) => !member.user.bot && !this.dependencies.ignores(member.id)).keys()];
+    return [...channel.members.filter((member) => !member.user.bot && !this.#ignored.has(member.id)).keys()];
   }
 
   /** Stops the reply being spoken (/voice stop); it is kept as far as it was heard. */
@@ -120,7 +127,17 @@ export class TalkSession {
     return this.#reply?.interrupt() ?? false;
   }
 
-  /** Stops hearing someone who just opted out; what they had started saying is dropped. */
+  /** A member opted out (what they had started saying is dropped) or back in. */
+  ignore(userId: string, ignored: boolean): void {
+    if (!ignored) {
+      this.#ignored.delete(userId);
+      return;
+    }
+    this.#ignored.add(userId);
+    this.forget(userId);
+  }
+
+  /** Stops hearing someone; what they had started saying is dropped. */
   forget(userId: string): void {
     const hearing = this.#hearing.get(userId);
     this.#hearing.delete(userId);
@@ -144,7 +161,26 @@ export class TalkSession {
   }
 
   #listen(userId: string): void {
-    if (this.#ended || this.#hearing.has(userId) || this.dependencies.ignores(userId) || userId === this.guild.client.user.id) return;
+    if (this.#ended || this.#hearing.has(userId) || this.#asking.has(userId) || userId === this.guild.client.user.id) return;
+    // Only once the database says they did not opt out: a failed read hears nobody (they are
+    // asked about again when they next start speaking).
+    this.#asking.add(userId);
+    this.dependencies.ignores(userId).then(
+      (ignored) => {
+        this.#asking.delete(userId);
+        if (ignored) this.ignore(userId, true);
+        else this.#subscribe(userId);
+      },
+      (error: unknown) => {
+        this.#asking.delete(userId);
+        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'could not read whether a member opted out; not listening to them');
+      },
+    );
+  }
+
+  #subscribe(userId: string): void {
+    if (this.#ended || this.#hearing.has(userId)) return;
+    this.#ignored.delete(userId);
     const receiver = this.#connection?.receiver;
     if (!receiver) return;
     const stream = receiver.subscribe(userId, { end: { behavior: EndBehaviorType.Manual } });
@@ -206,6 +242,8 @@ export class TalkSession {
 
   async #take(userId: string, turn: Turn): Promise<void> {
     const { core } = this.dependencies;
+    // They may have opted out through another process since they were subscribed.
+    if (await this.dependencies.ignores(userId)) return this.ignore(userId, true);
     const user = await this.guild.client.users.fetch(userId);
     const { actor, account } = await this.dependencies.accountOf(user);
     await core.conversations.addSpeaker(adminActor, this.conversationId, account.id);

@@ -1,6 +1,7 @@
 /**
  * The calls characters hold in voice channels (/voice talk), at most one per guild (Discord
- * gives a bot one voice connection per guild), and who asked not to be heard.
+ * gives a bot one voice connection per guild). Who may be heard is the database's answer
+ * (`VoiceRules`), asked at each subscription and each turn, so it holds in every process.
  */
 import type { Guild, User } from 'discord.js';
 import { type VoiceActivityDetectors, loadVoiceActivityDetectors } from '../../audio/voice-activity.js';
@@ -9,20 +10,17 @@ import type { Core } from '../../core/core.js';
 import type { Logger } from '../../core/ports.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
 import { TalkSession, type TalkSessionOptions } from './talk-session.js';
+import type { VoiceRules } from './voice-rules.js';
 
 export interface VoiceTalkDependencies {
   core: Core;
   logger: Logger;
   accountOf(user: User): Promise<{ actor: Actor; account: AccountRecord }>;
+  rules: VoiceRules;
 }
 
 export class VoiceTalk {
   readonly #sessions = new Map<string, TalkSession>();
-  /**
-   * Members who opted out with /voice ignore me. Kept in this process's memory: a restart
-   * forgets it (persisting it is issue 23's remaining work).
-   */
-  readonly #ignored = new Set<string>();
   #detectors: Promise<VoiceActivityDetectors> | undefined;
 
   constructor(
@@ -30,11 +28,11 @@ export class VoiceTalk {
     private readonly options: TalkSessionOptions,
   ) {}
 
-  /** Starts a call in `voiceChannelId`, ending one already held in the guild. */
+  /** Starts a call in `voiceChannelId` with the server's thresholds, ending one already held in the guild. */
   async start(guild: Guild, voiceChannelId: string, character: CharacterRecord, conversationId: string): Promise<TalkSession> {
     this.leave(guild.id, 'Another call started.');
     this.#detectors ??= loadVoiceActivityDetectors();
-    const detectors = await this.#detectors;
+    const [detectors, thresholds] = await Promise.all([this.#detectors, this.dependencies.rules.thresholds(guild.id)]);
     const session: TalkSession = new TalkSession(
       guild,
       voiceChannelId,
@@ -43,12 +41,12 @@ export class VoiceTalk {
       {
         ...this.dependencies,
         detectors,
-        ignores: (userId) => this.#ignored.has(userId),
+        ignores: (userId) => this.dependencies.rules.ignores(userId),
         ended: () => {
           if (this.#sessions.get(guild.id) === session) this.#sessions.delete(guild.id);
         },
       },
-      this.options,
+      { ...this.options, turns: { ...this.options.turns, ...thresholds } },
     );
     this.#sessions.set(guild.id, session);
     await session.start();
@@ -75,17 +73,21 @@ export class VoiceTalk {
     if (session && session.people().length === 0) this.leave(guild.id, 'Everyone left the voice channel.');
   }
 
-  /** Opts a member out of being heard (or back in); returns whether they are now ignored. */
-  setIgnored(userId: string, ignored: boolean): boolean {
-    if (ignored) {
-      this.#ignored.add(userId);
-      for (const session of this.#sessions.values()) session.forget(userId);
-    } else this.#ignored.delete(userId);
+  /**
+   * Opts a member out of being heard (or back in); returns whether they are now ignored. Calls
+   * in this process stop hearing them at once; those of other shards at their next turn.
+   */
+  async setIgnored(userId: string, ignored: boolean): Promise<boolean> {
+    await this.dependencies.rules.setIgnored(userId, ignored);
+    for (const session of this.#sessions.values()) session.ignore(userId, ignored);
     return ignored;
   }
 
-  ignores(userId: string): boolean {
-    return this.#ignored.has(userId);
+  /** After a manager forbade listening in a guild (or one channel of it): a call held there ends. */
+  forbidden(guildId: string, channelId?: string): boolean {
+    const session = this.#sessions.get(guildId);
+    if (!session || (channelId !== undefined && session.voiceChannelId !== channelId)) return false;
+    return this.leave(guildId, 'Listening was forbidden here.');
   }
 
   leaveAll(): void {

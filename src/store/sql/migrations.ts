@@ -476,5 +476,29 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
       // Issue 22: a character's message keeps its alternatives (swipes); see the function.
       up: messageAlternatives,
     },
+    '0013-voice-listening': {
+      // Issue 23: where managers forbade characters to listen in voice calls, each server's turn
+      // thresholds, and who opted out of being heard: in the database, so every shard obeys it
+      // and a restart forgets none of it.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('discord_voice_guilds')
+          .addColumn('guild_id', 'text', (column) => column.primaryKey())
+          .addColumn('listening', 'integer', (column) => column.notNull().defaultTo(1))
+          .addColumn('silence_ms', 'integer')
+          .addColumn('minimum_speech_ms', 'integer')
+          .execute();
+        await db.schema
+          .createTable('discord_voice_forbidden_channels')
+          .addColumn('channel_id', 'text', (column) => column.primaryKey())
+          .addColumn('guild_id', 'text', notNull)
+          .execute();
+        await db.schema.createIndex('discord_voice_forbidden_channels_guild').on('discord_voice_forbidden_channels').column('guild_id').execute();
+        await db.schema
+          .createTable('discord_voice_ignored_users')
+          .addColumn('discord_user_id', 'text', (column) => column.primaryKey())
+          .execute();
+      },
+    },
   };
 }

@@ -28,6 +28,9 @@ export interface Database {
   discord_character_channels: DiscordCharacterChannelsTable;
   discord_channel_characters: DiscordChannelCharactersTable;
   discord_character_messages: DiscordCharacterMessagesTable;
+  discord_voice_guilds: DiscordVoiceGuildsTable;
+  discord_voice_forbidden_channels: DiscordVoiceForbiddenChannelsTable;
+  discord_voice_ignored_users: DiscordVoiceIgnoredUsersTable;
   job_deliveries: JobDeliveriesTable;
   facts: FactsTable;
   job_signals: JobSignalsTable;
@@ -271,6 +274,26 @@ export interface DiscordCharacterMessagesTable {
   message_id: string;
   character_id: string;
   created_millis: number;
+}
+
+/** A server's voice call rules; no row: listening allowed, default thresholds. */
+export interface DiscordVoiceGuildsTable {
+  guild_id: string;
+  /** 1 allowed, 0 forbidden in the whole server. */
+  listening: number;
+  silence_ms: number | null;
+  minimum_speech_ms: number | null;
+}
+
+/** A voice channel where listening is forbidden. */
+export interface DiscordVoiceForbiddenChannelsTable {
+  channel_id: string;
+  guild_id: string;
+}
+
+/** A Discord user who opted out of being heard in voice calls (/voice ignore me). */
+export interface DiscordVoiceIgnoredUsersTable {
+  discord_user_id: string;
 }
 
 export interface JobDeliveriesTable {

@@ -18,6 +18,7 @@ import { NodeSqliteDialect } from './node-sqlite-dialect.js';
 import type { Database } from './schema.js';
 import type { SqlContext } from './sql-context.js';
 import { SqlDiscordChannelRepository } from './discord-channel-repository.js';
+import { SqlDiscordVoiceRuleRepository } from './discord-voice-rule-repository.js';
 import { SqlDiscordLinkRepository, SqlFaceModelRepository, SqlFactRepository, SqlJobDeliveryRepository } from './small-repositories.js';
 import { sharedReadings } from './shared-readings.js';
 
@@ -104,6 +105,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly faceModels;
   readonly discordLinks;
   readonly discordChannels;
+  readonly discordVoiceRules;
   readonly jobDeliveries;
   readonly facts;
   readonly signals;
@@ -128,6 +130,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.faceModels = repositories.faceModels;
     this.discordLinks = repositories.discordLinks;
     this.discordChannels = repositories.discordChannels;
+    this.discordVoiceRules = repositories.discordVoiceRules;
     this.jobDeliveries = repositories.jobDeliveries;
     this.facts = repositories.facts;
     this.signals = repositories.signals;
@@ -166,6 +169,7 @@ function repositoriesFor(context: SqlContext): Repositories {
     faceModels: new SqlFaceModelRepository(context),
     discordLinks: new SqlDiscordLinkRepository(context),
     discordChannels: new SqlDiscordChannelRepository(context),
+    discordVoiceRules: new SqlDiscordVoiceRuleRepository(context),
     jobDeliveries: new SqlJobDeliveryRepository(context),
     facts: new SqlFactRepository(context),
     signals: new SqlSignalRepository(context),

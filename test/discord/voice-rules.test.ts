@@ -1,0 +1,150 @@
+/**
+ * Managers' say over /voice talk (where characters may listen, each server's thresholds) and
+ * /voice ignore me, against the fake Discord and its voice server: all of it held by the
+ * database, so it outlives a restart of the bot.
+ */
+import { getVoiceConnection } from '@discordjs/voice';
+import type { APIUser } from 'discord-api-types/v10';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { decodeWav } from '../../src/audio/wav.js';
+import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
+import { medianPitch } from '../speech/signal-measures.js';
+import { type BotHarness, type CommandOptions, latestAnswer, runCommand, startBotHarness } from './harness.js';
+
+describe('/voice listening and /voice ignore me', () => {
+  let bot: BotHarness;
+  let stt: FakeTranscription;
+  let alice: APIUser;
+  let bob: APIUser;
+  let owner: APIUser;
+  let guildId: string;
+  let general: string;
+  let quiet: string;
+
+  /** Runs `/voice <group> <subcommand>` in the server's text channel; answers the text of its answer. */
+  async function voiceCommand(user: APIUser, group: string, subcommand: string, options: CommandOptions = {}): Promise<string> {
+    const sent = bot.discord.sendSlashCommand({ user, channelId: bot.discord.guild.textChannelId, name: 'voice', subcommandGroup: group, subcommand, options });
+    await sent.response;
+    return bot.discord.waitFor(() => {
+      const text = latestAnswer(bot, sent.interactionId);
+      return text !== '""' && text;
+    });
+  }
+  const talk = (user: APIUser) => runCommand(bot, user, 'voice', {}, 'talk').then((answer) => answer.text);
+  const joinVoice = async (user: APIUser, channelId: string) => {
+    bot.voice!.joinVoice(user, channelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, channelId).includes(user.id));
+  };
+  const leaveCall = async () => {
+    const since = performance.now();
+    await runCommand(bot, alice, 'voice', {}, 'leave');
+    await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.some((request) => request.channelId === null && request.at >= since));
+  };
+
+  beforeAll(async () => {
+    stt = await startFakeTranscription();
+    bot = await startBotHarness({
+      voice: true,
+      discord: { guilds: [{ voiceChannels: ['General', 'Quiet'] }] },
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' },
+      script: () => ({ reply: 'Aye.', tokensPerSecond: 400 }),
+    });
+    guildId = bot.discord.guild.id;
+    general = bot.discord.guild.channelIds['General']!;
+    quiet = bot.discord.guild.channelIds['Quiet']!;
+    alice = bot.discord.createUser({ username: 'alice' });
+    bob = bot.discord.createUser({ username: 'bob' });
+    // The guild's owner holds every permission, Manage Server included.
+    owner = { id: bot.discord.guild.ownerId } as APIUser;
+    expect((await runCommand(bot, alice, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
+  }, 60_000);
+  afterAll(async () => {
+    await bot?.close();
+    await stt?.close();
+  });
+
+  it('lets only a manager forbid listening in a channel or the server; /voice talk is refused there, saying who can allow it, until allowed again', async () => {
+    expect(await voiceCommand(alice, 'listening', 'off')).toContain('Manage Server');
+    expect(await voiceCommand(alice, 'listening', 'tuning', { silence_ms: 900 })).toContain('Manage Server');
+
+    expect(await voiceCommand(owner, 'listening', 'off', { channel: quiet })).toContain(`<#${quiet}>`);
+    await joinVoice(alice, quiet);
+    const refused = await talk(alice);
+    expect(refused).toContain('may not listen');
+    expect(refused).toContain('Manage Server');
+    expect(refused).toContain('/voice listening on');
+    expect(bot.voice!.voiceStateRequests).toHaveLength(0);
+
+    // The rest of the server is open, until the whole server is forbidden.
+    await joinVoice(alice, general);
+    expect(await talk(alice)).toContain('is listening');
+    await leaveCall();
+    expect(await voiceCommand(owner, 'listening', 'off')).toContain('this server');
+    expect(await talk(alice)).toContain('may not listen in voice calls in this server');
+
+    // Allowing the server leaves the channel's own ban in place.
+    expect(await voiceCommand(owner, 'listening', 'on')).toContain('again');
+    expect(await talk(alice)).toContain('is listening');
+    await leaveCall();
+    await joinVoice(alice, quiet);
+    expect(await talk(alice)).toContain('may not listen');
+    expect(await voiceCommand(owner, 'listening', 'on', { channel: quiet })).toContain(`<#${quiet}>`);
+    expect(await talk(alice)).toContain('is listening');
+
+    // Forbidding the channel of a call under way ends it.
+    const since = performance.now();
+    expect(await voiceCommand(owner, 'listening', 'off', { channel: quiet })).toContain('The call there has ended');
+    await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.some((request) => request.channelId === null && request.at >= since));
+    await voiceCommand(owner, 'listening', 'on', { channel: quiet });
+    await joinVoice(alice, general);
+  }, 60_000);
+
+  it('keeps an opt-out across a restart: the member is never subscribed nor transcribed, and is heard again once back in', async () => {
+    const carol = bot.discord.createUser({ username: 'carol' });
+    expect(await voiceCommand(carol, 'ignore', 'me')).toContain('no longer hear you');
+    await bot.restart();
+
+    await joinVoice(alice, general);
+    await joinVoice(bob, general);
+    await joinVoice(carol, general);
+    expect(await talk(alice)).toContain('is listening');
+    // Carol speaks low, bob high: what the engine is sent tells whose audio it was.
+    const heard: string[] = [];
+    stt.script = { hear: (file) => (heard.push(medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'bob' : 'carol'), 'Just a remark.') };
+    await bot.voice!.speak(carol, { text: 'You should not hear any of this.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+    await bot.voice!.speak(bob, { text: 'But you hear me.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
+    await vi.waitFor(() => expect(heard.length).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
+    expect(heard).toEqual(['bob']);
+    expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(carol.id)).toBe(false);
+
+    // Back in: her next words are heard.
+    expect(await voiceCommand(carol, 'ignore', 'me', { on: false })).toContain('hear you again');
+    await bot.voice!.speak(carol, { text: 'Now you may hear me.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+    await vi.waitFor(() => expect(heard).toContain('carol'), { timeout: 15_000, interval: 20 });
+    for (const user of [bob, carol]) bot.voice!.leaveVoice(user, guildId);
+    await leaveCall();
+  }, 60_000);
+
+  it("ends turns at the server's own silence threshold, bounded, from the next call on", async () => {
+    expect(await voiceCommand(owner, 'listening', 'tuning', { silence_ms: 50 })).toContain('from 200 to 3000');
+    await joinVoice(alice, general);
+    const turnsOf = async (): Promise<number> => {
+      expect(await talk(alice)).toContain('is listening');
+      const before = stt.transcriptions.length;
+      stt.script = { hear: () => 'Part of it.' };
+      await bot.voice!.speak(alice, [{ text: 'One thing first.' }, { pauseMs: 700 }, { text: 'Then another.' }], { pace: 'burst' });
+      // Longer than either threshold after the last word: every turn is over.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const turns = stt.transcriptions.length - before;
+      await leaveCall();
+      return turns;
+    };
+    expect(await voiceCommand(owner, 'listening', 'tuning', { silence_ms: 500 })).toContain('**500 ms**');
+    expect(await turnsOf()).toBe(2);
+    expect(await voiceCommand(owner, 'listening', 'tuning', { silence_ms: 900 })).toContain('**900 ms**');
+    expect(await turnsOf()).toBe(1);
+    const reset = await voiceCommand(owner, 'listening', 'tuning', { reset: true });
+    expect(reset).toContain('**600 ms**');
+    expect(reset).toContain('allowed in every voice channel');
+  }, 60_000);
+});
