@@ -1,3 +1,4 @@
+import { reserveOpusMemory } from '../../audio/opus-memory.js';
 import { Readable } from 'node:stream';
 import {
   type AudioPlayer,
@@ -150,6 +151,8 @@ export class VoicePlayback {
   async #connect(state: GuildVoice, channelId: string): Promise<void> {
     const current = state.connection;
     if (current && state.channelId === channelId && current.state.status === VoiceConnectionStatus.Ready) return;
+    // Before the first encoder of any guild's playback exists (see opus-memory.ts).
+    reserveOpusMemory();
     // Joining again also revives a connection Discord dropped (joinVoiceChannel rejoins it).
     const connection = joinVoiceChannel({
       channelId,

@@ -4,6 +4,7 @@
  * (`VoiceRules`), asked at each subscription and each turn, so it holds in every process.
  */
 import type { Guild, User } from 'discord.js';
+import { reserveOpusMemory } from '../../audio/opus-memory.js';
 import { type VoiceActivityDetectors, loadVoiceActivityDetectors } from '../../audio/voice-activity.js';
 import type { Actor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
@@ -31,6 +32,7 @@ export class VoiceTalk {
   /** Starts a call in `voiceChannelId` with the server's thresholds, ending one already held in the guild. */
   async start(guild: Guild, voiceChannelId: string, character: CharacterRecord, conversationId: string): Promise<TalkSession> {
     this.leave(guild.id, 'Another call started.');
+    reserveOpusMemory();
     this.#detectors ??= loadVoiceActivityDetectors();
     const [detectors, thresholds] = await Promise.all([this.#detectors, this.dependencies.rules.thresholds(guild.id)]);
     const session: TalkSession = new TalkSession(
