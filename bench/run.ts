@@ -20,6 +20,7 @@ import { benchmarkManyStreams, benchmarkStreamRelay } from './streaming.js';
 import { benchmarkScale } from './scale.js';
 import { benchmarkStore } from './store.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
+import { benchmarkVoiceCalls } from './voice-calls.js';
 import { benchmarkVoiceTalk } from './voice-talk.js';
 
 const only = process.argv.slice(2);
@@ -40,6 +41,8 @@ try {
   if (selected('speech')) results.speechSynthesis = await benchmarkSpeechSynthesis();
   if (selected('voice')) results.voice = await benchmarkVoice(path.join(scratch, 'voice'));
   if (selected('voice-talk')) results.voiceTalk = await benchmarkVoiceTalk(path.join(scratch, 'voice-talk'));
+  // Issue 23's ten calls at once: part of `voice-talk`, or alone as `voice-calls`.
+  if (selected('voice-talk') || selected('voice-calls')) results.voiceCalls = await benchmarkVoiceCalls(path.join(scratch, 'voice-calls'));
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
   if (selected('memories')) results.memories = await benchmarkMemories(path.join(scratch, 'memories'));
   if (selected('lorebook')) results.lorebook = await benchmarkLorebook(await mkdir(path.join(scratch, 'lorebook'), { recursive: true }).then(() => path.join(scratch, 'lorebook')));
