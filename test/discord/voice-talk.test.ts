@@ -141,6 +141,43 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(history).toContain('Aye. Where is the boat?');
   }, 40_000);
 
+  it('writes a turn down while the person is quiet, before the turn is over, and uses that: one transcription, not two', async () => {
+    nextWords = ['Is it early?'];
+    const transcribed = stt.transcriptions.length;
+    const requests = stt.loopback.requests.length;
+    const before = chatRequests().length;
+    const spoken = await bot.voice!.speak(alice, { text: 'Is it early?' }, { pace: 'burst' });
+    const sentAt = spoken.talk[0]!.firstPacketAt;
+    await until(() => chatRequests().length > before);
+    // Asked about half the silence threshold after the speech, not once the threshold passed.
+    expect(stt.loopback.requests[requests]!.receivedAt - sentAt).toBeLessThan(550);
+    await replyHeard(sentAt, 'Aye. Is it early?');
+    expect(stt.transcriptions.length).toBe(transcribed + 1);
+    expect(lastUserLine(chatRequests()[before]!.body)).toBe('Is it early?');
+  }, 30_000);
+
+  it('drops the early transcript when the person goes on after a pause: the whole turn is written down and stored once', async () => {
+    // The engine names how long the audio it got was, so the transcript shows which audio it was made of.
+    const lengths: number[] = [];
+    stt.script = { hear: hearing((file) => (lengths.push(Math.round(durationMs(decodeWav(file)) / 10) * 10), `Heard ${lengths.at(-1)} ms.`)), delayMs: 300 };
+    const transcribed = stt.transcriptions.length;
+    const before = chatRequests().length;
+    const since = performance.now();
+    // 450 ms: past the 300 ms mark, so the first part goes to be written down, short of the 600 ms that ends a turn.
+    await bot.voice!.speak(alice, [{ text: 'I went to the shop.' }, { pauseMs: 450 }, { text: 'Then I came home.' }], { pace: 'burst' });
+    const asked = await until(() => chatRequests()[before]);
+    expect(stt.transcriptions.length).toBe(transcribed + 2);
+    const [part, whole] = lengths.slice(-2) as [number, number];
+    expect(whole).toBeGreaterThan(part + 900);
+    // The reply is to the whole turn, and the part written down early was never stored.
+    expect(lastUserLine(asked.body)).toBe(`Heard ${whole} ms.`);
+    const heardLines = (asked.body.messages ?? []).filter((message) => typeof message.content === 'string' && message.content.includes('Heard '));
+    expect(heardLines).toHaveLength(1);
+    await replyHeard(since, `Aye. Heard ${whole} ms.`);
+    expect(chatRequests().length).toBe(before + 1);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+  }, 30_000);
+
   it('does not end a turn at a short pause with a cough in it, nor take the cough for a turn', async () => {
     nextWords = ['Wait a moment. Now I am back.'];
     const transcribed = stt.transcriptions.length;
