@@ -7,6 +7,7 @@ import { getVoiceConnection } from '@discordjs/voice';
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { durationMs } from '../../src/audio/pcm.js';
+import { DEFAULT_TURN_OPTIONS } from '../../src/audio/turn-detector.js';
 import { decodeWav } from '../../src/audio/wav.js';
 import type { PcmAudio } from '../../src/core/ports.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
@@ -256,7 +257,11 @@ describe('/voice talk: a conversation by voice in a call', () => {
       bot.voice!.speak(alice, { text: 'I am talking with a low voice right now.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'realtime' }),
       bot.voice!.speak(bob, { text: 'And I am talking over you with a high voice.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'realtime' }),
     ]);
+    const spokenAt = performance.now();
     await until(() => stt.transcriptions.length >= transcribed + 2);
+    // Those requests go out 300 ms into the silence, before the turns are over: alice speaking
+    // again before her 600 ms had passed would carry her turn on, so wait for them to end.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, spokenAt + DEFAULT_TURN_OPTIONS.silenceMs + 100 - performance.now())));
 
     nextWords = [`${characterName}, who said what?`];
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
