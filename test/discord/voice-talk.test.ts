@@ -11,6 +11,8 @@ import { DEFAULT_TURN_OPTIONS } from '../../src/audio/turn-detector.js';
 import { decodeWav } from '../../src/audio/wav.js';
 import type { PcmAudio } from '../../src/core/ports.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
+import { startFakeOpenAISpeech } from '../fakes/speech/fake-openai-speech.js';
+import { FAKE_MS_PER_CHARACTER } from '../fakes/speech/tones.js';
 import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
 import { medianPitch } from '../speech/signal-measures.js';
 import { type BotHarness, latestAnswer, runCommand, startBotHarness } from './harness.js';
@@ -321,4 +323,35 @@ describe('/voice talk when nobody says anything', () => {
       await stt.close();
     }
   }, 30_000);
+});
+
+describe('/voice talk with a speech engine that streams', () => {
+  it('plays a sentence from its first audio on, while the engine is still making the rest, and plays all of it', async () => {
+    const SENTENCE = 'The harbour lights are burning bright tonight, and every boat is safely home.';
+    const stt = await startFakeTranscription();
+    stt.script = { text: 'Is the harbour quiet?' };
+    const speech = await startFakeOpenAISpeech();
+    // 4,001 bytes of 24 kHz audio (83 ms) every 60 ms: the sentence's 4.7 s take the engine about 3.4 s.
+    speech.script = { chunkDelayMs: 60, firstAudioDelayMs: 100 };
+    const bot = await startBotHarness({ voice: true, script: () => ({ reply: SENTENCE }), environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, TTS_ENGINE: 'openai', TTS_BASE_URL: speech.apiURL } });
+    try {
+      const erin = bot.discord.createUser({ username: 'erin' });
+      const { id: guildId, voiceChannelId } = bot.discord.guild;
+      expect((await runCommand(bot, erin, 'character', { preset: 'alloy' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(erin, voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(erin.id));
+      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      const since = performance.now();
+      await bot.voice!.speak(erin, { text: 'Is the harbour quiet?' }, { pace: 'burst' });
+      const expectedMs = SENTENCE.length * FAKE_MS_PER_CHARACTER;
+      const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= expectedMs * 0.9 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 20_000 });
+      const asked = speech.requests.at(-1)!.receivedAt;
+      const firstAudible = heard.packets.find((packet) => !packet.silence)!.arrivedAt;
+      expect(firstAudible - asked).toBeLessThan(1000);
+    } finally {
+      await bot.close();
+      await speech.close();
+      await stt.close();
+    }
+  }, 40_000);
 });

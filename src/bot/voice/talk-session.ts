@@ -60,6 +60,8 @@ interface Speculation {
 
 /** How often silence is checked for when no packet comes (people send nothing in pauses). */
 const TICK_MS = 20;
+/** Frames (20 ms) a speech engine may fall behind mid-sentence before the sentence is given up. */
+const ENGINE_STALL_FRAMES = 100;
 
 export class TalkSession {
   readonly #hearing = new Map<string, Hearing>();
@@ -68,7 +70,9 @@ export class TalkSession {
   readonly #turns: EndedTurn[] = [];
   /** Per person, the transcript of their turn so far, asked for once they went quiet. */
   readonly #speculations = new Map<string, Speculation>();
-  readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause } });
+  // A sentence plays as its audio arrives: an engine slower than real time for a moment leaves
+  // the player without a frame, which must not end the sentence (the default gives up after 5).
+  readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: ENGINE_STALL_FRAMES } });
   #connection: VoiceConnection | undefined;
   #ticker: NodeJS.Timeout | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
