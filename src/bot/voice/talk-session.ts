@@ -261,9 +261,8 @@ export class TalkSession {
 
   async #take({ userId, turn, transcription: early }: EndedTurn): Promise<void> {
     const { core } = this.dependencies;
-    const recording = early ? undefined : this.#recording(userId, turn);
     // Asked now, before the account look-ups, so they overlap the engine's work.
-    const asked = early ?? core.voiceCalls.transcribe(recording!);
+    const asked = early ?? core.voiceCalls.transcribe(this.#recording(userId, turn));
     asked.catch(() => undefined);
     const user = await this.guild.client.users.fetch(userId);
     const { actor, account } = await this.dependencies.accountOf(user);
