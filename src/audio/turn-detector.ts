@@ -32,6 +32,12 @@ export interface TurnOptions {
   bargeInMs: number;
   /** Unvoiced time that breaks a run of speech for barge-in (stop consonants last a frame or two). */
   bargeInGapMs: number;
+  /**
+   * Quiet after which the turn so far is offered (`turn-likely`) to be transcribed before it is
+   * known to be over, so its words are ready when the silence threshold is reached; 0: never.
+   * Speech resuming withdraws the offer (`speech-resumed`).
+   */
+  speculateMs: number;
 }
 
 export const DEFAULT_TURN_OPTIONS: Readonly<TurnOptions> = {
@@ -42,6 +48,7 @@ export const DEFAULT_TURN_OPTIONS: Readonly<TurnOptions> = {
   maximumTurnMs: 30_000,
   bargeInMs: 500,
   bargeInGapMs: 120,
+  speculateMs: 300,
 };
 
 /** A finished turn: 48 kHz mono audio from just before the onset to the end of the silence. */
@@ -53,11 +60,20 @@ export interface Turn {
   lastVoicedAt: number;
   /** True when `maximumTurnMs` cut it and the person is still talking. */
   cut: boolean;
+  /**
+   * True when this turn was offered as `turn-likely` and nothing voiced came since: the offered
+   * audio holds all of its speech (what follows was judged silence), so its transcript stands.
+   */
+  likely: boolean;
 }
 
 export type TurnEvent =
   | { type: 'speech-start'; at: number }
   | { type: 'turn'; turn: Turn }
+  /** Quiet for `speculateMs`: the turn may be over; its audio so far, for an early transcript. */
+  | { type: 'turn-likely'; turn: Turn; at: number }
+  /** Speech came back after `turn-likely`: that audio is not the whole turn. */
+  | { type: 'speech-resumed'; at: number }
   | { type: 'dropped'; voicedMs: number; at: number }
   | { type: 'barge-in'; at: number };
 
@@ -81,6 +97,8 @@ export class TurnDetector {
   #runVoicedMs = 0;
   #bargedIn = false;
   #characterSpeaking = false;
+  /** A `turn-likely` was sent and no voiced frame came since. */
+  #offered = false;
 
   constructor(voiceActivity: VoiceActivity, options: Partial<TurnOptions> = {}) {
     this.#voiceActivity = voiceActivity;
@@ -124,7 +142,8 @@ export class TurnDetector {
       this.#bargedIn = false;
     }
     const silenceMs = Math.max(this.#unvoicedSinceVoiceMs, now - this.#lastVoicedAt);
-    return silenceMs >= this.options.silenceMs ? [this.#endTurn(false, now)] : [];
+    if (silenceMs >= this.options.silenceMs) return [this.#endTurn(false, now)];
+    return this.#offer(silenceMs, now);
   }
 
   /** Ends any turn now, as when the person leaves: its audio is sent if it is long enough. */
@@ -151,6 +170,10 @@ export class TurnDetector {
     } else {
       this.#voicedMs += DISCORD_FRAME_MS;
       this.#runVoicedMs += DISCORD_FRAME_MS;
+      if (this.#offered) {
+        this.#offered = false;
+        events.push({ type: 'speech-resumed', at: now });
+      }
     }
     if (this.#characterSpeaking && !this.#bargedIn && this.#runVoicedMs >= this.options.bargeInMs) {
       this.#bargedIn = true;
@@ -170,6 +193,26 @@ export class TurnDetector {
       this.#bargedIn = false;
     }
     if (this.#unvoicedSinceVoiceMs >= this.options.silenceMs) events.push(this.#endTurn(false, now));
+    else events.push(...this.#offer(this.#unvoicedSinceVoiceMs, now));
+  }
+
+  /**
+   * Once per stretch of quiet, the turn so far as it would end now: a turn of too little speech
+   * would be dropped, so it is not offered.
+   */
+  #offer(silenceMs: number, now: number): TurnEvent[] {
+    const { speculateMs, minimumSpeechMs } = this.options;
+    if (this.#offered || speculateMs <= 0 || silenceMs < speculateMs || this.#voicedMs < minimumSpeechMs) return [];
+    this.#offered = true;
+    return [{ type: 'turn-likely', turn: this.#turnSoFar(false), at: now }];
+  }
+
+  #turnSoFar(cut: boolean): Turn {
+    const audio = concatPcm(
+      this.#frames.map((samples) => ({ sampleRate: DISCORD_SAMPLE_RATE, samples })),
+      DISCORD_SAMPLE_RATE,
+    );
+    return { audio, voicedMs: this.#voicedMs, startedAt: this.#startedAt, lastVoicedAt: this.#lastVoicedAt, cut, likely: this.#offered && !cut };
   }
 
   /**
@@ -185,24 +228,19 @@ export class TurnDetector {
   }
 
   #endTurn(cut: boolean, now: number): TurnEvent {
-    const frames = this.#frames;
     const voicedMs = this.#voicedMs;
-    const startedAt = this.#startedAt;
+    const event: TurnEvent = !cut && voicedMs < this.options.minimumSpeechMs ? { type: 'dropped', voicedMs, at: now } : { type: 'turn', turn: this.#turnSoFar(cut) };
     this.#frames = [];
     this.#voicedMs = 0;
     this.#startedAt = now;
+    this.#offered = false;
     if (!cut) {
       this.#inTurn = false;
       this.#onsetRunMs = 0;
       this.#runVoicedMs = 0;
       this.#unvoicedSinceVoiceMs = 0;
     }
-    if (!cut && voicedMs < this.options.minimumSpeechMs) return { type: 'dropped', voicedMs, at: now };
-    const audio = concatPcm(
-      frames.map((samples) => ({ sampleRate: DISCORD_SAMPLE_RATE, samples })),
-      DISCORD_SAMPLE_RATE,
-    );
-    return { type: 'turn', turn: { audio, voicedMs, startedAt, lastVoicedAt: this.#lastVoicedAt, cut } };
+    return event;
   }
 
   #trimPreRoll(): void {

@@ -8,7 +8,7 @@ import type { Actor } from './actor.js';
 import type { Chat, Reply } from './chat.js';
 import type { Conversations } from './conversations.js';
 import { AppError } from './errors.js';
-import type { CallOptions, Logger, SpeechToText, TranscriptionRequest } from './ports.js';
+import type { CallOptions, Logger, SpeechToText, Transcription, TranscriptionRequest } from './ports.js';
 import type { StoredMessage } from './repositories.js';
 
 /** The finish reason of a reply a listener talked over: it ends where they stopped hearing it. */
@@ -39,12 +39,27 @@ export class VoiceCalls {
    * heard no words (a turn of noise is not a message). The recording itself is not kept.
    */
   async hear(actor: Actor, conversationId: string, recording: TranscriptionRequest, options: CallOptions = {}): Promise<HeardTurn | undefined> {
+    return this.keep(actor, conversationId, await this.transcribe(recording, options), recording.language);
+  }
+
+  /**
+   * Writes a turn down and stores nothing: a call may have a turn transcribed before it is
+   * known to be over (the person paused), and drop the transcript if they go on.
+   */
+  async transcribe(recording: TranscriptionRequest, options: CallOptions = {}): Promise<Transcription> {
     this.requireListening();
-    const transcription = await this.speechToText!.transcriber.transcribe(recording, options);
+    return this.speechToText!.transcriber.transcribe(recording, options);
+  }
+
+  /**
+   * Stores a transcribed turn as `actor`'s message, once the turn is over; undefined when it
+   * holds no words. `language` is the one forced on the engine, if any.
+   */
+  async keep(actor: Actor, conversationId: string, transcription: Transcription, language?: string): Promise<HeardTurn | undefined> {
     const text = transcription.text.trim();
     if (text === '') return undefined;
     const message = await this.chat.post(actor, conversationId, { text });
-    return { message, language: transcription.language ?? recording.language };
+    return { message, language: transcription.language ?? language };
   }
 
   /**

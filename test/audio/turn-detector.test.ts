@@ -123,6 +123,34 @@ describe('turn detector', () => {
     expect(long.turns).toHaveLength(2);
   });
 
+  it('offers the turn so far once the person has been quiet for the speculation mark, and withdraws it when they go on', async () => {
+    const [first, second] = await Promise.all([spoken('I went to the shop.'), spoken('Then I came home.')]);
+    const ending = call().talk(first).talk(trailingSilence()).pause(1000);
+    const [offered] = ending.events.flatMap(({ event }) => (event.type === 'turn-likely' ? [event.turn] : []));
+    expect(ending.at('turn-likely')).toHaveLength(1);
+    expect(ending.at('turn-likely')[0]! - offered!.lastVoicedAt).toBeGreaterThanOrEqual(300);
+    expect(ending.at('turn-likely')[0]! - offered!.lastVoicedAt).toBeLessThanOrEqual(320);
+    // The turn that ends holds the same speech, so the offer's transcript stands for it.
+    const [turn] = ending.turns;
+    expect(turn!.likely).toBe(true);
+    expect(turn!.voicedMs).toBe(offered!.voicedMs);
+    expect(turn!.lastVoicedAt).toBe(offered!.lastVoicedAt);
+
+    // A pause past the mark but short of the threshold: offered, withdrawn, then offered again whole.
+    const resuming = call().talk(first).talk(trailingSilence()).pause(350).talk(second).talk(trailingSilence()).pause(1000);
+    expect(resuming.events.map(({ event }) => event.type)).toEqual(['speech-start', 'turn-likely', 'speech-resumed', 'turn-likely', 'turn']);
+    const offers = resuming.events.flatMap(({ event }) => (event.type === 'turn-likely' ? [event.turn] : []));
+    expect(resuming.turns).toHaveLength(1);
+    expect(resuming.turns[0]!.likely).toBe(true);
+    expect(resuming.turns[0]!.voicedMs).toBe(offers[1]!.voicedMs);
+    expect(durationMs(offers[1]!.audio)).toBeGreaterThan(durationMs(offers[0]!.audio) + second.length * 20);
+
+    // Off: no offer, and the turn is not marked.
+    const off = call({ speculateMs: 0 }).talk(first).talk(trailingSilence()).pause(1000);
+    expect(off.at('turn-likely')).toHaveLength(0);
+    expect(off.turns[0]!.likely).toBe(false);
+  });
+
   it('times the silence by the clock when packets come in a burst', async () => {
     const sentence = await spoken('Packets can arrive all at once.');
     const person = call().talk(sentence, 'burst').talk(trailingSilence(), 'burst');

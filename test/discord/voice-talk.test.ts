@@ -7,9 +7,12 @@ import { getVoiceConnection } from '@discordjs/voice';
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { durationMs } from '../../src/audio/pcm.js';
+import { DEFAULT_TURN_OPTIONS } from '../../src/audio/turn-detector.js';
 import { decodeWav } from '../../src/audio/wav.js';
 import type { PcmAudio } from '../../src/core/ports.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
+import { startFakeOpenAISpeech } from '../fakes/speech/fake-openai-speech.js';
+import { FAKE_MS_PER_CHARACTER } from '../fakes/speech/tones.js';
 import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
 import { medianPitch } from '../speech/signal-measures.js';
 import { type BotHarness, latestAnswer, runCommand, startBotHarness } from './harness.js';
@@ -141,6 +144,43 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(history).toContain('Aye. Where is the boat?');
   }, 40_000);
 
+  it('writes a turn down while the person is quiet, before the turn is over, and uses that: one transcription, not two', async () => {
+    nextWords = ['Is it early?'];
+    const transcribed = stt.transcriptions.length;
+    const requests = stt.loopback.requests.length;
+    const before = chatRequests().length;
+    const spoken = await bot.voice!.speak(alice, { text: 'Is it early?' }, { pace: 'burst' });
+    const sentAt = spoken.talk[0]!.firstPacketAt;
+    await until(() => chatRequests().length > before);
+    // Asked about half the silence threshold after the speech, not once the threshold passed.
+    expect(stt.loopback.requests[requests]!.receivedAt - sentAt).toBeLessThan(550);
+    await replyHeard(sentAt, 'Aye. Is it early?');
+    expect(stt.transcriptions.length).toBe(transcribed + 1);
+    expect(lastUserLine(chatRequests()[before]!.body)).toBe('Is it early?');
+  }, 30_000);
+
+  it('drops the early transcript when the person goes on after a pause: the whole turn is written down and stored once', async () => {
+    // The engine names how long the audio it got was, so the transcript shows which audio it was made of.
+    const lengths: number[] = [];
+    stt.script = { hear: hearing((file) => (lengths.push(Math.round(durationMs(decodeWav(file)) / 10) * 10), `Heard ${lengths.at(-1)} ms.`)), delayMs: 300 };
+    const transcribed = stt.transcriptions.length;
+    const before = chatRequests().length;
+    const since = performance.now();
+    // 450 ms: past the 300 ms mark, so the first part goes to be written down, short of the 600 ms that ends a turn.
+    await bot.voice!.speak(alice, [{ text: 'I went to the shop.' }, { pauseMs: 450 }, { text: 'Then I came home.' }], { pace: 'burst' });
+    const asked = await until(() => chatRequests()[before]);
+    expect(stt.transcriptions.length).toBe(transcribed + 2);
+    const [part, whole] = lengths.slice(-2) as [number, number];
+    expect(whole).toBeGreaterThan(part + 900);
+    // The reply is to the whole turn, and the part written down early was never stored.
+    expect(lastUserLine(asked.body)).toBe(`Heard ${whole} ms.`);
+    const heardLines = (asked.body.messages ?? []).filter((message) => typeof message.content === 'string' && message.content.includes('Heard '));
+    expect(heardLines).toHaveLength(1);
+    await replyHeard(since, `Aye. Heard ${whole} ms.`);
+    expect(chatRequests().length).toBe(before + 1);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+  }, 30_000);
+
   it('does not end a turn at a short pause with a cough in it, nor take the cough for a turn', async () => {
     nextWords = ['Wait a moment. Now I am back.'];
     const transcribed = stt.transcriptions.length;
@@ -219,7 +259,11 @@ describe('/voice talk: a conversation by voice in a call', () => {
       bot.voice!.speak(alice, { text: 'I am talking with a low voice right now.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'realtime' }),
       bot.voice!.speak(bob, { text: 'And I am talking over you with a high voice.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'realtime' }),
     ]);
+    const spokenAt = performance.now();
     await until(() => stt.transcriptions.length >= transcribed + 2);
+    // Those requests go out 300 ms into the silence, before the turns are over: alice speaking
+    // again before her 600 ms had passed would carry her turn on, so wait for them to end.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, spokenAt + DEFAULT_TURN_OPTIONS.silenceMs + 100 - performance.now())));
 
     nextWords = [`${characterName}, who said what?`];
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
@@ -279,4 +323,35 @@ describe('/voice talk when nobody says anything', () => {
       await stt.close();
     }
   }, 30_000);
+});
+
+describe('/voice talk with a speech engine that streams', () => {
+  it('plays a sentence from its first audio on, while the engine is still making the rest, and plays all of it', async () => {
+    const SENTENCE = 'The harbour lights are burning bright tonight, and every boat is safely home.';
+    const stt = await startFakeTranscription();
+    stt.script = { text: 'Is the harbour quiet?' };
+    const speech = await startFakeOpenAISpeech();
+    // 4,001 bytes of 24 kHz audio (83 ms) every 60 ms: the sentence's 4.7 s take the engine about 3.4 s.
+    speech.script = { chunkDelayMs: 60, firstAudioDelayMs: 100 };
+    const bot = await startBotHarness({ voice: true, script: () => ({ reply: SENTENCE }), environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, TTS_ENGINE: 'openai', TTS_BASE_URL: speech.apiURL } });
+    try {
+      const erin = bot.discord.createUser({ username: 'erin' });
+      const { id: guildId, voiceChannelId } = bot.discord.guild;
+      expect((await runCommand(bot, erin, 'character', { preset: 'alloy' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(erin, voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(erin.id));
+      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      const since = performance.now();
+      await bot.voice!.speak(erin, { text: 'Is the harbour quiet?' }, { pace: 'burst' });
+      const expectedMs = SENTENCE.length * FAKE_MS_PER_CHARACTER;
+      const heard = await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= expectedMs * 0.9 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 20_000 });
+      const asked = speech.requests.at(-1)!.receivedAt;
+      const firstAudible = heard.packets.find((packet) => !packet.silence)!.arrivedAt;
+      expect(firstAudible - asked).toBeLessThan(1000);
+    } finally {
+      await bot.close();
+      await speech.close();
+      await stt.close();
+    }
+  }, 40_000);
 });

@@ -1,7 +1,8 @@
 /**
  * One reply spoken in a call as it is written: each finished sentence is synthesised at once
  * and queued, so the first is heard while the rest is still being generated (the largest
- * saving in a speech-to-text → chat → speech chain). It can be interrupted: playback stops at
+ * saving in a speech-to-text → chat → speech chain), and a sentence plays from its first piece
+ * of audio on, not once the engine has made all of it. It can be interrupted: playback stops at
  * the next 20 ms frame, generation and synthesis stop, and it knows how much was heard.
  */
 import { Readable } from 'node:stream';
@@ -15,10 +16,40 @@ import { SentenceCollector } from './sentence-collector.js';
 /** Speaks one sentence (the character's voice bound in). */
 export type SentenceVoice = (sentence: string) => AsyncIterable<PcmAudio>;
 
+/** A sentence's speech as the engine makes it: pieces so far, and whether that is all. */
+class SentenceAudio {
+  readonly pieces: PcmAudio[] = [];
+  durationMs = 0;
+  done = false;
+  #wake: (() => void) | undefined;
+
+  add(piece: PcmAudio): void {
+    this.pieces.push(piece);
+    this.durationMs += durationMs(piece);
+    this.#wake?.();
+  }
+
+  end(): void {
+    this.done = true;
+    this.#wake?.();
+  }
+
+  /** Resolves once there are more than `count` pieces or the audio is complete. */
+  async more(count: number): Promise<void> {
+    while (this.pieces.length <= count && !this.done) {
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+      this.#wake = undefined;
+    }
+  }
+}
+
 interface QueuedSentence {
   text: string;
-  audio: Promise<PcmAudio[]>;
+  audio: SentenceAudio;
 }
+
+/** Until a reply's first sentence has been heard whole, its pace is guessed at espeak's, ~15 characters a second. */
+const GUESSED_MS_PER_CHARACTER = 65;
 
 export class SpokenReply {
   readonly #player: AudioPlayer;
@@ -26,8 +57,8 @@ export class SpokenReply {
   readonly #abort: AbortController;
   readonly #logger: Logger;
   readonly #queue: QueuedSentence[] = [];
-  /** Sentences whose playback began, with their lengths, in order. */
-  readonly #played: SpokenSentence[] = [];
+  /** Sentences whose playback began, in order, with their audio (still growing for the last). */
+  readonly #played: QueuedSentence[] = [];
   #current: AudioResource | undefined;
   #wake: (() => void) | undefined;
   #written = false;
@@ -78,12 +109,24 @@ export class SpokenReply {
 
   /** What a listener heard: all of it, or up to where it was interrupted. */
   heard(): string {
-    return heardText(this.#played, this.#interruptedAtMs ?? Number.POSITIVE_INFINITY);
+    return heardText(this.#sentencesPlayed(), this.#interruptedAtMs ?? Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * The sentences played with their lengths. One cut off while its audio was still coming has
+   * no known length: it is guessed from the pace of the sentences heard whole, so the words
+   * kept match the share of it played.
+   */
+  #sentencesPlayed(): SpokenSentence[] {
+    const whole = this.#played.filter((sentence) => sentence.audio.done);
+    const characters = whole.reduce((sum, sentence) => sum + sentence.text.length, 0);
+    const pace = characters > 0 ? whole.reduce((sum, sentence) => sum + sentence.audio.durationMs, 0) / characters : GUESSED_MS_PER_CHARACTER;
+    return this.#played.map(({ text, audio }) => ({ text, durationMs: audio.done ? audio.durationMs : Math.max(audio.durationMs, text.length * pace) }));
   }
 
   /** Milliseconds of the reply played so far: whole sentences, then the one playing. */
   #heardMs(): number {
-    const before = this.#played.slice(0, -1).reduce((sum, sentence) => sum + sentence.durationMs, 0);
+    const before = this.#sentencesPlayed().slice(0, -1).reduce((sum, sentence) => sum + sentence.durationMs, 0);
     return before + (this.#current?.playbackDuration ?? 0);
   }
 
@@ -105,11 +148,13 @@ export class SpokenReply {
 
   #enqueue(text: string): void {
     if (this.interrupted) return;
-    // Synthesis starts now, while earlier sentences play; a failed sentence is skipped, not fatal.
-    const audio = collect(this.#voice(text), this.#abort.signal).catch((error: unknown) => {
-      if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
-      return [];
-    });
+    // Synthesis starts now, while earlier sentences play; a failed sentence ends where it failed, not fatal.
+    const audio = new SentenceAudio();
+    void collect(this.#voice(text), audio, this.#abort.signal)
+      .catch((error: unknown) => {
+        if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
+      })
+      .finally(() => audio.end());
     this.#queue.push({ text, audio });
     this.#wake?.();
   }
@@ -123,17 +168,16 @@ export class SpokenReply {
         this.#wake = undefined;
         continue;
       }
-      const pieces = await next.audio;
+      await next.audio.more(0);
       if (this.interrupted) return;
-      const total = pieces.reduce((sum, piece) => sum + durationMs(piece), 0);
-      if (total === 0) continue;
-      this.#played.push({ text: next.text, durationMs: total });
-      await this.#playOne(pieces);
+      if (next.audio.pieces.length === 0) continue;
+      this.#played.push(next);
+      await this.#playOne(next.audio);
     }
   }
 
-  async #playOne(pieces: PcmAudio[]): Promise<void> {
-    const resource = createAudioResource(Readable.from(discordFrames(pieces)), { inputType: StreamType.Raw });
+  async #playOne(audio: SentenceAudio): Promise<void> {
+    const resource = createAudioResource(Readable.from(discordFrames(audio, this.#abort.signal)), { inputType: StreamType.Raw });
     this.#current = resource;
     const idle = new Promise<void>((resolve) => {
       const onChange = (_old: unknown, next: { status: AudioPlayerStatus }) => {
@@ -152,9 +196,13 @@ export class SpokenReply {
 /** Samples converted at a time, so one sentence's resampling does not hold every call's 20 ms frames. */
 const conversionSamples = 4096;
 
-async function* discordFrames(pieces: readonly PcmAudio[]): AsyncGenerator<Buffer> {
+/** A sentence's audio as 20 ms frames, each piece framed as it arrives; ends early once `signal` aborts. */
+async function* discordFrames(audio: SentenceAudio, signal: AbortSignal): AsyncGenerator<Buffer> {
   const framer = new DiscordFramer();
-  for (const piece of pieces) {
+  for (let index = 0; ; index++) {
+    await audio.more(index);
+    const piece = audio.pieces[index];
+    if (piece === undefined || signal.aborted) break;
     for (let start = 0; start < piece.samples.length; start += conversionSamples) {
       yield* framer.push({ sampleRate: piece.sampleRate, samples: piece.samples.subarray(start, start + conversionSamples) });
     }
@@ -162,12 +210,10 @@ async function* discordFrames(pieces: readonly PcmAudio[]): AsyncGenerator<Buffe
   yield* framer.end();
 }
 
-/** Every piece of a sentence's speech; stops reading the engine once `signal` aborts. */
-async function collect(pieces: AsyncIterable<PcmAudio>, signal: AbortSignal): Promise<PcmAudio[]> {
-  const collected: PcmAudio[] = [];
+/** Every piece of a sentence's speech into `audio`; stops reading the engine once `signal` aborts. */
+async function collect(pieces: AsyncIterable<PcmAudio>, audio: SentenceAudio, signal: AbortSignal): Promise<void> {
   for await (const piece of pieces) {
     if (signal.aborted) break;
-    collected.push(piece);
+    audio.add(piece);
   }
-  return collected;
 }

@@ -14,7 +14,7 @@ import { encodeWav } from '../../audio/wav.js';
 import { type Actor, adminActor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
-import type { Logger } from '../../core/ports.js';
+import type { Logger, Transcription, TranscriptionRequest } from '../../core/ports.js';
 import { addressedCharacter } from '../conversations/addressing.js';
 import { SpokenReply } from './spoken-reply.js';
 
@@ -49,8 +49,23 @@ interface Hearing {
   listener: SpeakerListener;
 }
 
+/** A turn over, waiting to be taken; its words may already be on their way. */
+interface EndedTurn {
+  userId: string;
+  turn: Turn;
+  transcription?: Promise<Transcription> | undefined;
+}
+
+/** A transcript asked for while a person is quiet but their turn not yet over. */
+interface Speculation {
+  transcription: Promise<Transcription>;
+  abort: AbortController;
+}
+
 /** How often silence is checked for when no packet comes (people send nothing in pauses). */
 const TICK_MS = 20;
+/** Frames (20 ms) a speech engine may fall behind mid-sentence before the sentence is given up. */
+const ENGINE_STALL_FRAMES = 100;
 
 export class TalkSession {
   readonly #hearing = new Map<string, Hearing>();
@@ -59,8 +74,12 @@ export class TalkSession {
   readonly #asking = new Set<string>();
   /** The language each person's speech was heard in, forced on their next turns. */
   readonly #languages = new Map<string, string>();
-  readonly #turns: { userId: string; turn: Turn }[] = [];
-  readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause } });
+  readonly #turns: EndedTurn[] = [];
+  /** Per person, the transcript of their turn so far, asked for once they went quiet. */
+  readonly #speculations = new Map<string, Speculation>();
+  // A sentence plays as its audio arrives: an engine slower than real time for a moment leaves
+  // the player without a frame, which must not end the sentence (the default gives up after 5).
+  readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: ENGINE_STALL_FRAMES } });
   #connection: VoiceConnection | undefined;
   #ticker: NodeJS.Timeout | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
@@ -143,6 +162,7 @@ export class TalkSession {
     this.#hearing.delete(userId);
     hearing?.stream.destroy();
     hearing?.listener.close(performance.now());
+    this.#withdraw(userId);
     for (let index = this.#turns.length - 1; index >= 0; index--) if (this.#turns[index]!.userId === userId) this.#turns.splice(index, 1);
   }
 
@@ -155,6 +175,7 @@ export class TalkSession {
     this.#reply?.interrupt();
     for (const userId of [...this.#hearing.keys()]) this.forget(userId);
     this.#turns.length = 0;
+    for (const userId of [...this.#speculations.keys()]) this.#withdraw(userId);
     if (this.#connection && this.#connection.state.status !== VoiceConnectionStatus.Destroyed) this.#connection.destroy();
     this.dependencies.logger.info({ guildId: this.guild.id, channelId: this.voiceChannelId, reason }, 'voice talk ended');
     this.dependencies.ended(reason);
@@ -214,12 +235,51 @@ export class TalkSession {
     for (const event of events) {
       if (event.type === 'barge-in' && this.#reply?.interrupt()) {
         this.dependencies.logger.info({ guildId: this.guild.id, userId }, 'interrupted by a person talking');
+      } else if (event.type === 'turn-likely') {
+        this.#speculate(userId, event.turn);
+      } else if (event.type === 'speech-resumed' || event.type === 'dropped') {
+        this.#withdraw(userId);
       } else if (event.type === 'turn') {
-        this.dependencies.logger.debug({ guildId: this.guild.id, userId, voicedMs: event.turn.voicedMs }, 'voice turn over');
-        this.#turns.push({ userId, turn: event.turn });
+        this.dependencies.logger.debug({ guildId: this.guild.id, userId, voicedMs: event.turn.voicedMs, early: event.turn.likely && this.#speculations.has(userId) }, 'voice turn over');
+        // The early transcript stands only if nothing voiced came after the audio it was made of.
+        const transcription = event.turn.likely ? this.#speculations.get(userId)?.transcription : undefined;
+        if (transcription) this.#speculations.delete(userId);
+        else this.#withdraw(userId);
+        this.#turns.push({ userId, turn: event.turn, transcription });
         void this.#work();
       }
     }
+  }
+
+  /**
+   * The person went quiet: their turn so far is written down now, so the words are ready when
+   * the silence threshold says the turn is over. Nothing is stored and no reply starts before
+   * then; if they go on, the request is aborted and the whole turn is written down at its end.
+   */
+  #speculate(userId: string, turn: Turn): void {
+    this.#withdraw(userId);
+    if (this.#ended) return;
+    const abort = new AbortController();
+    // Asked only once the database says they have not opted out (maybe through another process).
+    const transcription = this.dependencies.ignores(userId).then((ignored) => {
+      if (ignored) throw new Error('opted out: not transcribed');
+      abort.signal.throwIfAborted();
+      return this.dependencies.core.voiceCalls.transcribe(this.#recording(userId, turn), { signal: abort.signal });
+    });
+    // Withdrawn speculations are never awaited: their failure (an abort) is expected.
+    transcription.catch(() => undefined);
+    this.#speculations.set(userId, { transcription, abort });
+  }
+
+  #withdraw(userId: string): void {
+    this.#speculations.get(userId)?.abort.abort();
+    this.#speculations.delete(userId);
+  }
+
+  /** A turn's audio as the speech-to-text engine takes it, in the language known for the person. */
+  #recording(userId: string, turn: Turn): TranscriptionRequest {
+    const language = this.options.language ?? this.#languages.get(userId);
+    return { audio: encodeWav(speechToTextAudio(turn.audio)), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
   }
 
   #setCharacterSpeaking(speaking: boolean): void {
@@ -233,23 +293,31 @@ export class TalkSession {
     this.#working = true;
     try {
       for (let next = this.#turns.shift(); next && !this.#ended; next = this.#turns.shift()) {
-        await this.#take(next.userId, next.turn).catch((error: unknown) => this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId: next?.userId }, 'a voice turn failed'));
+        await this.#take(next).catch((error: unknown) => this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId: next?.userId }, 'a voice turn failed'));
       }
     } finally {
       this.#working = false;
     }
   }
 
-  async #take(userId: string, turn: Turn): Promise<void> {
+  async #take({ userId, turn, transcription: early }: EndedTurn): Promise<void> {
     const { core } = this.dependencies;
     // They may have opted out through another process since they were subscribed.
     if (await this.dependencies.ignores(userId)) return this.ignore(userId, true);
+    // Asked now, before the account look-ups, so they overlap the engine's work.
+    const asked = early ?? core.voiceCalls.transcribe(this.#recording(userId, turn));
+    asked.catch(() => undefined);
     const user = await this.guild.client.users.fetch(userId);
     const { actor, account } = await this.dependencies.accountOf(user);
     await core.conversations.addSpeaker(adminActor, this.conversationId, account.id);
-    const language = this.options.language ?? this.#languages.get(userId);
-    const recording = { audio: encodeWav(speechToTextAudio(turn.audio)), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
-    const heard = await core.voiceCalls.hear(actor, this.conversationId, recording);
+    // An early transcript that failed is not the turn's last chance: it is asked for again.
+    const transcription = await asked.catch((error: unknown) => {
+      if (!early) throw error;
+      this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'the early transcript failed; transcribing the turn again');
+      return core.voiceCalls.transcribe(this.#recording(userId, turn));
+    });
+    if (this.#ended) return;
+    const heard = await core.voiceCalls.keep(actor, this.conversationId, transcription, this.options.language ?? this.#languages.get(userId));
     if (!heard || this.#ended) return;
     if (heard.language) this.#languages.set(userId, heard.language);
     this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs }, 'voice turn heard');
