@@ -16,20 +16,17 @@
  * CPU is the service process's utime + stime from /proc, over the talking, and over a quiet
  * stretch with the ten calls joined and nobody speaking.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { decodeWav } from '../src/audio/wav.js';
-import { deployCommands } from '../src/bot/deploy-commands.js';
 import type { PcmAudio } from '../src/core/ports.js';
 import type { APIUser } from 'discord-api-types/v10';
-import { startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
-import { startFakeVoice } from '../test/fakes/discord-voice/fake-voice.js';
 import { startFakeOpenAI } from '../test/fakes/fake-openai.js';
 import { startFakeTranscription } from '../test/fakes/stt/fake-transcription.js';
 import { ApiClient } from './api-client.js';
 import { type ServiceLogEntry, startServiceProcess } from './processes.js';
 import { percentile, round } from './stats.js';
+import { startVoiceWorld } from './voice-world.js';
 
 const SPEAKERS = ['ann', 'bob'] as const;
 /** ann speaks in espeak's female voice, bob in the male one (as two people would). */
@@ -142,12 +139,8 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
   await mkdir(dataDir, { recursive: true });
   const adminKey = 'bench-admin-key-voice-calls-0123456789';
 
-  const discord = await startFakeDiscord({ guilds: guildCount, recordRequests: false });
-  const voice = await startFakeVoice(discord, { trust: false });
-  const certificateDirectory = await mkdtemp(path.join(os.tmpdir(), 'likeness-voice-ca-'));
-  const certificate = path.join(certificateDirectory, 'fake-voice.pem');
-  await writeFile(certificate, voice.certificatePem);
-  await deployCommands({ token: discord.token, apiBase: discord.apiBase });
+  const world = await startVoiceWorld(guildCount);
+  const { discord, voice, certificate } = world;
 
   /** Each guild's character name, read from its `/voice talk` answer. */
   const characterNames: string[] = [];
@@ -415,8 +408,6 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
     await service.stop();
     await chat.close();
     await stt.close();
-    await voice.close();
-    await discord.close();
-    await rm(certificateDirectory, { recursive: true, force: true });
+    await world.close();
   }
 }

@@ -10,18 +10,16 @@
  *
  * The fakes share this process with the fake Discord; the service runs in its own.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_TURN_OPTIONS } from '../src/audio/turn-detector.js';
-import { deployCommands } from '../src/bot/deploy-commands.js';
-import { startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
-import { type SpokenSpeech, startFakeVoice } from '../test/fakes/discord-voice/fake-voice.js';
+import type { SpokenSpeech } from '../test/fakes/discord-voice/fake-voice.js';
 import { type FakeChatScript, type FakeRequestBody, startFakeOpenAI, tokensOf } from '../test/fakes/fake-openai.js';
 import { startFakeOpenAISpeech } from '../test/fakes/speech/fake-openai-speech.js';
 import { startFakeTranscription } from '../test/fakes/stt/fake-transcription.js';
 import { type ServiceLogEntry, startServiceProcess } from './processes.js';
 import { percentile, round } from './stats.js';
+import { startVoiceWorld } from './voice-world.js';
 
 export interface VoiceTalkScenario {
   name: string;
@@ -79,12 +77,8 @@ function summary(samples: readonly number[]) {
 export async function benchmarkVoiceTalkScenario(dataDir: string, scenario: VoiceTalkScenario, counts: { turns: number; bargeIns: number }) {
   await mkdir(dataDir, { recursive: true });
   const stamps: Stamps = { turnOver: [], turnHeard: [], interrupted: [], transcriptionReceived: [], transcriptionAnswered: [], chatReceived: [], firstToken: [], firstSentenceReady: [], speechReceived: [] };
-  const discord = await startFakeDiscord({ guilds: 1, recordRequests: false });
-  const voice = await startFakeVoice(discord, { trust: false });
-  const certificateDirectory = await mkdtemp(path.join(os.tmpdir(), 'likeness-voice-ca-'));
-  const certificate = path.join(certificateDirectory, 'fake-voice.pem');
-  await writeFile(certificate, voice.certificatePem);
-  await deployCommands({ token: discord.token, apiBase: discord.apiBase });
+  const world = await startVoiceWorld(1);
+  const { discord, voice, certificate } = world;
 
   let nextWords: string[] = [];
   const stt = await startFakeTranscription();
@@ -236,9 +230,7 @@ export async function benchmarkVoiceTalkScenario(dataDir: string, scenario: Voic
     await speechServer?.close();
     await chat.close();
     await stt.close();
-    await voice.close();
-    await discord.close();
-    await rm(certificateDirectory, { recursive: true, force: true });
+    await world.close();
   }
 }
 

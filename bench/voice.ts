@@ -1,14 +1,10 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { encodeMp3 } from '../src/audio/mp3.js';
 import { durationMs } from '../src/audio/pcm.js';
-import { deployCommands } from '../src/bot/deploy-commands.js';
 import { createEspeakSpeechEngine } from '../src/engines/speech/espeak.js';
-import { startFakeDiscord } from '../test/fakes/discord/fake-discord.js';
-import { startFakeVoice } from '../test/fakes/discord-voice/fake-voice.js';
 import { startServiceProcess } from './processes.js';
 import { megabytes, percentile, round } from './stats.js';
+import { startVoiceWorld } from './voice-world.js';
 
 const voiceId = 'en-us+f3';
 const passage =
@@ -51,12 +47,8 @@ export async function benchmarkSpeechSynthesis() {
 export async function benchmarkVoice(dataDir: string) {
   await mkdir(dataDir, { recursive: true });
   const guildCount = 10;
-  const discord = await startFakeDiscord({ guilds: guildCount, recordRequests: false });
-  const voice = await startFakeVoice(discord, { trust: false });
-  const certificateDirectory = await mkdtemp(path.join(os.tmpdir(), 'likeness-voice-ca-'));
-  const certificate = path.join(certificateDirectory, 'fake-voice.pem');
-  await writeFile(certificate, voice.certificatePem);
-  await deployCommands({ token: discord.token, apiBase: discord.apiBase });
+  const world = await startVoiceWorld(guildCount);
+  const { discord, voice, certificate } = world;
   const service = await startServiceProcess({
     PORT: '0',
     DATA_DIR: dataDir,
@@ -137,8 +129,6 @@ export async function benchmarkVoice(dataDir: string) {
     return result;
   } finally {
     await service.stop();
-    await voice.close();
-    await discord.close();
-    await rm(certificateDirectory, { recursive: true, force: true });
+    await world.close();
   }
 }

@@ -1,9 +1,9 @@
-import { type Expression, type ExpressionBuilder, type Selectable, type SqlBool, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { ValidationError } from '../../core/errors.js';
 import type { MemoryBatchRepository } from '../../core/repositories.js';
 import type { MemoryBatchRecord, MemoryBatchStatus } from '../../core/records.js';
 import { type SqlContext, atomic } from './sql-context.js';
-import type { Database } from './schema.js';
+import type { Database, MemoryBatchesTable } from './schema.js';
 
 /**
  * Where a conversation's first batch starts: the smallest position a message can have. A fixed
@@ -112,21 +112,19 @@ export class SqlMemoryBatchRepository implements MemoryBatchRepository {
     });
   }
 
-  async complete(batchId: string, workerId: string): Promise<boolean> {
-    const result = await this.context.db
-      .updateTable('memory_batches')
-      .set({ status: 'done', lease_owner: null, lease_until_millis: null })
-      .where('id', '=', batchId)
-      .where('status', '=', 'running')
-      .where('lease_owner', '=', workerId)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  complete(batchId: string, workerId: string): Promise<boolean> {
+    return this.#release(batchId, workerId, { status: 'done' });
   }
 
-  async retry(batchId: string, workerId: string, runAfterMillis: number, error: string): Promise<boolean> {
+  retry(batchId: string, workerId: string, runAfterMillis: number, error: string): Promise<boolean> {
+    return this.#release(batchId, workerId, { status: 'queued', run_after_millis: runAfterMillis, last_error: error.slice(0, maxErrorLength) });
+  }
+
+  /** Ends a running batch's lease with `change`, only for the worker that holds it. */
+  async #release(batchId: string, workerId: string, change: Updateable<MemoryBatchesTable>): Promise<boolean> {
     const result = await this.context.db
       .updateTable('memory_batches')
-      .set({ status: 'queued', run_after_millis: runAfterMillis, lease_owner: null, lease_until_millis: null, last_error: error.slice(0, maxErrorLength) })
+      .set({ ...change, lease_owner: null, lease_until_millis: null })
       .where('id', '=', batchId)
       .where('status', '=', 'running')
       .where('lease_owner', '=', workerId)
