@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { freePort } from '../http/harness.js';
 import { createTestDatabase } from '../store/postgres-database.js';
-import { type ServiceProcess, call, startService, stopService, waitUntilServing } from './service-processes.js';
+import { type ServiceProcess, call, startServing, stopService } from './service-processes.js';
 
 const adminKey = 'admin-key-of-the-roles-test';
 const metricsToken = 'a-metrics-token-of-the-roles-test';
@@ -22,9 +22,8 @@ describe('ROLES: an API process and worker processes on one PostgreSQL database'
   let environment: Record<string, string>;
 
   const start = async (name: string, extra: Record<string, string>) => {
-    const service = await startService(name, { ...environment, ...extra });
+    const service = await startServing(name, { ...environment, ...extra });
     started.push(service);
-    await waitUntilServing(service);
     return service;
   };
 

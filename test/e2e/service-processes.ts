@@ -38,6 +38,24 @@ export async function waitUntilServing(service: ServiceProcess): Promise<void> {
   }
 }
 
+/**
+ * Starts a service and waits until it serves, starting it again on another port when the one
+ * `freePort` gave out was taken (by another test, or by a port the same process was also given)
+ * before the child could bind it: that is the test's luck, not the service's failure.
+ */
+export async function startServing(name: string, environment: Record<string, string>, attempts = 3): Promise<ServiceProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const service = await startService(name, environment);
+    try {
+      await waitUntilServing(service);
+      return service;
+    } catch (error) {
+      if (attempt >= attempts || !service.output().includes('EADDRINUSE')) throw error;
+      if (service.child.exitCode === null) service.child.kill();
+    }
+  }
+}
+
 /** Waits for `/readyz` to answer 200: every part up (for a shard manager, every shard ready). */
 export async function waitUntilReady(service: ServiceProcess, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
