@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { speakableText } from './speakable-text.js';
+import { castVoices } from './cast-voices.js';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError } from './errors.js';
@@ -102,6 +103,22 @@ export class Speech {
       'VOICE_NOT_TRAINED',
       `${character.name} has no voice yet; its owner can give it one (POST /api/v0/characters/${character.id}/voice, or /character voice on Discord).`,
     );
+  }
+
+  /**
+   * `cast` as it speaks together aloud (a scene in a voice call): each character with its own
+   * voice, or, without one, a stand-in the engine offers in `language` that no one else in the
+   * cast has (see `castVoices`). The stand-in is for this speech only and is never stored. The
+   * engine is asked for its voices only when someone lacks one; if it cannot say, they stay
+   * without (and `streamAs` says so).
+   */
+  async voicedCast(cast: readonly CharacterRecord[], options: CallOptions & { language?: string | undefined } = {}): Promise<CharacterRecord[]> {
+    if (cast.every((character) => character.ttsVoiceId)) return [...cast];
+    const offered = await this.engine.listVoices({ signal: options.signal }).catch((error: unknown) => {
+      this.logger?.warn({ err: error }, 'could not list the speech engine voices for a character without a voice');
+      return [];
+    });
+    return castVoices(cast, offered, options.language);
   }
 
   /**
