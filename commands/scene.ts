@@ -41,7 +41,13 @@ export default {
       if (subcommand === 'add') {
         const character = await resolveCharacter(context.core, actor, interaction.options.getString('character', true));
         const { greeting } = await context.core.conversations.addCharacter(actor, place.conversationId, character.id);
-        await answer(interaction, `**${character.name}** joins the conversation. Start a message with “${character.name}” or reply to one of their messages to talk to them.`, false);
+        // A call held over this conversation hears the scene from its next turn: say how to talk to them there.
+        const call = interaction.inGuild() ? context.talk.session(interaction.guildId) : undefined;
+        const howToTalk =
+          call?.conversationId === place.conversationId
+            ? `In the call, start with “${character.name}, …” to talk to them; they answer ${character.ttsVoiceId ? 'in their own voice' : 'in a stand-in voice (they have none of their own yet: `/character voice`)'}.`
+            : `Start a message with “${character.name}” or reply to one of their messages to talk to them.`;
+        await answer(interaction, `**${character.name}** joins the conversation. ${howToTalk}`, false);
         // A card with greetings for group chats has the character greet the scene with one.
         if (greeting && interaction.channel) {
           await context.runner.greet(place.conversationId, greeting, context.replies.channelFor(interaction.channel, character, { several: true }));

@@ -64,6 +64,7 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
   const notice = [
     `🎙️ **${character.name}** is listening in <#${voiceChannelId}>.`,
     `Alone with ${character.name}, everything you say is answered; with others, start with “${character.name}, …” to talk to it.`,
+    `\`/scene add\` in <#${voiceChannelId}>'s chat brings in another character, who answers in its own voice when you start with its name.`,
     'Talk over it to interrupt. `/voice ignore me` and it never hears you; `/voice leave` ends the call. Nothing you say is recorded: only the words are kept, as in a thread.',
   ].join('\n');
   if (channel?.isSendable()) await channel.send({ content: notice, allowedMentions: { parse: [] } }).catch((error: unknown) => context.logger.info({ err: error, channelId: voiceChannelId }, 'could not announce the call in the voice channel chat'));

@@ -25,6 +25,11 @@ function lastUserLine(body: FakeRequestBody): string {
   return typeof last === 'string' ? last : JSON.stringify(last);
 }
 
+/** The newest line of a chat request, its speaker's name taken off (several people's turns in a row arrive as one user message). */
+function lastLine(body: FakeRequestBody): string {
+  return lastUserLine(body).split('\n').at(-1)!.replace(/^\w+: /, '');
+}
+
 /** A cough: decaying broadband noise, mono 48 kHz. */
 function cough(milliseconds: number): PcmAudio {
   let seed = 11;
@@ -80,9 +85,9 @@ describe('/voice talk: a conversation by voice in a call', () => {
   /** What the fake hears next, turn by turn, when no test says otherwise. */
   let nextWords: string[] = [];
 
-  /** Waits until `text` has been spoken to the end in the character's voice (its length heard, then silence frames). */
-  const replyHeard = async (since: number, text: string) => {
-    const expectedMs = durationMs(await bot.voice!.synthesize(text, 'en-us+m3'));
+  /** Waits until `text` has been spoken to the end in `voiceId` (the call's character's by default): its length heard, then silence frames. */
+  const replyHeard = async (since: number, text: string, voiceId = 'en-us+m3') => {
+    const expectedMs = durationMs(await bot.voice!.synthesize(text, voiceId));
     return bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= expectedMs * 0.9 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 15_000 });
   };
   const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
@@ -122,6 +127,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(notice).toContain(`${characterName}** is listening`);
     expect(notice).toContain('/voice leave');
     expect(notice).toContain('/voice ignore me');
+    expect(notice).toContain('/scene add');
   });
 
   it('answers one person’s turns aloud, in order, each written down from 16 kHz mono audio', async () => {
@@ -298,6 +304,63 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(carol.id)).toBe(false);
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
   }, 30_000);
+
+  it('in a call of three answers only turns that name a character, a scene character in its own voice (a stand-in without one); alone, the one who spoke last', async () => {
+    // Bob gives his character a high voice and brings it into the call from the voice channel's chat.
+    const voiced = await runCommand(bot, bob, 'character', { preset: 'en-us+f3;pitch=85' }, 'voice');
+    const sceneName = /\*\*(.+?)\*\* now speaks/.exec(voiced.text)![1]!;
+    const added = await runCommand(bot, bob, 'scene', { character: sceneName }, 'add', voiceChannelId);
+    expect(added.text).toContain(`In the call, start with “${sceneName}, …”`);
+    const dave = bot.discord.createUser({ username: 'dave' });
+    bot.voice!.joinVoice(dave, voiceChannelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(dave.id));
+    // Alice, bob and dave are heard (carol opted out). Dave speaks low, bob high: the engine
+    // hears whose turn it was by pitch, so the two turns cannot swap words.
+    stt.script = { hear: hearing((file) => (medianPitch(decodeWav(file).samples, 16_000) > 170 ? `${characterName}, what do you think?` : 'Nice weather today.')) };
+    const before = chatRequests().length;
+    await bot.voice!.speak(dave, { text: 'Nice weather today.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+    let since = performance.now();
+    await bot.voice!.speak(bob, { text: 'What do you think?', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
+    const callReply = await replyHeard(since, `Aye. ${characterName}, what do you think?`);
+    // Dave's turn named nobody: stored (the reply's prompt holds it) but not answered.
+    const asked = chatRequests().slice(before);
+    expect(asked.map((request) => lastLine(request.body))).toEqual([`${characterName}, what do you think?`]);
+    expect(JSON.stringify(asked[0]!.body.messages)).toContain('dave: Nice weather today.');
+
+    /** The median pitch of what the bot played, left channel of its 48 kHz stereo. */
+    const pitchOf = (heard: { pcm: Int16Array }) => medianPitch(heard.pcm.filter((_, index) => index % 2 === 0), 48_000);
+    const callPitch = pitchOf(callReply);
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+    nextWords = [`${sceneName}, and you?`];
+    since = performance.now();
+    await bot.voice!.speak(alice, { text: 'And you?' }, { pace: 'burst' });
+    const sceneReply = await replyHeard(since, `Aye. ${sceneName}, and you?`, 'en-us+f3;pitch=85');
+    expect(chatRequests().slice(before).map((request) => lastLine(request.body))).toEqual([`${characterName}, what do you think?`, `${sceneName}, and you?`]);
+    // The scene's character answered, as itself and in its own voice.
+    expect(JSON.stringify(chatRequests().at(-1)!.body.messages![0])).toContain(`You are ${sceneName}.`);
+    expect(pitchOf(sceneReply)).toBeGreaterThan(1.4 * callPitch);
+
+    // Alone again, a turn naming nobody goes on with whoever spoke last: the scene's character.
+    for (const user of [bob, dave]) bot.voice!.leaveVoice(user, guildId);
+    await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).some((id) => id === bob.id || id === dave.id));
+    nextWords = ['What else?'];
+    since = performance.now();
+    await bot.voice!.speak(alice, { text: 'What else?' }, { pace: 'burst' });
+    const followUp = await replyHeard(since, 'Aye. What else?', 'en-us+f3;pitch=85');
+    expect(pitchOf(followUp)).toBeGreaterThan(1.4 * callPitch);
+
+    // A scene character without a voice of its own is heard too, in a stand-in voice nobody in
+    // the scene has: espeak's first English one.
+    // Dave's own character, named after him, has no voice.
+    const mute = await runCommand(bot, dave, 'scene', { character: 'dave' }, 'add', voiceChannelId);
+    expect(mute.text).toContain('stand-in voice');
+    nextWords = ['dave, are you there?'];
+    since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Are you there?' }, { pace: 'burst' });
+    const standIn = await replyHeard(since, 'Aye. dave, are you there?', 'en-us');
+    expect(standIn.rms).toBeGreaterThan(0.02);
+    expect(JSON.stringify(chatRequests().at(-1)!.body.messages![0])).toContain('You are dave.');
+  }, 60_000);
 
   it('leaves when no person is left in the call', async () => {
     for (const user of bot.voice!.occupants(guildId, voiceChannelId).filter((id) => id !== bot.discord.botUser.id)) bot.voice!.leaveVoice(user, guildId);

@@ -14,8 +14,8 @@ import { encodeWav } from '../../audio/wav.js';
 import { type Actor, adminActor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
-import type { Logger, Transcription, TranscriptionRequest } from '../../core/ports.js';
-import { addressedCharacter } from '../conversations/addressing.js';
+import type { Logger, PcmAudio, Transcription, TranscriptionRequest } from '../../core/ports.js';
+import { type CallAnswerer, callAnswerer } from './call-answerer.js';
 import { SpokenReply } from './spoken-reply.js';
 
 export interface TalkSessionOptions {
@@ -321,24 +321,25 @@ export class TalkSession {
     if (!heard || this.#ended) return;
     if (heard.language) this.#languages.set(userId, heard.language);
     this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs }, 'voice turn heard');
-    if (!this.#answers(heard.message.content)) return;
-    await this.#answer(actor, heard.message.id);
+    const answerer = await callAnswerer(core, { conversationId: this.conversationId, text: heard.message.content, alone: this.people().length <= 1, callCharacterId: this.character.id, botUserId: this.guild.client.user.id });
+    if (!answerer || this.#ended) return;
+    await this.#answer(actor, heard.message.id, answerer, heard.language);
   }
 
-  /** Alone with the character, every turn is for it; among several people, only when named. */
-  #answers(text: string): boolean {
-    if (this.people().length <= 1) return true;
-    const addressing = addressedCharacter({ content: text, botUserId: this.guild.client.user.id }, [{ id: this.character.id, name: this.character.name }]);
-    return addressing?.characterId === this.character.id;
-  }
-
-  async #answer(actor: Actor, messageId: string): Promise<void> {
+  /**
+   * `character` answers aloud in its own voice; one without a voice of its own speaks in a
+   * stand-in the others in the scene do not have (see `Speech.voicedCast`), chosen while the
+   * reply is being written.
+   */
+  async #answer(actor: Actor, messageId: string, { character, cast }: CallAnswerer, language: string | undefined): Promise<void> {
     const { core, logger } = this.dependencies;
     const speech = core.speech;
     if (!speech) return;
     const abort = new AbortController();
-    const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal });
-    const spoken = new SpokenReply(this.#player, (sentence) => speech.streamAs(this.character, sentence), abort, logger, (speaking) => this.#setCharacterSpeaking(speaking));
+    const voiced = character.ttsVoiceId ? Promise.resolve(character) : speech.voicedCast(cast, { language, signal: abort.signal }).then((voices) => voices.find((member) => member.id === character.id) ?? character);
+    voiced.catch(() => undefined);
+    const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
+    const spoken = new SpokenReply(this.#player, (sentence) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence)), abort, logger, (speaking) => this.#setCharacterSpeaking(speaking));
     this.#reply = spoken;
     try {
       await spoken.speak(reply.pieces);
@@ -348,4 +349,9 @@ export class TalkSession {
     if (spoken.interrupted) await core.voiceCalls.keepHeard(reply, spoken.heard());
     else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
   }
+}
+
+/** Speech in the speaker's voice, once it is known which (a stand-in is looked up while the reply is written). */
+async function* inVoiceOf(speaker: Promise<CharacterRecord>, speak: (speaker: CharacterRecord) => AsyncIterable<PcmAudio>): AsyncGenerator<PcmAudio> {
+  yield* speak(await speaker);
 }
