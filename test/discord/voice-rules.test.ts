@@ -6,10 +6,18 @@
 import { getVoiceConnection } from '@discordjs/voice';
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { durationMs } from '../../src/audio/pcm.js';
 import { decodeWav } from '../../src/audio/wav.js';
+import type { FakeRequestBody } from '../fakes/fake-openai.js';
 import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
 import { medianPitch } from '../speech/signal-measures.js';
 import { type BotHarness, type CommandOptions, latestAnswer, runCommand, startBotHarness } from './harness.js';
+
+/** The newest line of a chat request, its speaker's name taken off (the call's conversation has had several people). */
+function lastUserLine(body: FakeRequestBody): string {
+  const last = body.messages?.filter((message) => message.role === 'user').at(-1)?.content;
+  return typeof last === 'string' ? (last.split('\n').at(-1) ?? '').replace(/^\w+: /, '') : '';
+}
 
 describe('/voice listening and /voice ignore me', () => {
   let bot: BotHarness;
@@ -150,5 +158,31 @@ describe('/voice listening and /voice ignore me', () => {
     const reset = await voiceCommand(owner, 'listening', 'tuning', { reset: true });
     expect(reset).toContain('**600 ms**');
     expect(reset).toContain('allowed in every voice channel');
+  }, 60_000);
+
+  it("takes no turn of speech shorter than the server's own minimum, where the default minimum would", async () => {
+    // The engine tells the two utterances apart by length: a short "yes" and a long thought.
+    const heard: string[] = [];
+    stt.script = { hear: (file) => (heard.push(durationMs(decodeWav(file)) < 2_500 ? 'Yes.' : 'A longer thought.'), heard.at(-1)!) };
+    const answered = (text: string, since: number) => bot.llm.requests.slice(since).filter((request) => request.path.endsWith('/chat/completions') && lastUserLine(request.body) === text);
+    await joinVoice(alice, general);
+    // With the default minimum (300 ms), "yes, fine" is a turn, and alone with her it is answered.
+    expect(await talk(alice)).toContain('is listening');
+    let before = bot.llm.requests.length;
+    await bot.voice!.speak(alice, { text: 'Yes, fine.' }, { pace: 'burst' });
+    await vi.waitFor(() => expect(answered('Yes.', before)).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    await leaveCall();
+
+    expect(await voiceCommand(owner, 'listening', 'tuning', { minimum_speech_ms: 1_500 })).toContain('shorter than **1500 ms**');
+    expect(await talk(alice)).toContain('is listening');
+    before = bot.llm.requests.length;
+    await bot.voice!.speak(alice, [{ text: 'Yes, fine.' }, { pauseMs: 900 }, { text: 'I have been thinking about the lighthouse and its ships all day long.' }], { pace: 'burst' });
+    // Turns are taken in the order they end: had the short one been a turn, it was answered first.
+    await vi.waitFor(() => expect(answered('A longer thought.', before)).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    expect(answered('Yes.', before)).toHaveLength(0);
+    // Not a turn at all: never even written down.
+    expect(heard).toEqual(['Yes.', 'A longer thought.']);
+    await leaveCall();
+    await voiceCommand(owner, 'listening', 'tuning', { reset: true });
   }, 60_000);
 });
