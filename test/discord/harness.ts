@@ -29,6 +29,8 @@ export interface BotHarness {
   llm: FakeOpenAI;
   /** The HTTP API of the same service. */
   url: () => string;
+  /** The service's database, for a test to play another process on it (another shard). */
+  storeUrl: string;
   /** Stops and starts the whole service on the same data directory. */
   restart(): Promise<void>;
   /** The text of every message in a channel from the bot, oldest first (latest version of each). */
@@ -88,6 +90,7 @@ export async function startBotHarness(
     users,
     llm,
     url: () => service.url,
+    storeUrl: config.storeUrl,
     async restart() {
       await service.stop();
       service = await startService(config, logger);

@@ -8,6 +8,8 @@ import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { durationMs } from '../../src/audio/pcm.js';
 import { decodeWav } from '../../src/audio/wav.js';
+import { VoiceRules } from '../../src/bot/voice/voice-rules.js';
+import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
 import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
 import { medianPitch } from '../speech/signal-measures.js';
@@ -131,6 +133,58 @@ describe('/voice listening and /voice ignore me', () => {
     await vi.waitFor(() => expect(heard).toContain('carol'), { timeout: 15_000, interval: 20 });
     for (const user of [bob, carol]) bot.voice!.leaveVoice(user, guildId);
     await leaveCall();
+  }, 60_000);
+
+  it('stops hearing a member who opted out through another shard mid-call: their next turn is never written down nor stored', async () => {
+    // Another shard's /voice ignore me: it writes the opt-out through its own rules over the same
+    // database, and holds no call here to tell (VoiceTalk.setIgnored tells only its own calls).
+    const otherShard = await openSqlStore(bot.storeUrl);
+    try {
+      const otherRules = new VoiceRules(otherShard.discordVoiceRules, { silenceMs: 600, minimumSpeechMs: 300 });
+      const dana = bot.discord.createUser({ username: 'dana' });
+      for (const user of [alice, bob, dana]) await joinVoice(user, general);
+      const started = await talk(alice);
+      const characterName = /\*\*(.+?)\*\* is listening/.exec(started)![1]!;
+      // Dana speaks low, bob high: what the engine is sent tells whose audio it was.
+      const heard: string[] = [];
+      stt.script = {
+        hear: (file) => {
+          heard.push(medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'bob' : 'dana');
+          const count = heard.filter((who) => who === heard.at(-1)).length;
+          return `${characterName}, this is ${heard.at(-1)} ${count}.`;
+        },
+      };
+      /** The chat request answering `line`, once there is one (with several people only a turn naming the character is answered). */
+      const answerTo = (line: string) =>
+        vi.waitFor(() => bot.llm.requests.find((request) => request.path.endsWith('/chat/completions') && lastUserLine(request.body) === line) ?? Promise.reject(new Error(`${line} not answered yet`)), {
+          timeout: 15_000,
+          interval: 20,
+        });
+      // Heard and stored (answered: it names the character) while she has not opted out.
+      let since = performance.now();
+      await bot.voice!.speak(dana, { text: 'Here is my first remark.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+      await answerTo(`${characterName}, this is dana 1.`);
+      await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 0 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 10_000 });
+      const receiver = getVoiceConnection(guildId)!.receiver;
+      expect(receiver.subscriptions.has(dana.id)).toBe(true);
+
+      await otherRules.setIgnored(dana.id, true);
+      since = performance.now();
+      await bot.voice!.speak(dana, { text: 'And here is my second remark.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+      await bot.voice!.speak(bob, { text: 'What did she say?', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
+      // Turns are taken in the order they end: dana's, had it been heard, before bob's.
+      const asked = await answerTo(`${characterName}, this is bob 1.`);
+      expect(heard).toEqual(['dana', 'bob']);
+      const history = JSON.stringify(asked.body.messages);
+      expect(history).toContain('this is dana 1.');
+      expect(history).not.toContain('this is dana 2.');
+      // Her stream is let go at her turn's end: nothing of hers is decrypted or decoded any more.
+      await vi.waitFor(() => expect(receiver.subscriptions.has(dana.id)).toBe(false), { timeout: 5_000, interval: 20 });
+      for (const user of [bob, dana]) bot.voice!.leaveVoice(user, guildId);
+      await leaveCall();
+    } finally {
+      await otherShard.close();
+    }
   }, 60_000);
 
   it("ends turns at the server's own silence threshold, bounded, from the next call on", async () => {
