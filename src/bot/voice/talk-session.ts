@@ -2,7 +2,8 @@
  * A character in a voice call (/voice talk): it listens to each person on their own receive
  * stream, finds their turns, has them written down and stored, and answers aloud. Everything is
  * keyed by the user id captured when that person's stream was subscribed, never by who spoke
- * last, so words are never given to the wrong person.
+ * last, so words are never given to the wrong person. In a scene the character a turn
+ * addresses answers, in its own voice (`callAnswerer`, `Speech.voicedCast`).
  */
 import { type AudioPlayer, EndBehaviorType, NoSubscriberBehavior, type VoiceConnection, VoiceConnectionStatus, createAudioPlayer, entersState, joinVoiceChannel } from '@discordjs/voice';
 import type { Guild, User } from 'discord.js';
