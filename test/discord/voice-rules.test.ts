@@ -193,15 +193,17 @@ describe('/voice listening and /voice ignore me', () => {
     // Counted by the replies: alone with the character, every turn is answered once. (Not by
     // transcription requests: a turn is written down early, at 300 ms of quiet, and again in
     // whole when the person went on.)
-    const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions')).length;
+    const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
     const turnsOf = async (): Promise<number> => {
       expect(await talk(alice)).toContain('is listening');
-      const before = chatRequests();
-      stt.script = { hear: () => 'Part of it.' };
-      await bot.voice!.speak(alice, [{ text: 'One thing first.' }, { pauseMs: 700 }, { text: 'Then another.' }], { pace: 'burst' });
-      // Longer than either threshold after the last word: every turn is over and answered.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      const turns = chatRequests() - before;
+      const before = chatRequests().length;
+      // The engine tells the parts from the long last thought by length.
+      stt.script = { hear: (file) => (durationMs(decodeWav(file)) < 4_000 ? 'Part of it.' : 'The last thought.') };
+      // A pause longer than either threshold, then a last turn: turns are answered in the order
+      // they end, so once it is answered every turn before it was.
+      await bot.voice!.speak(alice, [{ text: 'One thing first.' }, { pauseMs: 700 }, { text: 'Then another.' }, { pauseMs: 1_500 }, { text: 'I have been thinking about the lighthouse and all of its ships for the whole of this long day.' }], { pace: 'burst' });
+      await vi.waitFor(() => expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toContain('The last thought.'), { timeout: 15_000, interval: 20 });
+      const turns = chatRequests().slice(before).filter((request) => lastUserLine(request.body) === 'Part of it.').length;
       await leaveCall();
       return turns;
     };
