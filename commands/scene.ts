@@ -51,6 +51,9 @@ export default {
         // A card with greetings for group chats has the character greet the scene with one.
         if (greeting && interaction.channel) {
           await context.runner.greet(place.conversationId, greeting, context.replies.channelFor(interaction.channel, character, { several: true }));
+          // In a call over this conversation it is heard too.
+          const call = interaction.guild ? context.talk.session(interaction.guild.id) : undefined;
+          if (call?.conversationId === place.conversationId) call.cue(actor, character.id, greeting.content);
         }
       } else {
         const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true));
@@ -61,6 +64,15 @@ export default {
     }
     const character = await sceneCharacter(context, place.conversationId, interaction.options.getString('character', true), place.kind === 'channel' ? place.characterIds : undefined);
     if (!interaction.channel || !interaction.guild) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    // In a call over this conversation the character answers aloud, in turn with what people say.
+    const call = context.talk.session(interaction.guild.id);
+    if (call?.conversationId === place.conversationId) {
+      const [latest] = await context.core.conversations.messages(place.conversationId, { newest: true, limit: 1 });
+      if (!latest) throw new AppError('VALIDATION_FAILED', 'Nothing has been said in this conversation yet: say something first.');
+      call.cue(actor, character.id);
+      await answer(interaction, `**${character.name}** answers aloud in the call.`, false);
+      return;
+    }
     const onSentence = await followSpeaker(context, interaction.guild, interaction.channelId, character);
     await answer(interaction, `**${character.name}** answers.`, false);
     await context.runner.next(actor, place.conversationId, character.id, context.replies.channelFor(interaction.channel, character, { several: true }), { onSentence });

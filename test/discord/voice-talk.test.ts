@@ -15,6 +15,7 @@ import { startFakeOpenAISpeech } from '../fakes/speech/fake-openai-speech.js';
 import { FAKE_MS_PER_CHARACTER } from '../fakes/speech/tones.js';
 import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fake-transcription.js';
 import { medianPitch } from '../speech/signal-measures.js';
+import { v2Png } from '../cards/card-fixtures.js';
 import { type BotHarness, latestAnswer, runCommand, startBotHarness } from './harness.js';
 
 const STORY = 'Once there was a lighthouse on a rock. Its keeper counted every ship that passed in the night. One winter a ship came that had no lights at all. The keeper rang the bell again and again until dawn. Nobody ever learned where that ship had sailed from.';
@@ -99,7 +100,13 @@ describe('/voice talk: a conversation by voice in a call', () => {
       voice: true,
       environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' },
       // The story is long and comes slowly enough to still be written when it is interrupted.
-      script: (body) => (notify(), lastUserLine(body).includes('story') ? { reply: STORY, tokensPerSecond: 40 } : { reply: `Aye. ${lastUserLine(body).replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
+      // Its last line only: in a scene, what the others said since a character last spoke comes
+      // to it in one user message.
+      script: (body) => {
+        notify();
+        const line = lastUserLine(body).split('\n').at(-1)!;
+        return line.includes('story') ? { reply: STORY, tokensPerSecond: 40 } : { reply: `Aye. ${line.replace(/^\w+: /, '')}`, tokensPerSecond: 400 };
+      },
     });
     guildId = bot.discord.guild.id;
     voiceChannelId = bot.discord.guild.voiceChannelId!;
@@ -360,6 +367,28 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const standIn = await replyHeard(since, 'Aye. dave, are you there?', 'en-us');
     expect(standIn.rms).toBeGreaterThan(0.02);
     expect(JSON.stringify(chatRequests().at(-1)!.body.messages![0])).toContain('You are dave.');
+
+    // /scene next in the voice channel's chat has a character speak now: aloud, in its voice.
+    const requested = chatRequests().length;
+    since = performance.now();
+    expect((await runCommand(bot, alice, 'scene', { character: sceneName }, 'next', voiceChannelId)).text).toContain('answers aloud in the call');
+    await until(() => chatRequests().length > requested);
+    expect(JSON.stringify(chatRequests().at(-1)!.body.messages![0])).toContain(`You are ${sceneName}.`);
+    const cued = await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 500 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 15_000 });
+    expect(pitchOf(cued)).toBeGreaterThan(1.4 * callPitch);
+
+    // A character joining the scene with a greeting says it aloud too (written, not generated).
+    const imported = bot.discord.sendSlashCommand({ user: alice, channelId: bot.discord.guild.textChannelId, name: 'character', subcommand: 'import', options: { file: { filename: 'bram.png', contentType: 'image/png', bytes: Buffer.from(v2Png()) } } });
+    await imported.response;
+    await bot.discord.waitFor(() => latestAnswer(bot, imported.interactionId).includes('Made **Bram**'));
+    const [bram] = await bot.discord.sendAutocomplete({ user: alice, channelId: voiceChannelId, name: 'scene', subcommand: 'add', options: { character: 'bram' }, focused: 'character' });
+    const generated = chatRequests().length;
+    since = performance.now();
+    expect((await runCommand(bot, alice, 'scene', { character: String(bram!.value) }, 'add', voiceChannelId)).text).toContain('Bram');
+    const greeted = await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 500 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 15_000 });
+    expect(greeted.rms).toBeGreaterThan(0.02);
+    expect(bot.botTexts(voiceChannelId).some((text) => text.includes('Who goes there?'))).toBe(true);
+    expect(chatRequests()).toHaveLength(generated);
   }, 60_000);
 
   it('leaves when no person is left in the call', async () => {

@@ -16,6 +16,7 @@ import { type Actor, adminActor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
 import type { Logger, PcmAudio, Transcription, TranscriptionRequest } from '../../core/ports.js';
+import { existingCharacters } from '../characters.js';
 import { type CallAnswerer, callAnswerer } from './call-answerer.js';
 import { SpokenReply } from './spoken-reply.js';
 
@@ -57,6 +58,18 @@ interface EndedTurn {
   transcription?: Promise<Transcription> | undefined;
 }
 
+/**
+ * A character asked to speak next, in turn with people's turns: to answer what was said last
+ * (/scene next), or to say `words` already stored (its greeting on joining the scene).
+ */
+interface Cue {
+  actor: Actor;
+  characterId: string;
+  words?: string | undefined;
+}
+
+type Queued = EndedTurn | Cue;
+
 /** A transcript asked for while a person is quiet but their turn not yet over. */
 interface Speculation {
   transcription: Promise<Transcription>;
@@ -75,7 +88,9 @@ export class TalkSession {
   readonly #asking = new Set<string>();
   /** The language each person's speech was heard in, forced on their next turns. */
   readonly #languages = new Map<string, string>();
-  readonly #turns: EndedTurn[] = [];
+  readonly #turns: Queued[] = [];
+  /** The language the newest turn was heard in, for a character cued to speak. */
+  #language: string | undefined;
   /** Per person, the transcript of their turn so far, asked for once they went quiet. */
   readonly #speculations = new Map<string, Speculation>();
   // A sentence plays as its audio arrives: an engine slower than real time for a moment leaves
@@ -164,7 +179,10 @@ export class TalkSession {
     hearing?.stream.destroy();
     hearing?.listener.close(performance.now());
     this.#withdraw(userId);
-    for (let index = this.#turns.length - 1; index >= 0; index--) if (this.#turns[index]!.userId === userId) this.#turns.splice(index, 1);
+    for (let index = this.#turns.length - 1; index >= 0; index--) {
+      const queued = this.#turns[index]!;
+      if ('userId' in queued && queued.userId === userId) this.#turns.splice(index, 1);
+    }
   }
 
   /** Leaves: a reply being spoken stops and is kept as far as it was heard. */
@@ -294,7 +312,8 @@ export class TalkSession {
     this.#working = true;
     try {
       for (let next = this.#turns.shift(); next && !this.#ended; next = this.#turns.shift()) {
-        await this.#take(next).catch((error: unknown) => this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId: next?.userId }, 'a voice turn failed'));
+        const taken = 'userId' in next ? this.#take(next) : this.#speakNext(next);
+        await taken.catch((error: unknown) => this.dependencies.logger.warn({ err: error, guildId: this.guild.id, ...('userId' in next ? { userId: next.userId } : { characterId: next.characterId }) }, 'a voice turn failed'));
       }
     } finally {
       this.#working = false;
@@ -321,10 +340,36 @@ export class TalkSession {
     const heard = await core.voiceCalls.keep(actor, this.conversationId, transcription, this.options.language ?? this.#languages.get(userId));
     if (!heard || this.#ended) return;
     if (heard.language) this.#languages.set(userId, heard.language);
+    this.#language = heard.language;
     this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs }, 'voice turn heard');
     const answerer = await callAnswerer(core, { conversationId: this.conversationId, text: heard.message.content, alone: this.people().length <= 1, callCharacterId: this.character.id, botUserId: this.guild.client.user.id });
     if (!answerer || this.#ended) return;
     await this.#answer(actor, heard.message.id, answerer, heard.language);
+  }
+
+  /**
+   * Has one of the call's characters speak next, aloud: to what was said last (/scene next in
+   * the call's conversation), or `words` it already said in writing (a greeting on joining the
+   * scene). After the turns already waiting, as a reply to them would.
+   */
+  cue(actor: Actor, characterId: string, words?: string): void {
+    if (this.#ended) return;
+    this.#turns.push({ actor, characterId, words });
+    void this.#work();
+  }
+
+  async #speakNext({ actor, characterId, words }: Cue): Promise<void> {
+    const { core } = this.dependencies;
+    const [conversation, latest] = await Promise.all([core.conversations.get(adminActor, this.conversationId), core.conversations.messages(this.conversationId, { newest: true, limit: 1 })]);
+    const cast = await existingCharacters(core, conversation.characterIds);
+    const character = cast.find((member) => member.id === characterId);
+    if (!character || !latest[0] || this.#ended) return;
+    const language = this.options.language ?? this.#language;
+    if (words === undefined) return this.#answer(actor, latest[0].id, { character, cast }, language);
+    // Already stored and shown: an interruption stops it and changes nothing.
+    await this.#speak({ character, cast }, language, new AbortController(), (async function* () {
+      yield words;
+    })());
   }
 
   /**
@@ -334,21 +379,33 @@ export class TalkSession {
    */
   async #answer(actor: Actor, messageId: string, { character, cast }: CallAnswerer, language: string | undefined): Promise<void> {
     const { core, logger } = this.dependencies;
-    const speech = core.speech;
-    if (!speech) return;
+    if (!core.speech) return;
     const abort = new AbortController();
+    const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
+    const spoken = await this.#speak({ character, cast }, language, abort, reply.pieces);
+    if (!spoken) return;
+    if (spoken.interrupted) await core.voiceCalls.keepHeard(reply, spoken.heard());
+    else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
+  }
+
+  /**
+   * Speaks `pieces` as they come, in `character`'s voice, or a stand-in the others in the scene
+   * do not have (see `Speech.voicedCast`), chosen while the words are being written; barge-in
+   * stops it. Undefined without a speech engine.
+   */
+  async #speak({ character, cast }: CallAnswerer, language: string | undefined, abort: AbortController, pieces: AsyncIterable<string>): Promise<SpokenReply | undefined> {
+    const speech = this.dependencies.core.speech;
+    if (!speech) return undefined;
     const voiced = character.ttsVoiceId ? Promise.resolve(character) : speech.voicedCast(cast, { language, signal: abort.signal }).then((voices) => voices.find((member) => member.id === character.id) ?? character);
     voiced.catch(() => undefined);
-    const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
-    const spoken = new SpokenReply(this.#player, (sentence) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence)), abort, logger, (speaking) => this.#setCharacterSpeaking(speaking));
+    const spoken = new SpokenReply(this.#player, (sentence) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence)), abort, this.dependencies.logger, (speaking) => this.#setCharacterSpeaking(speaking));
     this.#reply = spoken;
     try {
-      await spoken.speak(reply.pieces);
+      await spoken.speak(pieces);
     } finally {
       this.#reply = undefined;
     }
-    if (spoken.interrupted) await core.voiceCalls.keepHeard(reply, spoken.heard());
-    else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
+    return spoken;
   }
 }
 
