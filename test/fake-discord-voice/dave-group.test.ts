@@ -21,6 +21,20 @@ function call(transitionTimeoutMs = 1000) {
   };
   const group = new DaveGroup({ channelId: CHANNEL, externalSender: new ExternalSender(Buffer.from('test gateway')), transitionTimeoutMs, changed });
   const members = new Map<string, SimulatedDaveMember>();
+  function until<T>(check: () => T | false | undefined): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => (waiters.delete(evaluate), reject(new Error(`until: not reached; last transition ${JSON.stringify(group.transitions.at(-1))}`))), 3000);
+      function evaluate(): void {
+        const value = check();
+        if (value === false || value === undefined) return;
+        clearTimeout(timer);
+        waiters.delete(evaluate);
+        resolve(value);
+      }
+      waiters.add(evaluate);
+      evaluate();
+    });
+  }
   return {
     group,
     members,
@@ -36,20 +50,14 @@ function call(transitionTimeoutMs = 1000) {
       members.delete(userId);
       group.leave(userId);
     },
+    /** Resolves with the first truthy value of `check`, re-run on every change. */
+    until,
     /** Resolves once a transition announced after `since` ran, no other is pending, and every member has keys for the epoch. */
-    settled(since = -Infinity): Promise<void> {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => (waiters.delete(check), reject(new Error(`not settled: ${JSON.stringify(group.transitions.at(-1))}`))), 3000);
-        function check(): void {
-          const pending = group.transitions.some((transition) => transition.executedAt === null) || (group.transitions.at(-1)?.announcedAt ?? -Infinity) < since;
-          const keyed = [...members.values()].every((member) => member.session.ready && member.session.epoch === BigInt(group.epoch));
-          if (pending || !keyed || group.epoch === 0) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve();
-        }
-        waiters.add(check);
-        check();
+    settled(since = -Infinity): Promise<true> {
+      return until(() => {
+        const pending = group.transitions.some((transition) => transition.executedAt === null) || (group.transitions.at(-1)?.announcedAt ?? -Infinity) < since;
+        const keyed = [...members.values()].every((member) => member.session.ready && member.session.epoch === BigInt(group.epoch));
+        return !pending && keyed && group.epoch > 0;
       });
     },
   };
@@ -117,6 +125,23 @@ describe('the fake gateway’s DAVE group, with davey clients', () => {
     group.keyPackage(BOB, stolen);
     expect(group.problems).toEqual([`${ALICE}: key package signature does not verify`, `${BOB}: key package credential names someone else than ${BOB}`]);
     expect(() => readKeyPackage(stolen, ALICE)).not.toThrow();
+  });
+
+  it('removes a member that says it could not process a commit (op 31) at once, and adds it back with its next key package', async () => {
+    const { group, join, until } = call();
+    const alice = join(ALICE);
+    const bob = join(BOB);
+    await until(() => alice.session.ready && bob.session.ready);
+    group.invalidCommitWelcome(BOB, 0);
+    const removal = await until(() => group.transitions.find((transition) => transition.removed.includes(BOB) && transition.executedAt !== null));
+    expect(removal).toMatchObject({ committer: ALICE, added: [] });
+    expect(group.members.map((member) => member.userId)).toEqual([ALICE]);
+    // Its client starts over, as @discordjs/voice does after op 31.
+    bob.session.reinit(1, BOB, CHANNEL);
+    group.keyPackage(BOB, bob.session.getSerializedKeyPackage());
+    await until(() => group.transitions.find((transition) => transition.added.includes(BOB) && transition.executedAt !== null) && bob.session.ready);
+    expect(bob.decrypt(ALICE, alice.encrypt(FRAME))).toEqual(FRAME);
+    expect(group.problems).toEqual([]);
   });
 
   it('executes a transition after the timeout when a member never says it is ready', async () => {
