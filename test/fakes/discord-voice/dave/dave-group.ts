@@ -19,22 +19,9 @@
 import { VoiceOpcodes } from 'discord-api-types/voice/v8';
 import { addProposal, appendProposals, MlsRejection, readCommitWelcome, readKeyPackage, removeProposal, revokeProposals, snowflakeBytes, welcomeFor, type ExternalSender, type KeyPackage } from './mls.js';
 import { DAVE_PROTOCOL_VERSION, type DaveEvent, type DaveParticipant, type DaveServerMessage } from './messages.js';
+import { Transitions, type DaveTransition } from './transitions.js';
 
-/** A commit transition as the gateway ran it. */
-export interface DaveTransition {
-  id: number;
-  /** The epoch the commit moved the group to. */
-  epoch: number;
-  committer: string;
-  added: string[];
-  removed: string[];
-  announcedAt: number;
-  /** Members whose op 23 is still awaited. */
-  awaiting: string[];
-  executedAt: number | null;
-  /** Executed because `transitionTimeoutMs` ran out, not because everyone was ready. */
-  timedOut: boolean;
-}
+export type { DaveTransition } from './transitions.js';
 
 /** A read-only view of one channel's group, for tests. */
 export interface DaveGroupView {
@@ -77,7 +64,6 @@ interface Proposal {
 
 export class DaveGroup implements DaveGroupView {
   readonly channelId: string;
-  readonly transitions: DaveTransition[] = [];
   readonly log: DaveEvent[] = [];
   readonly problems: string[] = [];
   readonly #options: DaveGroupOptions;
@@ -90,13 +76,17 @@ export class DaveGroup implements DaveGroupView {
   #proposals: Proposal[] = [];
   /** Refs revoked this epoch: a commit made before the revocation reached its author names them. */
   #revoked: Buffer[] = [];
-  readonly #timers = new Map<number, NodeJS.Timeout>();
-  #nextTransitionId = 1;
+  readonly #transitions: Transitions;
 
   constructor(options: DaveGroupOptions) {
     this.#options = options;
     this.channelId = options.channelId;
     this.#groupId = snowflakeBytes(options.channelId);
+    this.#transitions = new Transitions({ timeoutMs: options.transitionTimeoutMs, execute: (transition) => this.#execute(transition) });
+  }
+
+  get transitions(): readonly DaveTransition[] {
+    return this.#transitions.records;
   }
 
   get epoch(): number {
@@ -135,7 +125,7 @@ export class DaveGroup implements DaveGroupView {
     this.#participants.delete(userId);
     this.#note(userId, 'received', -1, { note: 'left the call' });
     for (const proposal of this.#proposals.filter((candidate) => candidate.kind === 'add' && candidate.userId === userId)) this.#revoke(proposal);
-    for (const [id] of this.#timers) this.#readyFrom(userId, id);
+    this.#transitions.excuse(userId);
     if (this.#participants.size === 0) {
       this.#reset();
     } else if (this.established && (this.#participants.size === 1 || ![...this.#members.values()].some((member) => member !== userId && this.#participants.has(member)))) {
@@ -202,8 +192,8 @@ export class DaveGroup implements DaveGroupView {
 
   /** Op 23. */
   transitionReady(userId: string, transitionId: number): void {
-    this.#note(userId, 'received', VoiceOpcodes.DaveTransitionReady, this.#timers.has(transitionId) ? { transitionId } : { transitionId, note: 'no such transition pending' });
-    this.#readyFrom(userId, transitionId);
+    this.#note(userId, 'received', VoiceOpcodes.DaveTransitionReady, this.#transitions.isPending(transitionId) ? { transitionId } : { transitionId, note: 'no such transition pending' });
+    this.#transitions.ready(userId, transitionId);
     this.#options.changed();
   }
 
@@ -212,13 +202,12 @@ export class DaveGroup implements DaveGroupView {
     this.#note(userId, 'received', VoiceOpcodes.DaveMlsInvalidCommitWelcome, { transitionId });
     const participant = this.#participants.get(userId);
     if (participant !== undefined && !participant.invalid) this.#flag(participant);
-    for (const [id] of this.#timers) this.#readyFrom(userId, id);
+    this.#transitions.excuse(userId);
     this.#options.changed();
   }
 
   close(): void {
-    for (const timer of this.#timers.values()) clearTimeout(timer);
-    this.#timers.clear();
+    this.#transitions.abandon();
   }
 
   #apply(committer: string, commit: Buffer, welcome: Buffer | null, proposals: Proposal[]): void {
@@ -237,23 +226,12 @@ export class DaveGroup implements DaveGroupView {
       members.set(leaf, proposal.userId);
       added.push({ userId: proposal.userId, keyPackage: proposal.keyPackage! });
     }
-    const transitionId = establishing ? 0 : this.#takeTransitionId();
     this.#epoch += 1;
     this.#members = members;
     this.#proposals = [];
     this.#revoked = [];
-    const transition: DaveTransition = {
-      id: transitionId,
-      epoch: this.#epoch,
-      committer,
-      added: added.map((entry) => entry.userId),
-      removed,
-      announcedAt: performance.now(),
-      awaiting: [],
-      executedAt: null,
-      timedOut: false,
-    };
-    this.transitions.push(transition);
+    const transition = this.#transitions.open({ epoch: this.#epoch, committer, added: added.map((entry) => entry.userId), removed }, establishing);
+    const transitionId = transition.id;
     // The old epoch's members that stay process the commit (the committer merges its own);
     // the added join from their share of the welcome.
     for (const userId of new Set(before.values())) {
@@ -266,12 +244,7 @@ export class DaveGroup implements DaveGroupView {
       else if (participant !== undefined) this.#send(userId, { op: VoiceOpcodes.DaveMlsWelcome, transitionId, welcome: share });
       if (participant !== undefined) Object.assign(participant, { keyPackage: null, invalid: false });
     }
-    if (transitionId === 0) {
-      transition.executedAt = transition.announcedAt;
-    } else {
-      transition.awaiting = [...new Set(members.values())].filter((userId) => this.#participants.has(userId));
-      this.#timers.set(transitionId, setTimeout(() => this.#execute(transition, true), this.#options.transitionTimeoutMs).unref());
-    }
+    this.#transitions.await(transition, [...new Set(members.values())].filter((userId) => this.#participants.has(userId)));
     // Whoever is in the call and still outside the group is proposed in the new epoch.
     for (const [userId, participant] of this.#participants) {
       if (participant.keyPackage !== null && !this.isMember(userId)) this.#propose('add', userId, addProposal(participant.keyPackage.bytes), { keyPackage: participant.keyPackage });
@@ -280,19 +253,8 @@ export class DaveGroup implements DaveGroupView {
     this.#options.changed();
   }
 
-  #readyFrom(userId: string, transitionId: number): void {
-    const transition = this.transitions.find((candidate) => candidate.id === transitionId && candidate.executedAt === null);
-    if (transition === undefined) return;
-    transition.awaiting = transition.awaiting.filter((candidate) => candidate !== userId);
-    if (transition.awaiting.length === 0) this.#execute(transition, false);
-  }
-
-  #execute(transition: DaveTransition, timedOut: boolean): void {
-    if (transition.executedAt !== null) return;
-    clearTimeout(this.#timers.get(transition.id));
-    this.#timers.delete(transition.id);
-    transition.executedAt = performance.now();
-    transition.timedOut = timedOut;
+  /** Op 22 to the members, once the transition is executed. */
+  #execute(transition: DaveTransition): void {
     for (const userId of new Set(this.#members.values())) {
       if (this.#participants.has(userId)) this.#send(userId, { op: VoiceOpcodes.DaveExecuteTransition, transitionId: transition.id });
     }
@@ -336,8 +298,7 @@ export class DaveGroup implements DaveGroupView {
   }
 
   #reset(): void {
-    this.close();
-    for (const transition of this.transitions) if (transition.executedAt === null) transition.awaiting = [];
+    this.#transitions.abandon();
     this.#epoch = 0;
     this.#members = new Map();
     this.#proposals = [];
@@ -348,12 +309,6 @@ export class DaveGroup implements DaveGroupView {
   #leafOf(userId: string): number | null {
     for (const [leaf, member] of this.#members) if (member === userId) return leaf;
     return null;
-  }
-
-  #takeTransitionId(): number {
-    const id = this.#nextTransitionId;
-    this.#nextTransitionId = id >= 0xffff ? 1 : id + 1;
-    return id;
   }
 
   #send(userId: string, message: DaveServerMessage): void {
