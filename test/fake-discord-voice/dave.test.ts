@@ -259,6 +259,18 @@ describe('fake Discord voice with DAVE', () => {
     expect(passedThrough).toEqual(plain.talk[0]!.opus.slice(37));
   });
 
+  it('flags a bot that goes back to plain audio though nobody told it to start over', async () => {
+    const record = world.voice.connections.at(-1)!;
+    expect((await play(440, 200)).packets.filter((packet) => !packet.silence).every((packet) => packet.endToEnd)).toBe(true);
+    expect(record.problems).toEqual([]);
+    // Its keys thrown away behind the gateway's back: the library sends plain Opus from then on.
+    const dave = daveOf(connection)!;
+    dave.session!.reinit(1, dave.userId, dave.channelId);
+    player.play(toneResource(440, 400));
+    const flagged = await world.voice.waitFor(() => record.problems.find((problem) => problem.includes('plain Opus frame after end-to-end encrypted ones')));
+    expect(flagged).toBeDefined();
+  });
+
   it('refuses a client that offers no DAVE with close code 4017, as Discord does', async () => {
     connection.destroy();
     const refused = joinVoiceChannel({ guildId: place.guildId, channelId: place.channelId, adapterCreator: world.guild.voiceAdapterCreator, daveEncryption: false });

@@ -6,6 +6,9 @@
 import { concatenateSamples, FRAME_SAMPLES, OpusFrameDecoder, rootMeanSquare, SAMPLE_RATE, CHANNELS } from './audio-analysis.js';
 import { decryptAes256GcmRtpSize, OPUS_PAYLOAD_TYPE, SILENCE_FRAME, type RtpHeader } from './rtp.js';
 
+/** How long a plain frame after encrypted ones waits for the op 31 that would explain it. */
+const PLAIN_FRAME_GRACE_MS = 100;
+
 /** One RTP packet that decrypted and decoded. Times are `performance.now()` milliseconds. */
 export interface HeardPacket {
   connectionId: number;
@@ -93,6 +96,9 @@ export class ConnectionRecording implements VoiceConnectionRecord {
   endToEnd: ((frame: Buffer) => Buffer | string | null) | null = null;
   /** Set by the first DAVE frame: a client that has keys never goes back to plain audio unless told to start over. */
   #encrypting = false;
+  #restartedAt = -Infinity;
+  /** A plain frame after encrypted ones, judged once the op 31 the client may have sent just before it had time to arrive. */
+  #suspect: NodeJS.Timeout | undefined;
   readonly #decoder = new OpusFrameDecoder();
 
   constructor(
@@ -146,12 +152,13 @@ export class ConnectionRecording implements VoiceConnectionRecord {
   /** The client was told to start a new DAVE group or flagged its own (op 24 with epoch 1, op 31): plain frames are expected again. */
   restartEndToEnd(): void {
     this.#encrypting = false;
+    this.#restartedAt = performance.now();
   }
 
   /** The Opus frame behind DAVE: marked frames (`FA FA` at the end) are decrypted, plain ones checked for being allowed. */
   #endToEndDecrypted(opus: Buffer, problem: (text: string) => void): { opus: Buffer; endToEnd: boolean } | null {
     if (!isEndToEndFrame(opus)) {
-      if (this.#encrypting && !opus.equals(SILENCE_FRAME)) problem('plain Opus frame after end-to-end encrypted ones');
+      if (this.#encrypting && !opus.equals(SILENCE_FRAME) && this.#suspect === undefined) this.#suspectPlainFrame(problem);
       return { opus, endToEnd: false };
     }
     if (this.endToEnd === null) return problem('DAVE frame on a session that did not negotiate DAVE'), null;
@@ -163,7 +170,20 @@ export class ConnectionRecording implements VoiceConnectionRecord {
   }
 
   close(): void {
+    clearTimeout(this.#suspect);
     this.#decoder.close();
+  }
+
+  /**
+   * A client says op 31 over its WebSocket and sends its next, plain, frame over UDP a moment
+   * later; the datagram can still be read first. The frame is a slip only if no restart follows.
+   */
+  #suspectPlainFrame(problem: (text: string) => void): void {
+    const arrivedAt = performance.now();
+    this.#suspect = setTimeout(() => {
+      this.#suspect = undefined;
+      if (this.#restartedAt < arrivedAt) problem('plain Opus frame after end-to-end encrypted ones');
+    }, PLAIN_FRAME_GRACE_MS).unref();
   }
 }
 
