@@ -6,7 +6,7 @@ import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
 import { type FakeDiscord, type StartFakeDiscordOptions, startFakeDiscord } from '../fakes/discord/fake-discord.js';
-import { type FakeVoice, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
+import { type FakeVoice, type StartFakeVoiceOptions, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
 import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
 import type { APIUser } from 'discord-api-types/v10';
 import { freePort } from '../http/harness.js';
@@ -50,12 +50,12 @@ export async function startBotHarness(
     discord?: StartFakeDiscordOptions;
     /** Usernames of users made first and listed in BOT_OWNER_IDS. */
     owners?: string[];
-    /** Also start the fake voice server (its certificate trusted in this process). */
-    voice?: boolean;
+    /** Also start the fake voice server (its certificate trusted in this process), with these options when given (e.g. `{ dave: true }`). */
+    voice?: boolean | StartFakeVoiceOptions;
   } = {},
 ): Promise<BotHarness> {
   const discord = await startFakeDiscord(options.discord);
-  const voice = options.voice ? await startFakeVoice(discord) : undefined;
+  const voice = options.voice ? await startFakeVoice(discord, options.voice === true ? {} : options.voice) : undefined;
   const users = Object.fromEntries((options.owners ?? []).map((username) => [username, discord.createUser({ username })]));
   const llm = await startFakeOpenAI({ script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-bot-'));

@@ -15,6 +15,9 @@
 import type { FakeDiscord } from '../discord/fake-discord.js';
 import { waitForState } from '../discord/wait-for.js';
 import { loopbackCertificate, trustCertificate } from './certificate.js';
+import type { DaveGroupView } from './dave/dave-group.js';
+import type { DaveOptions } from './dave/dave-service.js';
+import type { SimulatedDaveMember } from './dave/simulated-member.js';
 import { hear, type HeardAudio, type VoiceConnectionRecord } from './recording.js';
 import type { SpeakOptions, SpokenSpeech } from './speaker.js';
 import { SpeechPreparer, type Speech } from './speech.js';
@@ -27,6 +30,12 @@ export interface StartFakeVoiceOptions {
   heartbeatIntervalMs?: number;
   /** Trust the certificate in this process (default true); false when the bot runs in a child process. */
   trust?: boolean;
+  /**
+   * Negotiate DAVE end-to-end encryption (protocol version 1), as Discord does, and require it
+   * (close code 4017 for a client offering none). Off by default: the session description then
+   * says `dave_protocol_version: 0` and audio is plain Opus both ways.
+   */
+  dave?: boolean | DaveOptions;
 }
 
 /** How to drop a voice WebSocket. */
@@ -76,6 +85,11 @@ export interface FakeVoice {
   /** The SSRC a user's audio has (or will have) in a guild; it changes when they leave voice. */
   speakerSsrc(guildId: string, user: string | { id: string }): number;
 
+  /** A voice channel's DAVE group as the gateway sees it (epoch, members, transitions, messages); undefined with DAVE off or before anyone joined it. */
+  daveGroup(guildId: string, channelId: string): DaveGroupView | undefined;
+  /** A test user's DAVE client (davey), while they are in a voice channel with DAVE on: its session, its behaviour, its problems. */
+  daveMember(guildId: string, user: string | { id: string }): SimulatedDaveMember | undefined;
+
   /** Closes the guild's open voice WebSockets; returns how many. */
   dropVoiceConnection(guildId: string, drop?: VoiceDrop): number;
   close(): Promise<void>;
@@ -86,6 +100,10 @@ export type { VoiceStateRecord, VoiceStateRequest } from './voice-states.js';
 export type { SpeakOptions, SpokenSpeech, SpokenStretch } from './speaker.js';
 export { TRAILING_SILENCE_FRAMES } from './speaker.js';
 export type { Speech } from './speech.js';
+export type { DaveGroupView, DaveTransition } from './dave/dave-group.js';
+export type { DaveOptions } from './dave/dave-service.js';
+export type { DaveEvent } from './dave/messages.js';
+export type { DaveMemberBehaviour, SimulatedDaveMember } from './dave/simulated-member.js';
 export { DEFAULT_SPEECH_VOICE } from './speech.js';
 export { dominantFrequency, rootMeanSquare } from './audio-analysis.js';
 
@@ -107,6 +125,8 @@ export async function startFakeVoice(discord: FakeDiscord, options: StartFakeVoi
   server = await FakeVoiceServer.start({
     certificate,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 13_750,
+    dave: options.dave === true ? {} : options.dave === undefined || options.dave === false ? null : options.dave,
+    botUserId: states.context.bot.id,
     grant: (guildId) => states.grant(guildId),
     occupants: (guildId, channelId) => states.occupants(guildId, channelId),
     channelOf: (guildId, userId) => states.state(guildId, userId)?.channelId ?? null,
@@ -195,6 +215,14 @@ class RunningFakeVoice implements FakeVoice {
 
   speakerSsrc(guildId: string, user: string | { id: string }): number {
     return this.#server.speaker(guildId, idOf(user)).ssrc;
+  }
+
+  daveGroup(guildId: string, channelId: string): DaveGroupView | undefined {
+    return this.#server.dave?.existingGroup(guildId, channelId);
+  }
+
+  daveMember(guildId: string, user: string | { id: string }): SimulatedDaveMember | undefined {
+    return this.#server.dave?.member(guildId, idOf(user));
   }
 
   dropVoiceConnection(guildId: string, drop: VoiceDrop = {}): number {

@@ -6,6 +6,9 @@
 import { concatenateSamples, FRAME_SAMPLES, OpusFrameDecoder, rootMeanSquare, SAMPLE_RATE, CHANNELS } from './audio-analysis.js';
 import { decryptAes256GcmRtpSize, OPUS_PAYLOAD_TYPE, SILENCE_FRAME, type RtpHeader } from './rtp.js';
 
+/** How long a plain frame after encrypted ones waits for the op 31 that would explain it. */
+const PLAIN_FRAME_GRACE_MS = 100;
+
 /** One RTP packet that decrypted and decoded. Times are `performance.now()` milliseconds. */
 export interface HeardPacket {
   connectionId: number;
@@ -15,8 +18,10 @@ export interface HeardPacket {
   ssrc: number;
   /** The AEAD nonce counter the client appended; it must grow with every packet. */
   counter: number;
-  /** The decrypted Opus frame. */
+  /** The Opus frame, decrypted (end-to-end too when `endToEnd`). */
   opus: Buffer;
+  /** Whether the frame came end-to-end encrypted (DAVE), decrypted as the other members of the call would. */
+  endToEnd: boolean;
   /** Whether the frame was @discordjs/voice's silence frame `f8 ff fe`. */
   silence: boolean;
   /** Decoded 48 kHz stereo samples, interleaved (1,920 for a 20 ms frame). */
@@ -42,6 +47,10 @@ export interface VoiceConnectionRecord {
   readonly ssrc: number;
   /** Identify's `max_dave_protocol_version`: > 0 means the client left DAVE on. */
   readonly maxDaveProtocolVersion: number | null;
+  /** The DAVE protocol version the fake answered in the session description (0: DAVE off). */
+  readonly daveProtocolVersion: number;
+  /** DAVE frames from the bot no one could decrypt because no other member was in the group to hear them. */
+  readonly unheardEndToEndFrames: number;
   /** `identified` → `ready` (session description sent) → `closed`, and back to `ready` on resume. */
   readonly status: 'identified' | 'ready' | 'closed';
   /** Chosen in op 1 Select Protocol. */
@@ -78,6 +87,18 @@ export class ConnectionRecording implements VoiceConnectionRecord {
   readonly packets: HeardPacket[] = [];
   readonly problems: string[] = [];
   readonly received: Array<{ at: number; op: number; d: unknown }> = [];
+  daveProtocolVersion = 0;
+  unheardEndToEndFrames = 0;
+  /**
+   * Decrypts a DAVE frame as the call's other members would: the frame, a reason it failed, or
+   * null when no member is there to try. Null while the session has no DAVE.
+   */
+  endToEnd: ((frame: Buffer) => Buffer | string | null) | null = null;
+  /** Set by the first DAVE frame: a client that has keys never goes back to plain audio unless told to start over. */
+  #encrypting = false;
+  #restartedAt = -Infinity;
+  /** A plain frame after encrypted ones, judged once the op 31 the client may have sent just before it had time to arrive. */
+  #suspect: NodeJS.Timeout | undefined;
   readonly #decoder = new OpusFrameDecoder();
 
   constructor(
@@ -110,7 +131,9 @@ export class ConnectionRecording implements VoiceConnectionRecord {
       // mid-play) legitimately skips one, so only a counter that fails to grow is a slip.
       if (decrypted.counter <= previous.counter) problem(`nonce counter ${decrypted.counter} reused after ${previous.counter}`);
     }
-    const pcm = this.#decoder.decode(decrypted.opus);
+    const frame = this.#endToEndDecrypted(decrypted.opus, problem);
+    if (frame === null) return;
+    const pcm = this.#decoder.decode(frame.opus);
     if (typeof pcm === 'string') return problem(pcm);
     this.packets.push({
       connectionId: this.id,
@@ -119,15 +142,54 @@ export class ConnectionRecording implements VoiceConnectionRecord {
       timestamp: header.timestamp,
       ssrc: header.ssrc,
       counter: decrypted.counter,
-      opus: decrypted.opus,
-      silence: decrypted.opus.equals(SILENCE_FRAME),
+      opus: frame.opus,
+      endToEnd: frame.endToEnd,
+      silence: frame.opus.equals(SILENCE_FRAME),
       pcm,
     });
   }
 
+  /** The client was told to start a new DAVE group or flagged its own (op 24 with epoch 1, op 31): plain frames are expected again. */
+  restartEndToEnd(): void {
+    this.#encrypting = false;
+    this.#restartedAt = performance.now();
+  }
+
+  /** The Opus frame behind DAVE: marked frames (`FA FA` at the end) are decrypted, plain ones checked for being allowed. */
+  #endToEndDecrypted(opus: Buffer, problem: (text: string) => void): { opus: Buffer; endToEnd: boolean } | null {
+    if (!isEndToEndFrame(opus)) {
+      if (this.#encrypting && !opus.equals(SILENCE_FRAME) && this.#suspect === undefined) this.#suspectPlainFrame(problem);
+      return { opus, endToEnd: false };
+    }
+    if (this.endToEnd === null) return problem('DAVE frame on a session that did not negotiate DAVE'), null;
+    this.#encrypting = true;
+    const clear = this.endToEnd(opus);
+    if (clear === null) return void (this.unheardEndToEndFrames += 1), null;
+    if (typeof clear === 'string') return problem(clear), null;
+    return { opus: clear, endToEnd: true };
+  }
+
   close(): void {
+    clearTimeout(this.#suspect);
     this.#decoder.close();
   }
+
+  /**
+   * A client says op 31 over its WebSocket and sends its next, plain, frame over UDP a moment
+   * later; the datagram can still be read first. The frame is a slip only if no restart follows.
+   */
+  #suspectPlainFrame(problem: (text: string) => void): void {
+    const arrivedAt = performance.now();
+    this.#suspect = setTimeout(() => {
+      this.#suspect = undefined;
+      if (this.#restartedAt < arrivedAt) problem('plain Opus frame after end-to-end encrypted ones');
+    }, PLAIN_FRAME_GRACE_MS).unref();
+  }
+}
+
+/** DAVE's protocol frame check, as far as a listener needs it: the `FA FA` magic marker closes the frame. */
+export function isEndToEndFrame(frame: Buffer): boolean {
+  return frame.length > 2 && frame[frame.length - 1] === 0xfa && frame[frame.length - 2] === 0xfa;
 }
 
 /** A run of audio frames between silence frames (or the ends of the recording). */

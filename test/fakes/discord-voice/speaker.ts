@@ -32,6 +32,11 @@ export interface SpeakOptions {
   padding?: boolean;
   /** The audio-level header extension on every packet (default true). */
   headerExtension?: boolean;
+  /**
+   * With DAVE on, encrypt each frame end to end once the user's client has keys (default true);
+   * false sends plain Opus into an end-to-end encrypted call, as a broken client would.
+   */
+  endToEnd?: boolean;
 }
 
 /** One stretch of talk as sent: the Opus frames before padding and encryption. */
@@ -41,6 +46,8 @@ export interface SpokenStretch {
   pcmMs: number;
   firstPacketAt: number;
   lastPacketAt: number;
+  /** Audio frames that went out end-to-end encrypted (DAVE); 0 with DAVE off or before the user's client had keys. */
+  endToEndFrames: number;
 }
 
 /** What `speak` sent. */
@@ -62,6 +69,8 @@ export interface SpeakerHost {
   channelOf(guildId: string, userId: string): string | null;
   sendDatagram(packet: Buffer, address: { address: string; port: number }): void;
   changed(): void;
+  /** The user's DAVE client, which encrypts their frames end to end; null with DAVE off. */
+  endToEnd(guildId: string, userId: string): { encrypt(frame: Buffer): Buffer } | null;
 }
 
 /** One user's audio stream in one guild; its SSRC lasts until the user leaves voice there. */
@@ -98,13 +107,17 @@ export class Speaker {
     if (this.#lastPacketAt !== null) this.#timestamp += FRAME_SAMPLES * Math.max(0, Math.round((performance.now() - this.#lastPacketAt) / FRAME_MS) - 1);
     if (options.announce !== false) this.#announce(channelId);
     const frames = [...opus, ...Array.from({ length: TRAILING_SILENCE_FRAMES }, () => SILENCE_FRAME)];
-    const stretch: SpokenStretch = { opus, pcmMs, firstPacketAt: performance.now(), lastPacketAt: performance.now() };
+    const stretch: SpokenStretch = { opus, pcmMs, firstPacketAt: performance.now(), lastPacketAt: performance.now(), endToEndFrames: 0 };
     spoken.talk.push(stretch);
     const startedAt = performance.now();
     for (const [index, frame] of frames.entries()) {
       if (this.host.channelOf(this.guildId, this.userId) !== channelId) return false;
       const boundary = index === 0 || index === opus.length - 1;
-      const sentTo = this.#send(channelId, frame, options.padding !== false && boundary ? BOUNDARY_PADDING : 0, options.headerExtension !== false);
+      // End-to-end encryption happens once, in the sender's client; the SFU relays the same frame to everyone.
+      const client = options.endToEnd === false ? null : this.host.endToEnd(this.guildId, this.userId);
+      const payload = client?.encrypt(frame) ?? frame;
+      if (index < opus.length && payload !== frame) stretch.endToEndFrames += 1;
+      const sentTo = this.#send(channelId, payload, options.padding !== false && boundary ? BOUNDARY_PADDING : 0, options.headerExtension !== false);
       spoken.packets += sentTo;
       stretch.lastPacketAt = this.#lastPacketAt = performance.now();
       this.#sequence += 1;

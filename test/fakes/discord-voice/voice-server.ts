@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { VoiceCloseCodes, VoiceEncryptionMode, VoiceOpcodes } from 'discord-api-types/voice/v8';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { LoopbackCertificate } from './certificate.js';
+import { DaveService, type DaveOptions } from './dave/dave-service.js';
+import type { SimulatedDaveMember } from './dave/simulated-member.js';
 import { ConnectionRecording, type VoiceConnectionRecord } from './recording.js';
 import { discoveryRequestSsrc, discoveryResponse, isKeepalive, parseRtpHeader } from './rtp.js';
 import { Speaker, type SpeakerHost } from './speaker.js';
@@ -20,6 +22,10 @@ import { VoiceSession } from './voice-session.js';
 export interface VoiceServerOptions {
   certificate: LoopbackCertificate;
   heartbeatIntervalMs: number;
+  /** Negotiate DAVE (and require it, as Discord does since March 2026); null answers protocol version 0. */
+  dave: DaveOptions | null;
+  /** The bot's user id: everyone else in a voice channel is a test user, whose DAVE client the fake plays. */
+  botUserId: string;
   /** The grant of a guild's latest VOICE_SERVER_UPDATE. */
   grant(guildId: string): VoiceGrant | undefined;
   /** Users in a voice channel. */
@@ -46,11 +52,13 @@ export class FakeVoiceServer implements VoiceSessionHost, SpeakerHost {
   readonly #byRemote = new Map<string, VoiceSession>();
   /** Test users' audio streams by `guildId:userId`; one SSRC each until they leave voice. */
   readonly #speakers = new Map<string, Speaker>();
+  readonly #dave: DaveService | null;
   #nextSsrc = 1000;
 
   private constructor(options: VoiceServerOptions) {
     this.#options = options;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs;
+    this.#dave = options.dave === null ? null : new DaveService({ ...options.dave, changed: () => options.changed() });
     this.#https = createServer({ key: options.certificate.key, cert: options.certificate.cert });
     this.#webSockets = new WebSocketServer({ server: this.#https, perMessageDeflate: false });
     this.#webSockets.on('connection', (socket) => serveVoiceSocket(socket, this));
@@ -85,17 +93,24 @@ export class FakeVoiceServer implements VoiceSessionHost, SpeakerHost {
     return this.#sessions.map((session) => session.record);
   }
 
+  /** DAVE's groups and simulated members; null when the server answers protocol version 0. */
+  get dave(): DaveService | null {
+    return this.#dave;
+  }
+
   identify(data: Record<string, unknown>, socket: WebSocket): VoiceSession | number {
     const guildId = String(data['server_id']);
     const grant = this.#options.grant(guildId);
     if (grant === undefined || grant.userId !== data['user_id'] || grant.sessionId !== data['session_id'] || grant.token !== data['token']) {
       return VoiceCloseCodes.AuthenticationFailed;
     }
-    // A new identify replaces whatever session this user had in the guild.
-    for (const old of this.#sessions) if (old.record.guildId === guildId && old.record.userId === grant.userId) old.ended = true;
     const dave = typeof data['max_dave_protocol_version'] === 'number' ? data['max_dave_protocol_version'] : null;
+    // Discord has required DAVE since March 2026: a client offering none is refused.
+    if (this.#dave !== null && (dave ?? 0) < 1) return VoiceCloseCodes.EndToEndEncryptionDAVEProtocolRequired;
+    // A new identify replaces whatever session this user had in the guild.
+    for (const old of this.#sessions) if (old.record.guildId === guildId && old.record.userId === grant.userId) old.end();
     const record = new ConnectionRecording(this.#sessions.length + 1, guildId, grant.userId, grant.channelId, grant.sessionId, this.#nextSsrc++, dave);
-    const session = new VoiceSession(record, grant.token, socket);
+    const session: VoiceSession = new VoiceSession(record, grant.token, socket, () => this.#dave?.leaveSession(session));
     this.#sessions.push(session);
     this.#bySsrc.set(record.ssrc, session);
     return session;
@@ -113,6 +128,27 @@ export class FakeVoiceServer implements VoiceSessionHost, SpeakerHost {
 
   changed(): void {
     this.#options.changed();
+  }
+
+  daveProtocolVersion(): number {
+    return this.#dave === null ? 0 : 1;
+  }
+
+  daveStarted(session: VoiceSession): void {
+    this.#dave?.joinSession(session);
+  }
+
+  daveBinary(session: VoiceSession, op: number, payload: Buffer): boolean {
+    return this.#dave?.binary(session, op, payload) ?? false;
+  }
+
+  daveMessage(session: VoiceSession, op: number, data: Record<string, unknown>): boolean {
+    return this.#dave?.json(session, op, data) ?? false;
+  }
+
+  /** A test user's DAVE client, which encrypts what they say; null with DAVE off. */
+  endToEnd(guildId: string, userId: string): SimulatedDaveMember | null {
+    return this.#dave?.member(guildId, userId) ?? null;
   }
 
   /** A user's audio stream in a guild, with an SSRC from the same range as the sessions'. */
@@ -153,6 +189,8 @@ export class FakeVoiceServer implements VoiceSessionHost, SpeakerHost {
       if (record.channelId === to) session.sendSequenced(VoiceOpcodes.ClientsConnect, { user_ids: [userId] });
       else if (record.channelId === from) session.sendSequenced(VoiceOpcodes.ClientDisconnect, { user_id: userId });
     }
+    // After ops 11/13, so the bot knows whom the proposals that follow add.
+    if (userId !== this.#options.botUserId) this.#dave?.moved(guildId, userId, from, to);
   }
 
   /** Closes the open voice sockets of a guild with `code`, or without a close frame; returns how many. */
@@ -169,6 +207,7 @@ export class FakeVoiceServer implements VoiceSessionHost, SpeakerHost {
     await new Promise<void>((resolve) => this.#https.close(() => resolve()));
     await new Promise<void>((resolve) => this.#udp.close(() => resolve()));
     for (const session of this.#sessions) session.record.close();
+    this.#dave?.close();
   }
 
   #datagram(packet: Buffer, remote: RemoteInfo): void {

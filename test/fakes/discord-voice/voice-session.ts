@@ -1,7 +1,8 @@
 /**
  * One voice session on the server side: its record, the WebSocket it currently uses, and the
  * sequenced messages it was sent. Voice gateway v8 numbers server messages (`seq`) so that a
- * client resuming after a dropped socket gets, by its `seq_ack`, exactly what it missed.
+ * client resuming after a dropped socket gets, by its `seq_ack`, exactly what it missed; DAVE's
+ * binary messages share that numbering (a u16 before their opcode).
  */
 import { WebSocket } from 'ws';
 import type { ConnectionRecording } from './recording.js';
@@ -14,19 +15,32 @@ export class VoiceSession {
   /** The voice token it identified with; resume must present the same one. */
   readonly token: string;
   socket: WebSocket | null;
-  /** Set when the session can no longer be resumed: left, replaced, or closed with a final code. */
-  ended = false;
+  /** Called once when the session ends. */
+  readonly #onEnded: () => void;
+  #ended = false;
   /** SSRCs of other users this session was told about with op 5; a new session starts knowing none. */
   readonly announced = new Set<number>();
   /** Nonce counter of the packets relayed to this client; its key is its own, so the count is too. */
   outgoingCounter = 0;
   #sequence = 0;
-  #backlog: Array<{ sequence: number; json: string }> = [];
+  #backlog: Array<{ sequence: number; data: string | Buffer }> = [];
 
-  constructor(record: ConnectionRecording, token: string, socket: WebSocket) {
+  constructor(record: ConnectionRecording, token: string, socket: WebSocket, onEnded: () => void = () => undefined) {
     this.record = record;
     this.token = token;
     this.socket = socket;
+    this.#onEnded = onEnded;
+  }
+
+  /** Set when the session can no longer be resumed: left, replaced, or closed with a final code. */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#onEnded();
   }
 
   get open(): boolean {
@@ -36,10 +50,22 @@ export class VoiceSession {
   /** Sends a message that carries `seq` and is kept for replay on resume. */
   sendSequenced(op: number, data: unknown): void {
     this.#sequence += 1;
-    const json = JSON.stringify({ op, d: data, seq: this.#sequence });
-    this.#backlog.push({ sequence: this.#sequence, json });
+    this.#keep(JSON.stringify({ op, d: data, seq: this.#sequence }));
+  }
+
+  /** Sends a binary message (DAVE's MLS ops): u16 sequence number, u8 opcode, body. */
+  sendBinary(op: number, body: Buffer): void {
+    this.#sequence += 1;
+    const header = Buffer.alloc(3);
+    header.writeUInt16BE(this.#sequence % 2 ** 16);
+    header.writeUInt8(op, 2);
+    this.#keep(Buffer.concat([header, body]));
+  }
+
+  #keep(data: string | Buffer): void {
+    this.#backlog.push({ sequence: this.#sequence, data });
     if (this.#backlog.length > BACKLOG_LIMIT) this.#backlog.shift();
-    if (this.open) this.socket?.send(json);
+    if (this.open) this.socket?.send(data);
   }
 
   /** Forgets what the client has acknowledged (heartbeat `seq_ack`). */
@@ -53,13 +79,13 @@ export class VoiceSession {
     if (sequence > this.#sequence || sequence + 1 < oldest) return false;
     if (this.open && this.socket !== socket) this.socket?.close(4006, 'Session resumed elsewhere');
     this.socket = socket;
-    for (const entry of this.#backlog) if (entry.sequence > sequence) socket.send(entry.json);
+    for (const entry of this.#backlog) if (entry.sequence > sequence) socket.send(entry.data);
     return true;
   }
 
   /** Closes the current socket; codes other than 4015 and < 4000 also end the session, as the client will not resume. */
   drop(code: number, abrupt: boolean): boolean {
-    if (!(code === 4015 || code < 4000)) this.ended = true;
+    if (!(code === 4015 || code < 4000)) this.end();
     if (!this.open) return false;
     if (abrupt) this.socket?.terminate();
     else this.socket?.close(code, 'Dropped by the test');

@@ -1,7 +1,8 @@
 /**
  * The voice gateway protocol on one WebSocket, as @discordjs/voice 0.19 speaks it (v8): Hello on
- * connect; identify → Ready; select protocol → session description with `dave_protocol_version: 0`
- * (so the client keeps DAVE loaded but sends plain Opus); heartbeats; speaking; resume → Resumed.
+ * connect; identify → Ready; select protocol → session description with the DAVE protocol version
+ * (0: the client keeps DAVE loaded but sends plain Opus; 1: DAVE's messages follow, binary ones
+ * as `[u8 opcode][body]` from the client); heartbeats; speaking; resume → Resumed.
  * Misbehaviour gets Discord's close codes, so a broken client fails loudly in tests.
  */
 import { randomBytes } from 'node:crypto';
@@ -21,6 +22,14 @@ export interface VoiceSessionHost {
   /** Other users in the session's channel, for op 11 Clients Connect. */
   occupants(session: VoiceSession): string[];
   changed(): void;
+  /** The DAVE protocol version the session description announces. */
+  daveProtocolVersion(): number;
+  /** The session description went out with DAVE: the session joins its channel's group. */
+  daveStarted(session: VoiceSession): void;
+  /** A binary DAVE message (op 26, 28); false when the opcode is not one a client sends. */
+  daveBinary(session: VoiceSession, op: number, payload: Buffer): boolean;
+  /** A JSON DAVE message (op 23, 31); false when DAVE is off for the session. */
+  daveMessage(session: VoiceSession, op: number, data: Record<string, unknown>): boolean;
 }
 
 /** DAVE ops a client may send even when the server chose protocol version 0. */
@@ -48,8 +57,12 @@ export function serveVoiceSocket(socket: WebSocket, host: VoiceSessionHost): voi
   socket.on('message', (raw: RawData, isBinary: boolean) => {
     const at = performance.now();
     if (isBinary) {
-      // Binary frames carry DAVE's MLS messages; with DAVE off there is nothing to do with them.
-      session?.record.received.push({ at, op: Buffer.from(raw as Buffer)[0] ?? -1, d: null });
+      // Binary frames carry DAVE's MLS messages: one opcode byte, then the body.
+      const bytes = Buffer.from(raw as Buffer);
+      const op = bytes[0] ?? -1;
+      session?.record.received.push({ at, op, d: null });
+      if (session === null) return close(VoiceCloseCodes.NotAuthenticated, 'Not authenticated');
+      if (session.record.daveProtocolVersion > 0 && !host.daveBinary(session, op, bytes.subarray(1))) close(VoiceCloseCodes.UnknownOpcode, 'Unknown opcode');
       return;
     }
     let payload: { op?: unknown; d?: unknown };
@@ -104,6 +117,7 @@ export function serveVoiceSocket(socket: WebSocket, host: VoiceSessionHost): voi
         host.changed();
         return;
       default:
+        if (session !== null && session.record.daveProtocolVersion > 0 && host.daveMessage(session, op, data)) return;
         if (session !== null && TOLERATED_OPCODES.has(op)) return;
         close(session === null ? VoiceCloseCodes.NotAuthenticated : VoiceCloseCodes.UnknownOpcode, 'Unknown opcode');
     }
@@ -123,15 +137,18 @@ function selectProtocol(session: VoiceSession, data: Record<string, unknown>, ho
   record.clientAddress = { address: String(address['address']), port: Number(address['port']) };
   record.secretKey = randomBytes(32);
   record.status = 'ready';
+  record.daveProtocolVersion = host.daveProtocolVersion();
   session.sendSequenced(VoiceOpcodes.SessionDescription, {
     mode,
     secret_key: [...record.secretKey],
-    dave_protocol_version: 0,
+    dave_protocol_version: record.daveProtocolVersion,
     audio_codec: 'opus',
     video_codec: 'H264',
     media_session_id: randomBytes(16).toString('hex'),
   });
   const others = host.occupants(session);
   if (others.length > 0) session.sendSequenced(VoiceOpcodes.ClientsConnect, { user_ids: others });
+  // The external sender and any proposals come after op 11, so the client knows whom they add.
+  if (record.daveProtocolVersion > 0) host.daveStarted(session);
   host.changed();
 }
