@@ -99,6 +99,8 @@ export async function startService(config: Config, logger: Logger, entry: Servic
   // Batches of messages to learn from, claimed by lease from the shared queue like image jobs.
   if (roles.has('worker') && config.learning.enabled) core.learner.start();
   if (roles.has('worker')) {
+    // Files deleted characters let go of; any number of workers sweep at once.
+    core.fileSweep.start();
     // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
     await core.images.start();
     metrics?.jobs.collectWith(async () => {
@@ -167,6 +169,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       // Replies still being written for callers still connected (and for Discord) are finished and stored first.
       await core.chat.idle(30_000);
       await core.learner.stop();
+      await core.fileSweep.stop();
       // Running image jobs stay at their engines and are followed again after the restart.
       await core.images.stop();
       await metricsServer?.close();

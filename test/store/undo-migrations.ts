@@ -4,7 +4,10 @@
  * one, on older data.
  */
 
-/** Migration 0013 (voice listening rules). */
+/** Migration 0014 (file releases). */
+export const undo0014 = ['drop table file_releases', "delete from kysely_migration where name >= '0014'"];
+
+/** Migration 0013 (voice listening rules), after 0014 was undone. */
 export const undo0013 = [
   'drop table discord_voice_ignored_users',
   'drop table discord_voice_forbidden_channels',

@@ -500,5 +500,21 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0014-file-releases': {
+      // Issue 22's review: files a deleted character let go of are removed by a sweep once a
+      // grace period has passed, not at once. Files are content-addressed, so an import of the
+      // same image can be told the file is there milliseconds before a deletion removes it; a
+      // release here is renewed whenever the same bytes are stored again.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('file_releases')
+          .addColumn('file_key', 'text', (column) => column.primaryKey())
+          // Whose image jobs may hold the file (an output made an avatar): the one scan the sweep narrows.
+          .addColumn('account_id', 'text', notNull)
+          .addColumn('released_micros', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('file_releases_due').on('file_releases').column('released_micros').execute();
+      },
+    },
   };
 }

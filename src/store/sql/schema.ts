@@ -42,6 +42,7 @@ export interface Database {
   memory_batch_parts: MemoryBatchPartsTable;
   reply_memories: ReplyMemoriesTable;
   unlearned_messages: UnlearnedMessagesTable;
+  file_releases: FileReleasesTable;
 }
 
 export interface AccountsTable {
@@ -387,4 +388,12 @@ export interface ReplyMemoriesTable {
 /** A message nothing is learned from (kept only as context, or written by the admin as someone). */
 export interface UnlearnedMessagesTable {
   message_id: string;
+}
+
+/** A file a deleted character let go of: removed by the sweep once unheld a grace period after `released_micros`. */
+export interface FileReleasesTable {
+  file_key: string;
+  account_id: string;
+  /** When it was let go of, or last stored again. */
+  released_micros: number;
 }
