@@ -476,6 +476,13 @@ export interface DiscordChannelRepository {
   recordCharacterMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void>;
   /** The character who wrote a message the bot posted, if any. */
   characterOfMessage(messageId: string): Promise<string | undefined>;
+  /**
+   * Remembers that these messages, in order, show one reply of the character, its buttons under
+   * the last; a message recorded in another reply before is this one's now.
+   */
+  recordReplyMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void>;
+  /** The messages of the reply whose buttons are under `messageId`, in order and ending with it; just it when none were recorded (or forgotten). */
+  replyMessages(messageId: string): Promise<string[]>;
   /** Forgets who wrote messages recorded before `createdMillis`, at most `limit` of them; how many were forgotten. */
   forgetCharacterMessages(createdMillis: number, limit: number): Promise<number>;
 }

@@ -275,6 +275,10 @@ export interface DiscordCharacterMessagesTable {
   message_id: string;
   character_id: string;
   created_millis: number;
+  /** The last message of the reply this one is part of, which carries its buttons; null until the reply is written. */
+  reply_message_id: string | null;
+  /** This message's place in that reply, from 0. */
+  part: number | null;
 }
 
 /** A server's voice call rules; no row: listening allowed, default thresholds. */
