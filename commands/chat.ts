@@ -12,7 +12,8 @@ import { type Command, answer } from '../src/bot/command.js';
 import { characterCard, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { explainError } from '../src/bot/explain-error.js';
 import { followSpeaker } from '../src/bot/voice/follow-speaker.js';
-import { inPlaceChannel, labelOf, shownAlternative } from '../src/bot/replies/in-place-reply.js';
+import { type ReplyMessages, inPlaceChannel, labelOf, shownAlternative } from '../src/bot/replies/in-place-reply.js';
+import { discordMessageLimit } from '../src/bot/replies/split-message.js';
 import { type SwipeButton, parseRegenerateButton, parseSwipeButton } from '../src/bot/replies/reply-buttons.js';
 import { replyChannelOf } from '../src/bot/replies/reply-channel.js';
 import { AppError } from '../src/core/errors.js';
@@ -81,7 +82,8 @@ export default {
   },
   /**
    * Under the newest reply: ◀ ▶ show another of its alternatives; 🔄, and ▶ past the last, write
-   * a new one into the same message (a failed reply's 🔄 too). No new message is posted.
+   * a new one into the same messages (a failed reply's 🔄 too), all of those the reply took. No
+   * new message is posted.
    */
   async button(interaction, context) {
     const swipe = parseSwipeButton(interaction.customId);
@@ -96,14 +98,15 @@ export default {
       }
       throw error;
     }
-    if (swipe) return showAlternative(interaction, context, swipe);
     if (!interaction.channel) throw new AppError('NOT_FOUND', 'This conversation’s channel is gone.');
+    const messages = await replyMessages(interaction, context);
+    if (swipe) return showAlternative(interaction, context, swipe, messages);
     const regenerate = parseRegenerateButton(interaction.customId)!;
     // The new reply comes from the character who wrote the one under the button (its persona in a
     // server), as the core decides: the writer of the reply it rewrites.
     const target = { messageId: regenerate.messageId, characterId: await context.channels.characterOfMessage(interaction.message.id) };
     const writer = await context.core.chat.regenerationWriter(actor, regenerate.conversationId, target);
-    const channel = inPlaceChannel(interaction, await context.replies.channelForConversation(interaction.channel, regenerate.conversationId, writer.id));
+    const channel = inPlaceChannel(interaction, await context.replies.channelForConversation(interaction.channel, regenerate.conversationId, writer.id), messages);
     const onSentence = interaction.inGuild() && interaction.guild ? await followSpeaker(context, interaction.guild, interaction.channelId, writer) : undefined;
     await interaction.deferUpdate();
     // The reply under the button is being written again: its buttons go until the new one ends.
@@ -117,18 +120,32 @@ export default {
   },
 } satisfies Command;
 
+/** The Discord messages of the reply under the button, in order, and how to edit those before it. */
+async function replyMessages(interaction: ButtonInteraction, context: Parameters<Command['execute']>[1]): Promise<ReplyMessages> {
+  const channel = interaction.channel!;
+  return {
+    ids: await context.channels.replyMessages(interaction.message.id),
+    edit: (messageId, content) => context.replies.editPosted(channel, messageId, content),
+  };
+}
+
 /**
  * ◀ or ▶ to an alternative the reply already has: the core chooses it (only on the newest reply;
- * a refusal is answered privately by the router), then the message shows it, in one update.
+ * a refusal is answered privately by the router), then the reply's messages show it: the one
+ * under the buttons in the interaction's update, the others edited after it.
  */
-async function showAlternative(interaction: ButtonInteraction, context: Parameters<Command['execute']>[1], button: SwipeButton): Promise<void> {
+async function showAlternative(interaction: ButtonInteraction, context: Parameters<Command['execute']>[1], button: SwipeButton, messages: ReplyMessages): Promise<void> {
   const { actor } = await context.accountOf(interaction.user);
   const chosen = await context.core.conversations.chooseAlternative(actor, button.conversationId, button.replyId, button.index);
   // 🔄 names the message the reply answers: the one just before it, as when it was written; a
   // greeting that opened the conversation answers none.
   const [answered] = await context.core.conversations.messages(button.conversationId, { beforePosition: chosen.position, newest: true, limit: 1 });
-  const shown = shownAlternative(chosen, answered?.id, labelOf(interaction.message));
-  await interaction.update({ ...shown, allowedMentions: { parse: [] } });
+  const label = labelOf(interaction.message);
+  const { parts, components } = shownAlternative(chosen, answered?.id, discordMessageLimit - label.length, messages.ids.length);
+  await interaction.update({ content: label + parts.at(-1)!, components, allowedMentions: { parse: [] } });
+  for (const [index, messageId] of messages.ids.slice(0, -1).entries()) {
+    await messages.edit(messageId, parts[index]!).catch((error: unknown) => context.logger.warn({ err: error, messageId }, 'could not show a swiped alternative in a part of its reply'));
+  }
 }
 
 /** Answers the first message given with /chat in a DM, where the character writes back. */

@@ -99,6 +99,8 @@ export async function startService(config: Config, logger: Logger, entry: Servic
   // Batches of messages to learn from, claimed by lease from the shared queue like image jobs.
   if (roles.has('worker') && config.learning.enabled) core.learner.start();
   if (roles.has('worker')) {
+    // Files deleted characters let go of; any number of workers sweep at once.
+    core.fileSweep.start();
     // Jobs any process left (stopped, or dead with its lease run out) are taken from the shared queue.
     await core.images.start();
     metrics?.jobs.collectWith(async () => {
@@ -133,9 +135,29 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     rateLimits,
     synchronousImageWaitMs: config.images.synchronousWaitMs,
   });
-  const server = await listen(app, { host: config.host, port: config.port, limits: config.httpLimits });
+  // What the core and its engines hold, let go of on stop, and when start-up fails from here on.
+  const closeCore = async () => {
+    // Replies still being written for callers still connected (and for Discord) are finished and stored first.
+    await core.chat.idle(30_000);
+    await core.learner.stop();
+    await core.fileSweep.stop();
+    // Running image jobs stay at their engines and are followed again after the restart.
+    await core.images.stop();
+    await Promise.allSettled([chat.close(), speechEngine.close(), transcriber?.close(), imageEngine?.close(), faceTrainer?.close()]);
+    await rateLimits.close();
+    await repositories.close();
+  };
+  // A port that is taken, say: nothing of this start is left running in a process that goes on.
+  const failStart = async (error: unknown, server?: { close(): Promise<void> }): Promise<never> => {
+    await server?.close();
+    await closeCore();
+    throw error;
+  };
+  const server = await listen(app, { host: config.host, port: config.port, limits: config.httpLimits }).catch((error: unknown) => failStart(error));
   const metricsServer =
-    metrics && config.metrics.port !== undefined ? await startMetricsServer(metrics, { host: config.metrics.host, port: config.metrics.port, token: config.metrics.token }) : undefined;
+    metrics && config.metrics.port !== undefined
+      ? await startMetricsServer(metrics, { host: config.metrics.host, port: config.metrics.port, token: config.metrics.token }).catch((error: unknown) => failStart(error, server))
+      : undefined;
   if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics served');
   logger.info(
     { roles: [...roles], url: server.url, publicBaseUrl: config.publicBaseUrl, store: config.storeUrl.replace(/\/\/[^@/]*@/, '//***@'), llm: config.llm.baseUrl ?? 'embedded', model: config.llm.model },
@@ -164,15 +186,8 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     stop: async () => {
       await bot?.stop();
       await server.close();
-      // Replies still being written for callers still connected (and for Discord) are finished and stored first.
-      await core.chat.idle(30_000);
-      await core.learner.stop();
-      // Running image jobs stay at their engines and are followed again after the restart.
-      await core.images.stop();
       await metricsServer?.close();
-      await Promise.allSettled([chat.close(), speechEngine.close(), transcriber?.close(), imageEngine?.close(), faceTrainer?.close()]);
-      await rateLimits.close();
-      await repositories.close();
+      await closeCore();
     },
   };
 }

@@ -162,6 +162,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     places: new Places(links, repositories.discordChannels),
     runner: new ConversationRunner(core, pacer, logger, {
       recordAuthors: (messageIds, characterId) => repositories.discordChannels.recordCharacterMessages(messageIds, characterId, Date.now()),
+      recordReply: (messageIds, characterId) => repositories.discordChannels.recordReplyMessages(messageIds, characterId, Date.now()),
     }),
     replies: new PersonaReplies({ core, personas, avatars: options.avatars, logger }),
     voice,

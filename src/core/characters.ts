@@ -94,9 +94,8 @@ export class Characters {
         return created;
       })
       .catch(async (error: unknown) => {
-        // Refused after its avatar was stored: the file goes unless something else holds it.
-        const keys = character.avatar ? await this.store.characters.unheldFiles([character.avatar.key], accountId) : [];
-        await Promise.all(keys.map((key) => this.files.remove(key)));
+        // Refused after its avatar was stored: the file is let go of, swept unless something holds it.
+        if (character.avatar) await this.store.fileReleases.release([character.avatar.key], accountId, this.clock.nowMicros());
         throw error;
       });
   }
@@ -118,8 +117,9 @@ export class Characters {
 
   /**
    * Deletes a character the actor owns, with its memories (written and learned), lorebook,
-   * voice, face models and the files nothing else holds. Its conversations keep their messages
-   * and show it as deleted. The account's own character goes only with the account.
+   * voice and face models; its files are let go of, and swept once nothing has held them for a
+   * while (`FileSweep`). Its conversations keep their messages and show it as deleted. The
+   * account's own character goes only with the account.
    */
   async delete(actor: Actor, characterId: string): Promise<void> {
     const character = await this.getOwned(actor, characterId);
@@ -130,9 +130,10 @@ export class Characters {
         `"${character.name}" is the account's own character (its personal model); it is deleted only with the account.`,
       );
     }
-    const unheld = await this.store.characters.purge(characterId, this.clock.nowMicros());
-    // After the commit: a file removed before it could be missing for a row that still held it.
-    await Promise.all(unheld.map((key) => this.files.remove(key)));
+    const deletedMicros = this.clock.nowMicros();
+    await this.store.transaction(async ({ characters, fileReleases }) => {
+      await fileReleases.release(await characters.purge(characterId, deletedMicros), character.accountId, deletedMicros);
+    });
     await this.onDeleted?.(characterId);
   }
 

@@ -8,6 +8,7 @@ import { Images, type ImagesOptions } from './images/images.js';
 import { JobRunner, type JobRunnerOptions, type JobWorker, defaultJobRunnerOptions } from './images/job-runner.js';
 import { Jobs } from './images/jobs.js';
 import { imageWorker, trainingWorker } from './images/workers.js';
+import { FileSweep, type FileSweepOptions, RenewingFileStore, defaultFileSweepOptions } from './file-sweep.js';
 import { Files } from './files.js';
 import { Ledger } from './ledger.js';
 import { LearnedMemories } from './learning/learned-memories.js';
@@ -54,6 +55,8 @@ export interface CoreDependencies {
     learning?: (Partial<LearnerOptions> & { enabled?: boolean }) | undefined;
     /** Many characters per account (issue 22). */
     characters?: Partial<CharactersOptions> | undefined;
+    /** How long files let go of are kept, and how often worker processes sweep them. */
+    files?: Partial<FileSweepOptions> | undefined;
     /** Names this process in the leases it takes on shared queues. */
     workerName?: string | undefined;
   };
@@ -80,6 +83,8 @@ export interface Core {
   learnedMemories: LearnedMemories;
   /** Conversations by voice in a call: turns written down, interrupted replies kept as heard. */
   voiceCalls: VoiceCalls;
+  /** Removes files let go of once nothing has held them for a while; worker processes `start()` it. */
+  fileSweep: FileSweep;
 }
 
 export const defaultImageOptions = {
@@ -90,7 +95,10 @@ export const defaultImageOptions = {
 } as const;
 
 export function createCore(dependencies: CoreDependencies): Core {
-  const { repositories, files, clock, ids, logger, options } = dependencies;
+  const { repositories, clock, ids, logger, options } = dependencies;
+  const fileSweep = new FileSweep(repositories, dependencies.files, clock, logger, { ...defaultFileSweepOptions, ...options.files });
+  // Every use case stores through it: a file stored again is safe from the sweep for a while.
+  const files = new RenewingFileStore(dependencies.files, repositories, clock);
   const ledger = new Ledger(repositories, clock, ids);
   const characters = new Characters(repositories, files, clock, ids, dependencies.imageCodec, { ...defaultCharactersOptions, ...options.characters });
   const lorebooks = new Lorebooks(repositories, characters, ids, dependencies.regexKeys);
@@ -132,5 +140,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories, voiceCalls: new VoiceCalls(chat, conversations, dependencies.speechToText, logger) };
+  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories, voiceCalls: new VoiceCalls(chat, conversations, dependencies.speechToText, logger), fileSweep };
 }

@@ -17,6 +17,8 @@ export interface StoredFile {
 export interface FileStore {
   /** Stores bytes; the same bytes give the same key. */
   put(bytes: Uint8Array, mimeType: string): Promise<StoredFile>;
+  /** The key `put` stores these bytes under, without storing them. */
+  keyOf(bytes: Uint8Array, mimeType: string): string;
   read(key: string): Promise<Buffer | undefined>;
   /** The MIME type of a key this store made, or undefined for anything it could not have made. */
   typeOf(key: string): string | undefined;

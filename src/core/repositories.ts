@@ -87,13 +87,39 @@ export interface CharacterRepository {
   /**
    * Deletes what belongs to a character (memories written and learned, lorebook, face models,
    * its places in Discord casts and DM choices) and keeps its row, scrubbed to its name, marked
-   * deleted at `deletedMicros`, in one transaction. Answers the file keys it no longer holds.
+   * deleted at `deletedMicros`, in one transaction. Answers the file keys it let go of (its
+   * avatar, its face models' archives), which something else may still hold.
    */
   purge(characterId: string, deletedMicros: number): Promise<string[]>;
-  /** Of these file keys, those no row holds (a character's avatar, a message's file, a face model, the account's image outputs). */
-  unheldFiles(keys: readonly string[], accountId: string): Promise<string[]>;
   /** How many characters (not deleted) the account holds. */
   countOwned(accountId: string): Promise<number>;
+}
+
+/**
+ * Files let go of, removed by a sweep only once nothing has held them for a grace period.
+ * Files are content-addressed: the same bytes stored again (the same card imported) share the
+ * key, and the one storing them references the file only some time after it was told the file
+ * is there. A deletion that checked and removed at once could remove it in between.
+ */
+export interface FileReleaseRepository {
+  /**
+   * Records that these files may be held no more (by `accountId`'s image jobs, nor any row),
+   * from `releasedMicros`. Inside the transaction that let go of them, so none is forgotten.
+   */
+  release(keys: readonly string[], accountId: string, releasedMicros: number): Promise<void>;
+  /**
+   * The file `key` is being stored again, to be referenced: a release of it starts anew at
+   * `nowMicros`. Must come before the file is looked for on disk: a sweep removing the file
+   * holds its release until it is gone, so this then waits and the store writes it again.
+   */
+  renew(key: string, nowMicros: number): Promise<void>;
+  /**
+   * Inside `RepositoryStore.transaction`: takes up to `limit` releases from before
+   * `releasedBeforeMicros` (each by one caller only, across processes) and answers how many,
+   * and the keys of those no row holds now. The taken releases are held until the transaction
+   * ends: remove the files before it commits.
+   */
+  takeUnheld(releasedBeforeMicros: number, limit: number): Promise<{ taken: number; unheld: string[] }>;
 }
 
 export interface CharacterListOptions {
@@ -450,6 +476,13 @@ export interface DiscordChannelRepository {
   recordCharacterMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void>;
   /** The character who wrote a message the bot posted, if any. */
   characterOfMessage(messageId: string): Promise<string | undefined>;
+  /**
+   * Remembers that these messages, in order, show one reply of the character, its buttons under
+   * the last; a message recorded in another reply before is this one's now.
+   */
+  recordReplyMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void>;
+  /** The messages of the reply whose buttons are under `messageId`, in order and ending with it; just it when none were recorded (or forgotten). */
+  replyMessages(messageId: string): Promise<string[]>;
   /** Forgets who wrote messages recorded before `createdMillis`, at most `limit` of them; how many were forgotten. */
   forgetCharacterMessages(createdMillis: number, limit: number): Promise<number>;
 }
@@ -667,6 +700,7 @@ export interface Repositories {
   memoryBatches: MemoryBatchRepository;
   lorebooks: LorebookRepository;
   replyMemories: ReplyMemoryRepository;
+  fileReleases: FileReleaseRepository;
 }
 
 /** The store: repositories, and transactions across them. */

@@ -7,9 +7,86 @@ import type { CharacterDefinition } from '../core/records.js';
 
 /**
  * The Character resource's fields beyond the seed's, in the API's snake_case (as the card
- * formats and the seed's own fields are), both ways; and the lorebook's. One table of names
- * serves the answer, the request schema and the OpenAPI document.
+ * formats and the seed's own fields are), both ways; and the lorebook's. A table of names per
+ * record maps them both ways (`extensions` aside: JSON text in the record, an object here), and
+ * the request schemas, which the OpenAPI document is made from, must name the same fields.
  */
+
+/** A record with the card's `extensions` kept as JSON text. */
+interface WithExtensions {
+  extensionsJson: string;
+}
+
+/** The API's name of each of a record's fields: all of them but `extensionsJson` and those `Without`. */
+type Names<Record, Without extends keyof Record = never> = { readonly [Own in Exclude<keyof Record, 'extensionsJson' | Without>]: string };
+
+/** A record's fields under the API's names, `extensions` an object. */
+type ApiFields<Record, Table> = { -readonly [Own in keyof Table & keyof Record as Table[Own] & string]: Record[Own] } & { extensions: { [key: string]: unknown } };
+
+/** The record's fields under the API's names. */
+function apiFields<Record extends WithExtensions, const Table extends Partial<Names<Record>>>(names: Table, record: Record): ApiFields<Record, Table> {
+  const fields: { [api: string]: unknown } = {};
+  for (const [own, api] of Object.entries(names)) fields[api as string] = record[own as keyof Record];
+  fields.extensions = JSON.parse(record.extensionsJson);
+  return fields as ApiFields<Record, Table>;
+}
+
+/** The fields a request named, under the record's names; those it did not name are left out. */
+function recordChange<Record extends WithExtensions, const Table extends Partial<Names<Record>>>(names: Table, body: Partial<ApiFields<Record, Table>>): Partial<Record> {
+  const change: { [own: string]: unknown } = {};
+  const named: { [api: string]: unknown } = body;
+  for (const [own, api] of Object.entries(names)) if (named[api as string] !== undefined) change[own] = named[api as string];
+  if (body.extensions !== undefined) change.extensionsJson = JSON.stringify(body.extensions);
+  return change as Partial<Record>;
+}
+
+const definitionNames = {
+  nickname: 'nickname',
+  scenario: 'scenario',
+  firstMessage: 'first_message',
+  alternateGreetings: 'alternate_greetings',
+  groupOnlyGreetings: 'group_only_greetings',
+  exampleDialogue: 'example_dialogue',
+  systemPrompt: 'system_prompt',
+  postHistoryInstructions: 'post_history_instructions',
+  creatorNotes: 'creator_notes',
+  tags: 'tags',
+  creator: 'creator',
+  characterVersion: 'character_version',
+} as const satisfies Names<CharacterDefinition>;
+
+/** An entry's `id` is the resource's, answered but never changed through its fields. */
+const lorebookEntryNames = {
+  name: 'name',
+  keys: 'keys',
+  secondaryKeys: 'secondary_keys',
+  secondaryLogic: 'secondary_logic',
+  content: 'content',
+  enabled: 'enabled',
+  constant: 'constant',
+  caseSensitive: 'case_sensitive',
+  matchWholeWords: 'match_whole_words',
+  insertionOrder: 'insertion_order',
+  priority: 'priority',
+  position: 'position',
+  depth: 'depth',
+  role: 'role',
+  excludeRecursion: 'exclude_recursion',
+  preventRecursion: 'prevent_recursion',
+  scanDepth: 'scan_depth',
+} as const satisfies Names<LorebookEntry, 'id'>;
+
+const lorebookSettingsNames = {
+  name: 'name',
+  description: 'description',
+  scanDepth: 'scan_depth',
+  tokenBudgetShare: 'token_budget_share',
+  recursiveScanning: 'recursive_scanning',
+  maxRecursionSteps: 'max_recursion_steps',
+} as const satisfies Names<LorebookSettings>;
+
+/** A request schema's fields: exactly the table's API names and `extensions`. */
+type SchemaOf<Table extends { [own: string]: string }> = { [Api in Table[keyof Table] | 'extensions']: z.ZodType };
 
 const text = (limit: number) => z.string().max(limit);
 const list = (count: number, length: number) => z.array(z.string().max(length)).max(count);
@@ -30,46 +107,17 @@ export const definitionSchema = {
   creator: text(characterLimits.name),
   character_version: text(characterLimits.name),
   extensions,
-};
+} satisfies SchemaOf<typeof definitionNames>;
 
 export function definitionFields(definition: CharacterDefinition) {
-  return {
-    nickname: definition.nickname,
-    scenario: definition.scenario,
-    first_message: definition.firstMessage,
-    alternate_greetings: definition.alternateGreetings,
-    group_only_greetings: definition.groupOnlyGreetings,
-    example_dialogue: definition.exampleDialogue,
-    system_prompt: definition.systemPrompt,
-    post_history_instructions: definition.postHistoryInstructions,
-    creator_notes: definition.creatorNotes,
-    tags: definition.tags,
-    creator: definition.creator,
-    character_version: definition.characterVersion,
-    extensions: JSON.parse(definition.extensionsJson) as Record<string, unknown>,
-  };
+  return apiFields(definitionNames, definition);
 }
 
 type DefinitionBody = Partial<{ [Key in keyof typeof definitionSchema]: z.infer<(typeof definitionSchema)[Key]> }>;
 
 /** The definition fields a request named; the others stay as they are. */
 export function definitionChange(body: DefinitionBody): Partial<CharacterDefinition> {
-  const change: Partial<CharacterDefinition> = {
-    nickname: body.nickname,
-    scenario: body.scenario,
-    firstMessage: body.first_message,
-    alternateGreetings: body.alternate_greetings,
-    groupOnlyGreetings: body.group_only_greetings,
-    exampleDialogue: body.example_dialogue,
-    systemPrompt: body.system_prompt,
-    postHistoryInstructions: body.post_history_instructions,
-    creatorNotes: body.creator_notes,
-    tags: body.tags,
-    creator: body.creator,
-    characterVersion: body.character_version,
-    extensionsJson: body.extensions === undefined ? undefined : JSON.stringify(body.extensions),
-  };
-  return Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
+  return recordChange(definitionNames, body);
 }
 
 export const lorebookEntrySchema = z
@@ -92,7 +140,7 @@ export const lorebookEntrySchema = z
     prevent_recursion: z.boolean(),
     scan_depth: z.number().int().min(0).max(lorebookLimits.scanDepth).nullable(),
     extensions,
-  })
+  } satisfies SchemaOf<typeof lorebookEntryNames>)
   .partial()
   .strict();
 
@@ -105,79 +153,22 @@ export const lorebookSettingsSchema = z
     recursive_scanning: z.boolean(),
     max_recursion_steps: z.number().int().min(0).max(lorebookLimits.recursionSteps),
     extensions,
-  })
+  } satisfies SchemaOf<typeof lorebookSettingsNames>)
   .partial()
   .strict();
 
 export function lorebookEntryInput(body: z.infer<typeof lorebookEntrySchema>): LorebookEntryInput {
-  const input: LorebookEntryInput = {
-    name: body.name,
-    keys: body.keys,
-    secondaryKeys: body.secondary_keys,
-    secondaryLogic: body.secondary_logic,
-    content: body.content,
-    enabled: body.enabled,
-    constant: body.constant,
-    caseSensitive: body.case_sensitive,
-    matchWholeWords: body.match_whole_words,
-    insertionOrder: body.insertion_order,
-    priority: body.priority,
-    position: body.position,
-    depth: body.depth,
-    role: body.role,
-    excludeRecursion: body.exclude_recursion,
-    preventRecursion: body.prevent_recursion,
-    scanDepth: body.scan_depth,
-    extensionsJson: body.extensions === undefined ? undefined : JSON.stringify(body.extensions),
-  };
-  return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+  return recordChange(lorebookEntryNames, body);
 }
 
 export function lorebookSettingsChange(body: z.infer<typeof lorebookSettingsSchema>): Partial<LorebookSettings> {
-  const change: Partial<LorebookSettings> = {
-    name: body.name,
-    description: body.description,
-    scanDepth: body.scan_depth,
-    tokenBudgetShare: body.token_budget_share,
-    recursiveScanning: body.recursive_scanning,
-    maxRecursionSteps: body.max_recursion_steps,
-    extensionsJson: body.extensions === undefined ? undefined : JSON.stringify(body.extensions),
-  };
-  return Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
+  return recordChange(lorebookSettingsNames, body);
 }
 
 export function lorebookEntryFields(entry: LorebookEntry) {
-  return {
-    id: entry.id,
-    name: entry.name,
-    keys: entry.keys,
-    secondary_keys: entry.secondaryKeys,
-    secondary_logic: entry.secondaryLogic,
-    content: entry.content,
-    enabled: entry.enabled,
-    constant: entry.constant,
-    case_sensitive: entry.caseSensitive,
-    match_whole_words: entry.matchWholeWords,
-    insertion_order: entry.insertionOrder,
-    priority: entry.priority,
-    position: entry.position,
-    depth: entry.depth,
-    role: entry.role,
-    exclude_recursion: entry.excludeRecursion,
-    prevent_recursion: entry.preventRecursion,
-    scan_depth: entry.scanDepth,
-    extensions: JSON.parse(entry.extensionsJson) as Record<string, unknown>,
-  };
+  return { id: entry.id, ...apiFields(lorebookEntryNames, entry) };
 }
 
 export function lorebookSettingsFields(settings: LorebookSettings) {
-  return {
-    name: settings.name,
-    description: settings.description,
-    scan_depth: settings.scanDepth,
-    token_budget_share: settings.tokenBudgetShare,
-    recursive_scanning: settings.recursiveScanning,
-    max_recursion_steps: settings.maxRecursionSteps,
-    extensions: JSON.parse(settings.extensionsJson) as Record<string, unknown>,
-  };
+  return apiFields(lorebookSettingsNames, settings);
 }

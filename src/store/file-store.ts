@@ -73,17 +73,14 @@ export class DiskFileStore implements FileStore {
     this.#directory = path.resolve(directory);
   }
 
+  keyOf(bytes: Uint8Array, mimeType: string): string {
+    return `${createHash('sha256').update(bytes).digest('hex')}.${extensionOf(mimeType)}`;
+  }
+
   async put(bytes: Uint8Array, mimeType: string): Promise<StoredFile> {
-    const normalized = mimeType.split(';')[0]?.trim().toLowerCase() ?? '';
-    const extension = fileExtensions[normalized];
-    if (extension === undefined) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Files of type ${mimeType} cannot be stored.`, {
-        details: { mimeType, supported: Object.keys(fileExtensions) },
-      });
-    }
-    const key = `${createHash('sha256').update(bytes).digest('hex')}.${extension}`;
+    const key = this.keyOf(bytes, mimeType);
     const file = this.#pathOf(key);
-    const stored: StoredFile = { key, mimeType: mimeTypes[extension] ?? normalized, size: bytes.byteLength };
+    const stored: StoredFile = { key, mimeType: mimeTypeOfKey(key) ?? mimeType, size: bytes.byteLength };
     if (await hasSize(file, bytes.byteLength)) return stored;
     await mkdir(path.dirname(file), { recursive: true });
     // Unique per call: two concurrent puts of the same bytes must not share a temporary file.
@@ -124,6 +121,17 @@ export class DiskFileStore implements FileStore {
   #pathOf(key: string): string {
     return path.join(this.#directory, key.slice(0, 2), key.slice(2, 4), key);
   }
+}
+
+/** The extension of a MIME type the store keeps (parameters and case aside); UNSUPPORTED_MEDIA_TYPE for others. */
+function extensionOf(mimeType: string): string {
+  const extension = fileExtensions[mimeType.split(';')[0]?.trim().toLowerCase() ?? ''];
+  if (extension === undefined) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Files of type ${mimeType} cannot be stored.`, {
+      details: { mimeType, supported: Object.keys(fileExtensions) },
+    });
+  }
+  return extension;
 }
 
 async function hasSize(file: string, size: number): Promise<boolean> {

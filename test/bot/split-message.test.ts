@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { continuationAfter, splitMessage } from '../../src/bot/replies/split-message.js';
+import { continuationAfter, cutMarker, splitMessage, splitWithin } from '../../src/bot/replies/split-message.js';
 
 function sentences(count: number, seed = 1): string {
   let state = seed;
@@ -78,5 +78,23 @@ describe('splitMessage', () => {
     expect(continuationAfter(text, text.indexOf('Done.'))).toBe('Done.');
     expect(continuationAfter(text, text.length)).toBe('');
     expect(continuationAfter('Only this.  \n', 10)).toBe('');
+  });
+});
+
+describe('splitWithin', () => {
+  it('splits as splitMessage when the messages suffice, and otherwise cuts the last with the marker', () => {
+    const text = sentences(150);
+    const parts = splitMessage(text);
+    expect(parts.length).toBeGreaterThan(2);
+    expect(splitWithin(text, parts.length)).toEqual(parts);
+    const two = splitWithin(text, 2);
+    expect(two).toHaveLength(2);
+    expect(two[0]).toBe(parts[0]);
+    expect(two[1]!.endsWith(cutMarker)).toBe(true);
+    expect(two[1]!.length).toBeLessThanOrEqual(2000);
+    expect(parts[1]!.startsWith(two[1]!.slice(0, -cutMarker.length))).toBe(true);
+    // Within a shorter limit too, and never fewer than one message.
+    expect(splitWithin(text, 0, 500)).toHaveLength(1);
+    expect(splitWithin(text, 1, 500)[0]!.length).toBeLessThanOrEqual(500);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ChannelPacer } from '../../src/bot/pacing/channel-pacer.js';
 import { SlidingWindow, type GlobalWindows } from '../../src/bot/pacing/global-window.js';
+import { cutMarker } from '../../src/bot/replies/split-message.js';
 import { type ButtonRows, MessageUneditableError, QueuePlace, type ReplyChannel, writeStreamingReply } from '../../src/bot/replies/streaming-reply.js';
 import { webhookBucket } from '../../src/bot/deliveries/job-deliveries.js';
 
@@ -153,6 +154,41 @@ describe('writeStreamingReply', () => {
     for (const versions of channel.contents.values()) expect(versions.every((version) => version.length <= 2000)).toBe(true);
     expect(final.every((content) => !content.endsWith('▌'))).toBe(true);
     expect(final.join(' ')).toBe(pieces.join('').trimEnd());
+  });
+
+  it('keeps within a channel’s number of messages, the last cut with the marker, still reading (and answering) the whole reply', async () => {
+    const channel = Object.assign(new RecordingChannel(1), { maxMessages: 2 });
+    const pacer = new ChannelPacer({ baseIntervalMs: 5, maxIntervalMs: 1000 });
+    const pieces = Array.from({ length: 200 }, (_, index) => `Ship ${index} passed the point. `);
+    const result = await writeStreamingReply(channel, timed(pieces, 1), { pacer, logger: silent, explain });
+    const final = channel.final();
+    expect(final).toHaveLength(2);
+    expect(final[1]!.endsWith(cutMarker)).toBe(true);
+    for (const versions of channel.contents.values()) expect(versions.every((version) => version.length <= 2000)).toBe(true);
+    expect(pieces.join('').startsWith(`${final[0]} ${final[1]!.slice(0, -cutMarker.length)}`)).toBe(true);
+    expect(result.text).toBe(pieces.join(''));
+  });
+
+  it('tells where a reply of several messages shows before its buttons go on, and a reply of one not at all', async () => {
+    const rows: ButtonRows = [{ type: 1, components: [{ type: 2, style: 2, custom_id: 'again', emoji: { name: '🔄' } }] }];
+    const pacer = new ChannelPacer({ baseIntervalMs: 1, maxIntervalMs: 1000 });
+    // The whole reply at once: its last message is first posted at the end, without the buttons.
+    const channel = new RecordingChannel(1);
+    const told: Array<{ ids: readonly string[]; requestsBefore: number }> = [];
+    const beforeFinalButtons = async (ids: readonly string[]) => void told.push({ ids: [...ids], requestsBefore: channel.requests.length });
+    await writeStreamingReply(channel, timed(['x'.repeat(1990) + ' and the end.'], 1), { pacer, logger: silent, explain, finalButtons: rows, beforeFinalButtons });
+    expect(told).toEqual([{ ids: ['m1', 'm2'], requestsBefore: 2 }]);
+    expect(channel.requests).toEqual([{ kind: 'send', buttons: false }, { kind: 'send', buttons: false }, { kind: 'edit', id: 'm2', buttons: true }]);
+    // Grown while streaming: no request more than without being told.
+    const grown = new RecordingChannel(1);
+    told.length = 0;
+    await writeStreamingReply(grown, timed(['x'.repeat(1990), ' and the end.'], 20), { pacer, logger: silent, explain, finalButtons: rows, beforeFinalButtons });
+    expect(told.map((each) => each.ids)).toEqual([['m1', 'm2']]);
+    expect(grown.requests.filter((request) => request.buttons)).toEqual([grown.requests.at(-1)]);
+    expect(grown.requests.filter((request) => request.kind === 'send')).toHaveLength(2);
+    told.length = 0;
+    await writeStreamingReply(new RecordingChannel(1), timed(['Short.'], 1), { pacer, logger: silent, explain, finalButtons: rows, beforeFinalButtons });
+    expect(told).toEqual([]);
   });
 
   it('keeps every message within a channel’s own shorter limit (room for a speaker’s name)', async () => {

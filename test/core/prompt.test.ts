@@ -7,6 +7,9 @@ const files: FileStore = {
   put: async () => {
     throw new Error('not used');
   },
+  keyOf: () => {
+    throw new Error('not used');
+  },
   read: async (key) => (key === 'photo.png' ? Buffer.from('png-bytes') : undefined),
   typeOf: (key) => (key.endsWith('.png') ? 'image/png' : undefined),
   remove: async () => {

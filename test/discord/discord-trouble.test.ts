@@ -7,7 +7,7 @@ import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
 import { type FakeDiscord, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
-import { freePort } from '../http/harness.js';
+import { onFreePort } from '../support/ports.js';
 
 const adminKey = 'discord-trouble-admin-key';
 
@@ -31,18 +31,14 @@ describe('Discord trouble does not take the API down', () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-discord-trouble-'));
     cleanups.push(() => discord.close(), () => llm.close(), () => rm(dataDir, { recursive: true, force: true }));
     prepare(discord);
-    const port = await freePort();
     const logs: Array<Record<string, unknown>> = [];
     const logger = createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line)) });
-    const config = parseConfig({
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      ADMIN_API_KEY: adminKey,
-      LLM_BASE_URL: llm.baseURL,
-      DISCORD_TOKEN: token(discord),
-      DISCORD_API_BASE: discord.apiBase,
-    });
-    const service = await startService(config, logger);
+    const service = await onFreePort((port) =>
+      startService(
+        parseConfig({ PORT: String(port), DATA_DIR: dataDir, ADMIN_API_KEY: adminKey, LLM_BASE_URL: llm.baseURL, DISCORD_TOKEN: token(discord), DISCORD_API_BASE: discord.apiBase }),
+        logger,
+      ),
+    );
     cleanups.push(() => service.stop());
     return { service, discord, url: service.url, logs };
   }

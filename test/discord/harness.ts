@@ -9,7 +9,7 @@ import { type FakeDiscord, type StartFakeDiscordOptions, startFakeDiscord } from
 import { type FakeVoice, type StartFakeVoiceOptions, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
 import { type FakeOpenAI, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
 import type { APIUser } from 'discord-api-types/v10';
-import { freePort } from '../http/harness.js';
+import { onFreePort } from '../support/ports.js';
 
 /** The reply the fake engine gives: the newest user line, echoed after `prefix`. */
 export function echo(prefix: string) {
@@ -59,8 +59,8 @@ export async function startBotHarness(
   const users = Object.fromEntries((options.owners ?? []).map((username) => [username, discord.createUser({ username })]));
   const llm = await startFakeOpenAI({ script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-bot-'));
-  const port = await freePort();
-  const config = parseConfig({
+  await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: discord.guild.id });
+  const environment = (port: number) => ({
     PORT: String(port),
     // Engines that fetch our files (the face trainer, LoRA archives) reach the service here.
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
@@ -79,10 +79,15 @@ export async function startBotHarness(
     LOG_LEVEL: 'silent',
     ...options.environment,
   });
-  await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: discord.guild.id });
-  const logger = createLogger(config.logLevel);
+  // Again on another port if this one was taken before the service bound it; `restart` keeps it.
+  const started = await onFreePort(async (port) => {
+    const config = parseConfig(environment(port));
+    const logger = createLogger(config.logLevel);
+    return { config, logger, service: await startService(config, logger) };
+  });
+  const { config, logger } = started;
+  let service: RunningService = started.service;
   // The bot logs in in the background; tests act once it is ready.
-  let service: RunningService = await startService(config, logger);
   await service.discordReady();
   return {
     discord,

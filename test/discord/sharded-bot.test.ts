@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
-import { type ServiceProcess, startService, stopService, waitUntilReady, waitUntilServing } from '../e2e/service-processes.js';
+import { type ServiceProcess, startServing, stopService, waitUntilReady } from '../e2e/service-processes.js';
 import { type FakeDiscord, type FakeGuild, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { type FakeVoice, startFakeVoice } from '../fakes/discord-voice/fake-voice.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
@@ -68,11 +68,11 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-sharded-'));
     const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: llm.baseURL, LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url, LEARNING: 'off' };
     // Images are made by a worker process of their own; the shards only deliver them.
-    worker = await startService('worker', { ...shared, ROLES: 'worker' });
+    const startingWorker = startServing('worker', { ...shared, ROLES: 'worker' });
     // The shard processes trust the fake voice server's certificate, as this process does.
     const voiceCertificate = path.join(dataDir, 'fake-voice-ca.pem');
     await writeFile(voiceCertificate, voice.certificatePem);
-    service = await startService('sharded', {
+    const startingService = startServing('sharded', {
       ...shared,
       NODE_EXTRA_CA_CERTS: voiceCertificate,
       ROLES: 'bot,api',
@@ -81,7 +81,7 @@ describe('DISCORD_SHARDS: one process per shard under a manager', () => {
       DISCORD_API_BASE: discord.apiBase,
       DISCORD_EDIT_INTERVAL_MS: '200',
     });
-    await Promise.all([waitUntilServing(worker), waitUntilServing(service)]);
+    [worker, service] = await Promise.all([startingWorker, startingService]);
     await waitUntilReady(service);
   }, 90_000);
 

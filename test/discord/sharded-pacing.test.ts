@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ordinaryEditShare } from '../../src/bot/pacing/channel-pacer.js';
 import { proxyRequestsPerSecond } from '../../src/bot/sharding/rest-proxy.js';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
-import { type ServiceProcess, startService, stopService, waitUntilServing } from '../e2e/service-processes.js';
+import { type ServiceProcess, startServing, stopService } from '../e2e/service-processes.js';
 import { type FakeDiscord, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import type { RecordedRequest } from '../fakes/discord/http-server.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
@@ -51,7 +51,7 @@ describe('two shards streaming at once', () => {
       },
     });
     for (const guild of discord.guilds) await deployCommands({ token: discord.token, apiBase: discord.apiBase, guildId: guild.id });
-    service = await startService('paced-shards', {
+    service = await startServing('paced-shards', {
       ROLES: 'bot',
       DISCORD_SHARDS: '2',
       DISCORD_TOKEN: discord.token,
@@ -63,7 +63,6 @@ describe('two shards streaming at once', () => {
       LLM_MODEL: 'fake-model',
       LEARNING: 'off',
     });
-    await waitUntilServing(service);
     await discord.waitFor(() => Object.keys(discord.shardingStats.identifiesByShard).length === 2, 60_000);
   }, 90_000);
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployCommands } from '../../src/bot/deploy-commands.js';
-import { type ServiceProcess, startService, stopService, waitUntilReady, waitUntilServing } from '../e2e/service-processes.js';
+import { type ServiceProcess, startServing, stopService, waitUntilReady } from '../e2e/service-processes.js';
 import { type FakeDiscord, guildIdForShard, startFakeDiscord } from '../fakes/discord/fake-discord.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { createTestDatabase } from '../store/postgres-database.js';
@@ -26,8 +26,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
   let environment: Record<string, string>;
 
   async function startShards(): Promise<ServiceProcess> {
-    const service = await startService('restarted-shards', environment);
-    await waitUntilServing(service);
+    const service = await startServing('restarted-shards', environment);
     await waitUntilReady(service);
     return service;
   }
@@ -45,8 +44,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-sharded-restart-'));
     const shared = { DATA_DIR: dataDir, STORE_URL: database.url, LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODEL: 'fake-model', IMAGE_ENGINE: 'cog', COG_BASE_URL: cog.url, LEARNING: 'off' };
     environment = { ...shared, ROLES: 'bot,api', DISCORD_SHARDS: '2', DISCORD_TOKEN: discord.token, DISCORD_API_BASE: discord.apiBase };
-    worker = await startService('restart-worker', { ...shared, ROLES: 'worker' });
-    await waitUntilServing(worker);
+    worker = await startServing('restart-worker', { ...shared, ROLES: 'worker' });
     shards = await startShards();
   }, 120_000);
 

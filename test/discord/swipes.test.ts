@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { APIChannel, APIUser } from 'discord-api-types/v10';
 import type { FakeMessage } from '../fakes/discord/driver.js';
 import { type BotHarness, startBotHarness } from './harness.js';
-import { cutMarker } from '../../src/bot/replies/in-place-reply.js';
+import { clearedPart } from '../../src/bot/replies/in-place-reply.js';
+import { cutMarker } from '../../src/bot/replies/split-message.js';
 
 /** The custom ids under a message, and the label of its position button ("2/3"). */
 function buttons(message: FakeMessage): { ids: string[]; position: string | undefined; previousDisabled: boolean } {
@@ -129,6 +130,71 @@ describe('Discord swipes: ◀ ▶ beside 🔄 edit the newest reply in place', (
     expect(again.content.length).toBeLessThanOrEqual(2000);
     expect(bot.discord.messages(dm)).toHaveLength(count);
   });
+
+  /** `count` words (`word0 word1 …`, about 7 characters each) tagged so no two texts share one. */
+  const words = (tag: string, count: number) => Array.from({ length: count }, (_, index) => `${tag}${index}`).join(' ');
+
+  /**
+   * In `channelId`: a first reply of three messages, then alternatives written and swiped to
+   * under its last: each shown whole over the three (the parts it does not need cleared, one
+   * longer than they hold cut in the last), nothing posted, nothing of another left.
+   */
+  async function swipeLongReply(channelId: string, fromBot: (message: FakeMessage) => boolean): Promise<void> {
+    const { discord } = bot;
+    const long = words('long', 600);
+    bot.llm.setScript({ reply: long });
+    const asked = discord.sendMessage({ channelId, author: alice, content: 'Tell me the whole story' });
+    const partsOf = () => discord.messages(channelId).filter((message) => BigInt(message.id) > BigInt(asked.id) && fromBot(message));
+    await discord.waitFor(() => buttons(partsOf().at(-1) ?? asked).position === '1/1', 15_000);
+    const parts = partsOf();
+    expect(parts).toHaveLength(3);
+    expect(parts.map((part) => part.content).join(' ')).toBe(long);
+    const ids = parts.map((part) => part.id);
+    const last = ids.at(-1)!;
+    const count = discord.messages(channelId).length;
+    /** The texts of the reply's messages once its buttons are at `position` and `matches` holds for them. */
+    const showing = (position: string, matches: (contents: string[]) => boolean) =>
+      discord.waitFor(() => {
+        const contents = ids.map((id) => current(channelId, id).content);
+        return buttons(current(channelId, last)).position === position && matches(contents) ? contents : undefined;
+      }, 15_000);
+    const reads = (expected: string[], position: string) => showing(position, (contents) => contents.every((content, index) => content === expected[index]));
+
+    // ▶ past the last: a short alternative, written into the first message; the other two cleared.
+    bot.llm.setScript({ reply: 'In short: the ship came home.' });
+    await press(channelId, current(channelId, last), next(current(channelId, last)));
+    await reads(['In short: the ship came home.', clearedPart, clearedPart], '2/2');
+
+    // ◀ shows the first alternative whole again, over all three messages.
+    await press(channelId, current(channelId, last), previous(current(channelId, last)));
+    await reads(parts.map((part) => part.content), '1/2');
+
+    // ▶ to the short one, and ▶ past it: one longer than three messages hold, the last of them cut with the marker.
+    await press(channelId, current(channelId, last), next(current(channelId, last)));
+    await reads(['In short: the ship came home.', clearedPart, clearedPart], '2/2');
+    const longer = words('longer', 1000);
+    bot.llm.setScript({ reply: longer });
+    await press(channelId, current(channelId, last), next(current(channelId, last)));
+    const cut = await showing('3/3', (contents) => contents.at(-1)!.endsWith(cutMarker));
+    expect(cut.every((content) => content.length <= 2000)).toBe(true);
+    expect(longer.startsWith(cut.join(' ').slice(0, -cutMarker.length))).toBe(true);
+
+    // ◀ to the short one clears what the longer one showed; ◀ again, the first whole.
+    await press(channelId, current(channelId, last), previous(current(channelId, last)));
+    await reads(['In short: the ship came home.', clearedPart, clearedPart], '2/3');
+    await press(channelId, current(channelId, last), previous(current(channelId, last)));
+    await reads(parts.map((part) => part.content), '1/3');
+    expect(discord.messages(channelId)).toHaveLength(count);
+  }
+
+  // Each swipe edits all three messages: Discord's 5 edits per 5 s in a channel make them wait.
+  it('swipes a reply of several bot messages (a DM) over all of them', async () => {
+    await swipeLongReply(bot.discord.openDm(alice), (message) => message.author.id !== alice.id);
+  }, 60_000);
+
+  it('swipes a reply of several persona webhook messages over all of them', async () => {
+    await swipeLongReply(thread.id, (message) => message.webhook_id !== undefined && message.webhook_id !== null);
+  }, 60_000);
 
   it('refuses ◀ under a reply the conversation has gone on from, privately, changing nothing', async () => {
     const dm = bot.discord.openDm(alice);

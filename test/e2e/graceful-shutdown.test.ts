@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
-import { type ServiceProcess, call, startService, stopService, waitUntilServing } from './service-processes.js';
+import { type ServiceProcess, call, startServing, stopService } from './service-processes.js';
 
 const adminKey = 'admin-key-of-the-shutdown-test';
 
@@ -22,9 +22,8 @@ describe('graceful shutdown on SIGTERM', () => {
   const services: ServiceProcess[] = [];
 
   const start = async (name: string) => {
-    const service = await startService(name, environment);
+    const service = await startServing(name, environment);
     services.push(service);
-    await waitUntilServing(service);
     return service;
   };
   const terminate = async (service: ServiceProcess) => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractionAnswer, isExtraction } from '../fakes/fake-extractor.js';
 import { type FakeOpenAI, type FakeRequestBody, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { createTestDatabase } from '../store/postgres-database.js';
-import { type ServiceProcess, call, startService, stopService, waitUntilServing } from './service-processes.js';
+import { type ServiceProcess, call, startServing, stopService } from './service-processes.js';
 
 const adminKey = 'admin-key-of-the-learning-process-test';
 
@@ -28,8 +28,7 @@ describe('learning across processes on one PostgreSQL database', () => {
       LEARNING_BATCH_MESSAGES: '2',
       LEARNING_QUIET_SECONDS: '1',
     };
-    services = await Promise.all(['one', 'two', 'three'].map((name) => startService(name, environment)));
-    for (const service of services) await waitUntilServing(service);
+    services = await Promise.all(['one', 'two', 'three'].map((name) => startServing(name, environment)));
   }, 60_000);
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
-import { freePort } from '../http/harness.js';
+import { onFreePort } from '../support/ports.js';
 import { createTestDatabase } from '../store/postgres-database.js';
 import { type ServiceProcess, call, startServing, stopService } from './service-processes.js';
 
@@ -40,10 +40,14 @@ describe('ROLES: an API process and worker processes on one PostgreSQL database'
       API_RATE_LIMIT_PER_MINUTE: '100000',
       STARTING_BALANCE: '10',
     };
-    workerMetricsPort = await freePort();
     [api, worker] = await Promise.all([
       start('api', { ROLES: 'api', METRICS_TOKEN: metricsToken }),
-      start('worker', { ROLES: 'worker', METRICS_PORT: String(workerMetricsPort) }),
+      // Its figures' port can be taken too: the worker then starts again on other ports.
+      onFreePort(async (metricsPort) => {
+        const started = await start('worker', { ROLES: 'worker', METRICS_PORT: String(metricsPort) });
+        workerMetricsPort = metricsPort;
+        return started;
+      }),
     ]);
   }, 60_000);
 

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../http/harness.js';
+import { onFreePort } from '../support/ports.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -15,8 +15,8 @@ export interface ServiceProcess {
   output: () => string;
 }
 
-export async function startService(name: string, environment: Record<string, string>): Promise<ServiceProcess> {
-  const port = await freePort();
+/** Spawns one service process on `port`; `startServing` waits until it serves. */
+async function spawnService(name: string, environment: Record<string, string>, port: number): Promise<ServiceProcess> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `likeness-${name}-`));
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -30,7 +30,8 @@ export async function startService(name: string, environment: Record<string, str
   return { name, url: `http://127.0.0.1:${port}`, child, output: () => output };
 }
 
-export async function waitUntilServing(service: ServiceProcess): Promise<void> {
+/** Waits for `/healthz` to answer 200; throws with the process's output if it exits first or takes 30 s. */
+export async function waitUntilServing(service: Pick<ServiceProcess, 'name' | 'url' | 'child' | 'output'>): Promise<void> {
   const deadline = Date.now() + 30_000;
   while ((await fetch(`${service.url}/healthz`).catch(() => undefined))?.status !== 200) {
     if (Date.now() > deadline || service.child.exitCode !== null) throw new Error(`${service.name} did not start:\n${service.output()}`);
@@ -39,21 +40,20 @@ export async function waitUntilServing(service: ServiceProcess): Promise<void> {
 }
 
 /**
- * Starts a service and waits until it serves, starting it again on another port when the one
- * `freePort` gave out was taken (by another test, or by a port the same process was also given)
- * before the child could bind it: that is the test's luck, not the service's failure.
+ * Starts one `src/main.ts` process on a port of its own and waits until it serves, starting it
+ * again on another port when that one was taken before the child bound it (`onFreePort`).
  */
-export async function startServing(name: string, environment: Record<string, string>, attempts = 3): Promise<ServiceProcess> {
-  for (let attempt = 1; ; attempt++) {
-    const service = await startService(name, environment);
+export function startServing(name: string, environment: Record<string, string>): Promise<ServiceProcess> {
+  return onFreePort(async (port) => {
+    const service = await spawnService(name, environment, port);
     try {
       await waitUntilServing(service);
       return service;
     } catch (error) {
-      if (attempt >= attempts || !service.output().includes('EADDRINUSE')) throw error;
       if (service.child.exitCode === null) service.child.kill();
+      throw error;
     }
-  }
+  });
 }
 
 /** Waits for `/readyz` to answer 200: every part up (for a shard manager, every shard ready). */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { type FakeCog, startFakeCog } from '../fakes/images/fake-cog.js';
 import { createTestDatabase } from '../store/postgres-database.js';
-import { type ServiceProcess, call, startService, waitUntilServing } from './service-processes.js';
+import { type ServiceProcess, call, startServing } from './service-processes.js';
 
 const adminKey = 'admin-key-of-the-three-process-test';
 const leaseSeconds = 2;
@@ -32,8 +32,7 @@ describe('three service processes on one PostgreSQL database, over HTTP', () => 
       API_RATE_LIMIT_PER_MINUTE: '100000',
       STARTING_BALANCE: '0',
     };
-    services = await Promise.all(['one', 'two', 'three'].map((name) => startService(name, environment)));
-    for (const service of services) await waitUntilServing(service);
+    services = await Promise.all(['one', 'two', 'three'].map((name) => startServing(name, environment)));
     sql = new pg.Client({ connectionString: database.url });
     await sql.connect();
   }, 60_000);

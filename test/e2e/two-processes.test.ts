@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/fake-openai.js';
 import { createTestDatabase } from '../store/postgres-database.js';
-import { type ServiceProcess, call, startService, stopService, waitUntilServing } from './service-processes.js';
+import { type ServiceProcess, call, startServing, stopService } from './service-processes.js';
 
 const adminKey = 'admin-key-of-the-two-process-test';
 
@@ -45,8 +45,7 @@ describe.each(stores)('two service processes on %s, over HTTP', (_name, createSt
       PUBLIC_BASE_URL: 'http://likeness.test',
       API_RATE_LIMIT_PER_MINUTE: '100000',
     };
-    services = await Promise.all(['a', 'b'].map((name) => startService(name, environment)));
-    for (const service of services) await waitUntilServing(service);
+    services = await Promise.all(['a', 'b'].map((name) => startServing(name, environment)));
     [a, b] = services as [ServiceProcess, ServiceProcess];
   }, 60_000);
 

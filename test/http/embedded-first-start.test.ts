@@ -8,7 +8,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tinyModel } from '../fixtures/tiny-gguf.js';
 import { type FakeModelHost, startFakeModelHost } from '../fakes/fake-model-host.js';
-import { type Harness, freePort, startHarness } from './harness.js';
+import { type Harness, startHarness } from './harness.js';
+import { freePort } from '../support/ports.js';
 
 const reply = 'Fresh from the harbour, hello.';
 const file = 'owner/tiny-GGUF/tiny-Q4_K_M.gguf';

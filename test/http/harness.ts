@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DestinationStream } from 'pino';
@@ -7,6 +6,7 @@ import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningService, startService } from '../../src/main.js';
 import { type FakeOpenAI, type FakeOpenAIOptions, type FakeScriptSource, startFakeOpenAI } from '../fakes/fake-openai.js';
+import { onFreePort } from '../support/ports.js';
 
 export const adminKey = 'test-admin-key-0123456789';
 
@@ -22,17 +22,6 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 /** The whole service as `npm start` wires it, on loopback, with a fake chat engine. */
 export async function startHarness(
   options: {
@@ -46,24 +35,28 @@ export async function startHarness(
 ): Promise<Harness> {
   const llm = await startFakeOpenAI({ ...options.llm, script: options.script });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-http-'));
-  const port = await freePort();
-  const config = parseConfig({
-    PORT: String(port),
-    // Engines on loopback fetch our signed URLs (face archives, training photos).
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-    DATA_DIR: dataDir,
-    ADMIN_API_KEY: adminKey,
-    LLM_BASE_URL: llm.baseURL,
-    LLM_MODEL: 'fake-model',
-    // Learning calls the engine in the background: on only in the tests of learning.
-    LEARNING: 'off',
-    LLM_IDLE_TIMEOUT_MS: '1500',
-    LLM_HEADERS_TIMEOUT_MS: '1500',
-    LOG_LEVEL: 'silent',
-    ...options.environment,
+  // Again on another port if this one was taken before the service bound it; `restart` keeps it.
+  const started = await onFreePort(async (port) => {
+    const config = parseConfig({
+      PORT: String(port),
+      // Engines on loopback fetch our signed URLs (face archives, training photos).
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      DATA_DIR: dataDir,
+      ADMIN_API_KEY: adminKey,
+      LLM_BASE_URL: llm.baseURL,
+      LLM_MODEL: 'fake-model',
+      // Learning calls the engine in the background: on only in the tests of learning.
+      LEARNING: 'off',
+      LLM_IDLE_TIMEOUT_MS: '1500',
+      LLM_HEADERS_TIMEOUT_MS: '1500',
+      LOG_LEVEL: 'silent',
+      ...options.environment,
+    });
+    const logger = options.logDestination ? createLogger('info', options.logDestination) : createLogger(config.logLevel);
+    return { config, logger, service: await startService(config, logger) };
   });
-  const logger = options.logDestination ? createLogger('info', options.logDestination) : createLogger(config.logLevel);
-  let service: RunningService = await startService(config, logger);
+  const { config, logger } = started;
+  let service: RunningService = started.service;
   const url = service.url;
 
   const call: Harness['call'] = async (method, route, callOptions = {}) => {

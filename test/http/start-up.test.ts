@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../fakes/fake-openai.js';
-import { freePort } from './harness.js';
+import { waitUntilServing } from '../e2e/service-processes.js';
+import { onFreePort } from '../support/ports.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -39,12 +40,17 @@ describe('start-up (src/main.ts as npm start runs it)', () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-start-'));
     const llm = await startFakeOpenAI({ script: { reply: 'Hello from the engine.' } });
     cleanups.push(() => llm.close(), () => rm(dataDir, { recursive: true, force: true }));
-    const port = await freePort();
-    const started = run({ PORT: String(port), DATA_DIR: dataDir, LLM_BASE_URL: llm.baseURL, ADMIN_API_KEY: 'admin-key-for-start-up-test' });
+    const { port, started } = await onFreePort(async (port) => {
+      const started = run({ PORT: String(port), DATA_DIR: dataDir, LLM_BASE_URL: llm.baseURL, ADMIN_API_KEY: 'admin-key-for-start-up-test' });
+      try {
+        await waitUntilServing({ name: 'start-up', url: `http://127.0.0.1:${port}`, ...started });
+      } catch (error) {
+        started.child.kill('SIGKILL');
+        throw error;
+      }
+      return { port, started };
+    });
     cleanups.push(async () => started.child.kill('SIGKILL'));
-    await expect
-      .poll(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status, { timeout: 15_000, interval: 200 })
-      .toBe(200);
     const created = await fetch(`http://127.0.0.1:${port}/api/v0/accounts`, {
       method: 'POST',
       headers: { authorization: 'Bearer admin-key-for-start-up-test', 'content-type': 'application/json' },

@@ -5,6 +5,7 @@ import type { ContractContext } from './contract/contract-context.js';
 import { conversationsAndCharactersContract } from './contract/conversations-characters.js';
 import { discordVoiceRepliesContract } from './contract/discord-voice-replies.js';
 import { discordVoiceRulesContract } from './contract/discord-voice-rules.js';
+import { fileReleasesContract } from './contract/file-releases.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
 import { manyCharactersContract } from './contract/many-characters.js';
@@ -63,5 +64,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     memoryBatchesContract(context);
     manyCharactersContract(context);
     messageAlternativesContract(context);
+    fileReleasesContract(context);
   });
 }

@@ -4,7 +4,16 @@
  * one, on older data.
  */
 
-/** Migration 0013 (voice listening rules). */
+/** Migration 0014 (file releases, and the Discord messages of a reply). */
+export const undo0014 = [
+  'drop table file_releases',
+  'drop index discord_character_messages_reply',
+  'alter table discord_character_messages drop column part',
+  'alter table discord_character_messages drop column reply_message_id',
+  "delete from kysely_migration where name >= '0014'",
+];
+
+/** Migration 0013 (voice listening rules), after 0014 was undone. */
 export const undo0013 = [
   'drop table discord_voice_ignored_users',
   'drop table discord_voice_forbidden_channels',

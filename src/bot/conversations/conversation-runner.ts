@@ -7,7 +7,7 @@ import { AppError } from '../../core/errors.js';
 import { KeyedLock } from '../keyed-lock.js';
 import type { ChannelPacer } from '../pacing/channel-pacer.js';
 import { explainError } from '../explain-error.js';
-import { cutToOneMessage, shownAlternative } from '../replies/in-place-reply.js';
+import { shownAlternative } from '../replies/in-place-reply.js';
 import { finishNote, replyRows, shownReply } from '../replies/reply-buttons.js';
 import { SentenceCollector } from '../voice/sentence-collector.js';
 import { QueuePlace, type ReplyChannel, writeStreamingReply } from '../replies/streaming-reply.js';
@@ -16,6 +16,8 @@ import { discordMessageLimit } from '../replies/split-message.js';
 export interface RunnerOptions {
   /** Remembers which character wrote which Discord messages (for replies addressed to them). */
   recordAuthors?(messageIds: readonly string[], characterId: string): Promise<void>;
+  /** Remembers the Discord messages a reply took, in order, its buttons under the last (for swipes). */
+  recordReply?(messageIds: readonly string[], characterId: string): Promise<void>;
 }
 
 export interface AnswerOptions {
@@ -66,9 +68,10 @@ export class ConversationRunner {
    */
   async greet(conversationId: string, greeting: StoredMessage, channel: ReplyChannel): Promise<string | undefined> {
     return this.#turns.run(conversationId, async () => {
-      const shown = shownAlternative(greeting, undefined, '');
+      // One message, its alternatives cut to it: a greeting's ◀ ▶ edit that message alone.
+      const shown = shownAlternative(greeting, undefined, channel.maxLength ?? discordMessageLimit);
       try {
-        return await this.#recordingAuthors(channel, greeting.participantId, conversationId).send(shown.content, shown.components);
+        return await this.#recordingAuthors(channel, greeting.participantId, conversationId).send(shown.parts[0]!, shown.components);
       } catch (error) {
         this.logger.warn({ err: error, conversationId }, 'could not post a greeting on Discord');
         return undefined;
@@ -90,7 +93,7 @@ export class ConversationRunner {
     return this.#turns.run(conversationId, async () => {
       const place = new QueuePlace();
       const reply = await this.core.chat.respond(actor, conversationId, messageId, { stream: true, onQueued: (ahead) => place.update(ahead), ...(options.characterId ? { characterId: options.characterId } : {}) });
-      return this.#write(reply, conversationId, messageId, channel, options.onSentence, place);
+      return this.#write(reply, conversationId, messageId, channel, { onSentence: options.onSentence, place, newMessages: true });
     });
   }
 
@@ -105,14 +108,15 @@ export class ConversationRunner {
       if (!latest) throw new AppError('VALIDATION_FAILED', 'Nothing has been said in this conversation yet: write something first.');
       const place = new QueuePlace();
       const reply = await this.core.chat.respond(actor, conversationId, latest.id, { stream: true, characterId, onQueued: (ahead) => place.update(ahead) });
-      return this.#write(reply, conversationId, latest.id, channel, options.onSentence, place);
+      return this.#write(reply, conversationId, latest.id, channel, { onSentence: options.onSentence, place, newMessages: true });
     });
   }
 
   /**
    * Writes a new reply to `target.messageId` (🔄 or ▶ under the reply to it), in turn with other
    * replies: another alternative of that reply if it is still the newest (the core decides).
-   * `channel` decides where it shows (the message under the button, for the bot).
+   * `channel` decides where it shows (the messages of the reply under the button, for the bot,
+   * which stay the reply's).
    */
   async regenerate(
     actor: Actor,
@@ -124,17 +128,24 @@ export class ConversationRunner {
     return this.#turns.run(conversationId, async () => {
       const place = new QueuePlace();
       const reply = await this.core.chat.regenerate(actor, conversationId, { stream: true, onQueued: (ahead) => place.update(ahead), ...target });
-      return this.#write(reply, conversationId, target.messageId, channel, options.onSentence, place);
+      return this.#write(reply, conversationId, target.messageId, channel, { onSentence: options.onSentence, place, newMessages: false });
     });
   }
 
-  async #write(reply: Reply, conversationId: string, messageId: string, channel: ReplyChannel, onSentence: ((sentence: string) => void) | undefined, place: QueuePlace): Promise<WrittenReply | undefined> {
+  /** `newMessages`: the reply is posted anew (not into the messages of one it replaces), and its messages are recorded. */
+  async #write(
+    reply: Reply,
+    conversationId: string,
+    messageId: string,
+    channel: ReplyChannel,
+    { onSentence, place, newMessages }: { onSentence: ((sentence: string) => void) | undefined; place: QueuePlace; newMessages: boolean },
+  ): Promise<WrittenReply | undefined> {
+    const record = this.options.recordReply;
     try {
       let stored: StoredMessage | undefined;
-      const noted = withFinishNote(reply, (message) => {
+      const pieces = withFinishNote(reply, (message) => {
         stored = message;
       });
-      const pieces = channel.oneMessage ? cutToOneMessage(noted, channel.maxLength ?? discordMessageLimit) : noted;
       const written = await writeStreamingReply(this.#recordingAuthors(channel, reply.characterId, conversationId), onSentence ? teeSentences(pieces, onSentence) : pieces, {
         pacer: this.pacer,
         logger: this.logger,
@@ -143,6 +154,9 @@ export class ConversationRunner {
         // A finished or failed reply can be asked for again (pressing it waits for this turn to end);
         // a stored one shows which of its alternatives this is, with ◀ ▶ to the others.
         finalButtons: () => replyRows({ conversationId, messageId }, stored && shownReply(stored)),
+        // A failed reply's too: 🔄 under it writes the next into the same messages. One written
+        // again shows in those of the reply it replaces, already recorded.
+        ...(newMessages && record ? { beforeFinalButtons: (messageIds: readonly string[]) => record(messageIds, reply.characterId).catch((error: unknown) => this.logger.warn({ err: error, conversationId }, 'could not record the messages of a reply')) } : {}),
       });
       stored ??= await reply.done.catch(() => undefined);
       if (written.failure) this.logger.warn({ err: written.failure, conversationId }, 'reply failed on Discord');

@@ -6,6 +6,7 @@ import { AppError } from '../../core/errors.js';
 import type { Logger } from '../../core/ports.js';
 import type { CharacterRecord } from '../../core/records.js';
 import { webhookKeyPrefix } from '../pacing/channel-pacer.js';
+import { labelOf } from '../replies/in-place-reply.js';
 import { replyChannelOf } from '../replies/reply-channel.js';
 import { discordMessageLimit } from '../replies/split-message.js';
 import { MessageUneditableError, type ReplyChannel } from '../replies/streaming-reply.js';
@@ -59,6 +60,22 @@ export class PersonaReplies {
     // A writer who has left the scene since: the conversation's own character, as the core does.
     const present = characterId !== undefined && conversation.characterIds.includes(characterId) ? characterId : undefined;
     return this.channelFor(channel, await this.#core.conversations.answerer(conversation, present), { several: conversation.characterIds.length > 1 });
+  }
+
+  /**
+   * Replaces the text of a message a character's reply posted earlier (a part of a reply now
+   * swiped), as it was posted: through the persona's webhook, or as the bot keeping the name it
+   * starts with. `MessageUneditableError` when the message is gone or can no longer be edited.
+   */
+  async editPosted(channel: Channel, messageId: string, content: string): Promise<void> {
+    if (!channel.isTextBased()) throw new MessageUneditableError('This channel has no messages to edit.');
+    const message = await channel.messages.fetch(messageId).catch((error: unknown) => {
+      throw new MessageUneditableError('That character message is gone.', { cause: error });
+    });
+    if (message.webhookId) return this.#personas.editPosted(channel.id, message.webhookId, messageId, content);
+    await channel.messages.edit(messageId, { content: labelOf(message) + content, allowedMentions: { parse: [] } }).catch((error: unknown) => {
+      throw new MessageUneditableError('That character message can no longer be edited.', { cause: error });
+    });
   }
 
   /** True for messages the bot's own personas posted, which the bot must never answer. */

@@ -241,6 +241,26 @@ export class WebhookPersonas {
     await this.#editMessage(channelId, lease, messageId, { content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) });
   }
 
+  /**
+   * Replaces the text of a message one of the channel's webhooks of ours posted earlier (a part
+   * of a reply now swiped), without a lease: `MessageUneditableError` once no webhook of ours
+   * with that id is left (deleted, or never ours) or the message is gone.
+   */
+  async editPosted(channelId: string, webhookId: string, messageId: string, content: string): Promise<void> {
+    const target = await this.#target(channelId);
+    const pooled = target && (await this.#pool(target.parentId).catch(() => undefined))?.members.find((member) => member.webhook.id === webhookId);
+    if (!target || !pooled) throw new MessageUneditableError('That character message can no longer be edited: its webhook is not ours any more.');
+    try {
+      await pooled.webhook.editMessage(messageId, { content, allowedMentions: { parse: [] }, ...(target.threadId === undefined ? {} : { threadId: target.threadId }) });
+    } catch (error) {
+      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook)) await this.#forget(target.parentId, pooled);
+      if (isDiscordError(error, RESTJSONErrorCodes.UnknownWebhook) || isDiscordError(error, RESTJSONErrorCodes.UnknownMessage)) {
+        throw new MessageUneditableError('That character message can no longer be edited.', { cause: error });
+      }
+      throw error;
+    }
+  }
+
   /** The reply holding `lease` is over: its webhook is free for the next one. */
   release(lease: WebhookLease): void {
     if (lease instanceof Lease) lease.pooled.leases.delete(lease);

@@ -1,7 +1,7 @@
 import type { ButtonInteraction, Message } from 'discord.js';
 import type { StoredMessage } from '../../core/repositories.js';
 import { finishNote, replyRows, shownReply } from './reply-buttons.js';
-import { discordMessageLimit } from './split-message.js';
+import { discordMessageLimit, splitWithin } from './split-message.js';
 import type { ButtonRows, ReplyChannel } from './streaming-reply.js';
 
 /**
@@ -14,83 +14,90 @@ export function labelOf(message: Pick<Message, 'webhookId' | 'content'>): string
   return /^\*\*[^*\n]+:\*\* /.exec(message.content)?.[0] ?? '';
 }
 
+/** The Discord messages a reply shows in, and how to edit those before the last. */
+export interface ReplyMessages {
+  /** In order; the last is the one under the buttons (the interaction's). */
+  ids: readonly string[];
+  /**
+   * Replaces the text of one before the last, as it was posted (the bot's or a persona's);
+   * `MessageUneditableError` when that can no longer be done.
+   */
+  edit(messageId: string, content: string): Promise<void>;
+}
+
 /**
- * The streaming writer's channel for a reply written again under its button: the reply goes
- * into the message under the button, edited through the interaction, which Discord allows for
- * the bot's messages and a persona's webhook messages alike, so no new message is posted.
- *
- * Every alternative shows in that one message (`oneMessage`): one longer than a message holds is
- * cut with `cutMarker`. The bot keeps no list of the Discord messages a reply took, so an
- * alternative that posted more messages would leave them under the reply when the next one,
- * shorter, is shown; one message is what ◀ ▶ can always edit. A message that can no longer be
- * edited (a deleted webhook) still goes on in a new message, through `base` (the writer's persona
- * or the bot). The interaction must be acknowledged (`deferUpdate`) first.
+ * What a message of a reply shows when the alternative shown needs fewer messages than the
+ * reply has: nothing (Discord takes no empty text), the message kept for a longer alternative.
  */
-export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChannel): ReplyChannel {
-  const messageId = interaction.message.id;
+export const clearedPart = '\u200b';
+
+/**
+ * The streaming writer's channel for a reply written again under its button: the new
+ * alternative goes into the messages the reply already has (`messages`), in order, and no new
+ * message is posted. Those of the earlier alternative beyond the first are cleared as the new
+ * one starts, and it is cut with `cutMarker` if it needs more messages than there are
+ * (`maxMessages`). The buttons stay under the last message, edited through the interaction
+ * (which Discord allows for the bot's messages and a persona's webhook messages alike); the
+ * others are edited as they were posted. A message that can no longer be edited (a deleted
+ * webhook) keeps its words and the reply goes on in the next; past the last, in a new message
+ * through `base` (the writer's persona or the bot). The interaction must be acknowledged
+ * (`deferUpdate`) first.
+ */
+export function inPlaceChannel(interaction: ButtonInteraction, base: ReplyChannel, messages: ReplyMessages): ReplyChannel {
+  const ids = messages.ids.length > 0 ? messages.ids : [interaction.message.id];
+  const lastIndex = ids.length - 1;
   const label = labelOf(interaction.message);
-  let placed = false;
+  let placed = 0;
   let overflowed = false;
   const editHere = async (content: string, rows?: ButtonRows): Promise<void> => {
     await interaction.editReply({ content: label + content, allowedMentions: { parse: [] }, ...(rows ? { components: rows } : {}) });
   };
+  // The reply's buttons go under its last message, even when the alternative ends before it.
+  const write = async (index: number, content: string, rows?: ButtonRows): Promise<void> => {
+    if (index === lastIndex) return editHere(content, rows);
+    await messages.edit(ids[index]!, content);
+    if (rows) await editHere(clearedPart, rows);
+  };
   return {
     ...base,
     maxLength: Math.min(base.maxLength ?? discordMessageLimit, discordMessageLimit - label.length),
-    oneMessage: true,
+    maxMessages: ids.length,
     // Interaction edits are paced as the channel's own (undefined), never booking a webhook's key
     // that other replies share, unless the reply had to go on in a message of `base`.
     pacingKey: () => (overflowed ? base.pacingKey?.() : undefined),
     async send(content, rows) {
-      if (placed) {
+      if (placed > lastIndex) {
         overflowed = true;
         return base.send(content, rows);
       }
-      placed = true;
-      await editHere(content, rows);
-      return messageId;
+      const index = placed++;
+      if (index === 0) {
+        // Nothing of the alternative shown before stays beside the new one.
+        for (const [later, id] of ids.entries()) {
+          if (later === 0) continue;
+          await (later === lastIndex ? editHere(clearedPart) : messages.edit(id, clearedPart).catch(() => undefined));
+        }
+      }
+      await write(index, content, rows);
+      return ids[index]!;
     },
-    edit: (id, content, rows) => (id === messageId ? editHere(content, rows) : base.edit(id, content, rows)),
+    edit(id, content, rows) {
+      const index = ids.indexOf(id);
+      return index === -1 ? base.edit(id, content, rows) : write(index, content, rows);
+    },
   };
 }
 
-/** Ends an alternative cut to one message: says so, where "…" alone reads as the character trailing off. */
-export const cutMarker = ' … *(cut: too long for one message)*';
-
-/** `text` within `room` characters: whole, or cut with `cutMarker`. */
-export function withinOneMessage(text: string, room: number): string {
-  return text.length <= room ? text : text.slice(0, room - cutMarker.length).trimEnd() + cutMarker;
-}
-
 /**
- * The pieces of a reply written into one message: the text until it would pass `room`, then
- * `cutMarker`; the rest is read (the reply is still stored whole) and not shown.
+ * What the messages of a reply show for the alternative it has chosen: its text and the note of
+ * a cut reply, over `messages` messages of `room` characters (those it does not need cleared,
+ * the rest cut with `cutMarker`), and the swipe buttons under the last. `answeredId` is the
+ * message it answers (for 🔄); none for a greeting, which answers nothing.
  */
-export async function* cutToOneMessage(pieces: AsyncIterable<string>, room: number): AsyncGenerator<string> {
-  const keep = room - cutMarker.length;
-  let length = 0;
-  let cut = false;
-  for await (const piece of pieces) {
-    if (cut) continue;
-    if (length + piece.length <= keep) {
-      length += piece.length;
-      yield piece;
-      continue;
-    }
-    cut = true;
-    yield piece.slice(0, keep - length) + cutMarker;
-  }
-}
-
-/**
- * What a reply shows for the alternative it has chosen: its text and the note of a cut reply,
- * within one message, with the swipe buttons. `answeredId` is the message it answers (for 🔄);
- * none for a greeting, which answers nothing.
- */
-export function shownAlternative(message: StoredMessage, answeredId: string | undefined, label: string): { content: string; components: ButtonRows } {
+export function shownAlternative(message: StoredMessage, answeredId: string | undefined, room: number, messages = 1): { parts: string[]; components: ButtonRows } {
   const text = message.content + finishNote(message.finishReason);
-  // A long alternative shows its beginning here: the swipe edits one message, never posts more (see `inPlaceChannel`).
-  const content = label + withinOneMessage(text, discordMessageLimit - label.length);
+  const shown = splitWithin(text, messages, room);
+  const parts = Array.from({ length: Math.max(1, messages) }, (_, index) => shown[index] ?? clearedPart);
   const components = replyRows(answeredId === undefined ? undefined : { conversationId: message.conversationId, messageId: answeredId }, shownReply(message));
-  return { content, components };
+  return { parts, components };
 }

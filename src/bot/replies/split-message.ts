@@ -31,6 +31,23 @@ export function splitMessage(text: string, limit = discordMessageLimit): string[
   return parts;
 }
 
+/** Ends a reply cut to the messages it may take: says so, where "…" alone reads as the character trailing off. */
+export const cutMarker = ' … *(cut: too long to show here)*';
+
+/**
+ * `splitMessage` into at most `maxParts` messages: when the text needs more, the last one shows
+ * as much of its own part as fits before `cutMarker`, and the rest is not shown.
+ */
+export function splitWithin(text: string, maxParts: number, limit = discordMessageLimit): string[] {
+  const parts = splitMessage(text, limit);
+  if (parts.length <= maxParts) return parts;
+  const kept = parts.slice(0, Math.max(1, maxParts));
+  const last = kept.length - 1;
+  const room = limit - cutMarker.length;
+  kept[last] = (kept[last]!.length <= room ? kept[last]! : kept[last]!.slice(0, room).trimEnd()) + cutMarker;
+  return kept;
+}
+
 /**
  * What follows `offset` of `text`, to go on in a message of its own after one that shows the
  * text up to there: leading space dropped, or, inside a code block, the block opened again with

@@ -1,7 +1,7 @@
 import type { APIActionRowComponent, APIButtonComponent } from 'discord.js';
 import type { Logger } from '../../core/ports.js';
 import type { ChannelPacer } from '../pacing/channel-pacer.js';
-import { continuationAfter, discordMessageLimit, splitMessage } from './split-message.js';
+import { continuationAfter, cutMarker, discordMessageLimit, splitWithin } from './split-message.js';
 
 /** What the writer needs of a Discord channel; the bot adapts discord.js channels to it. */
 export interface ReplyChannel {
@@ -21,10 +21,11 @@ export interface ReplyChannel {
   /** The longest text one message here may take (default Discord's 2,000), when the channel adds words of its own. */
   maxLength?: number;
   /**
-   * The reply must fit the one message it is written into (an alternative written in place):
-   * its text is cut to that message, ending with `cutMarker`, and no further message is posted.
+   * The most messages the reply may take (an alternative written into the messages of the reply
+   * it replaces): past them its text is cut, ending with `cutMarker`, and no further message is
+   * posted, though the rest is still read (and stored).
    */
-  oneMessage?: boolean;
+  maxMessages?: number;
   /** The reply is over (its buttons are on): whatever it held for its messages (a persona's webhook) is free for the next. */
   release?(): void;
 }
@@ -52,6 +53,11 @@ export interface StreamingReplyOptions {
    * pieces have ended, for buttons that depend on how the reply ended (the stored reply's swipes).
    */
   finalButtons?: ButtonRows | (() => ButtonRows | undefined);
+  /**
+   * Told the messages a reply of more than one took, in order, before its final buttons go on,
+   * so what records them is done before anyone can press one (a swipe shows in all of them).
+   */
+  beforeFinalButtons?: (messageIds: readonly string[]) => Promise<void>;
   logger: Logger;
   /** Shown at the end of the text while it grows. */
   cursor?: string;
@@ -136,9 +142,11 @@ export async function writeStreamingReply(
     const rest = continuationAfter(text.trimStart(), from);
     if (rest === '') return [];
     const limit = channel.maxLength ?? discordMessageLimit;
-    const parts = splitMessage(final ? rest.trimEnd() : rest, limit);
+    // Messages that can no longer be edited took their share of the reply's messages.
+    const room = channel.maxMessages === undefined ? Number.POSITIVE_INFINITY : Math.max(1, channel.maxMessages - settled.length);
+    const parts = splitWithin(final ? rest.trimEnd() : rest, room, limit);
     const last = parts.length - 1;
-    if (!final && parts[last]!.length + cursor.length <= limit) parts[last] += cursor;
+    if (!final && !parts[last]!.endsWith(cutMarker) && parts[last]!.length + cursor.length <= limit) parts[last] += cursor;
     return parts.filter((part) => part.trim().length > 0);
   };
 
@@ -148,8 +156,18 @@ export async function writeStreamingReply(
     // gone on from there (only the last part grows, so only it is ever edited).
     const upTo = text.trimStart().length;
     const finalRows = final ? (typeof options.finalButtons === 'function' ? options.finalButtons() : options.finalButtons) : undefined;
+    const told = final && options.beforeFinalButtons !== undefined && settled.length + parts.length > 1;
     for (const [index, content] of parts.entries()) {
-      const rows = final && index === parts.length - 1 ? finalRows : undefined;
+      const last = index === parts.length - 1;
+      if (told && last) {
+        // A new last part goes out first without its buttons (one request more), to be told of.
+        if (!sent[index]) {
+          sent.push({ id: await channel.send(content), content, upTo });
+          options.pacer.sent(pacingKey());
+        }
+        await options.beforeFinalButtons!([...settled, ...sent].map((message) => message.id));
+      }
+      const rows = final && last ? finalRows : undefined;
       const previous = sent[index];
       if (previous?.content === content && rows === undefined) continue;
       if (previous) {

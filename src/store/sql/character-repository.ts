@@ -1,4 +1,4 @@
-import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
+import { type Insertable, type Selectable, sql } from 'kysely';
 import { AppError, characterLimitReached, notFound } from '../../core/errors.js';
 import type { CharacterListOptions, CharacterPage, CharacterRepository, MemoryRepository } from '../../core/repositories.js';
 import { listCharacters } from './character-list.js';
@@ -86,12 +86,6 @@ export class SqlCharacterRepository implements CharacterRepository {
     return listCharacters(this.context, options);
   }
 
-  async unheldFiles(keys: readonly string[], accountId: string): Promise<string[]> {
-    const unheld: string[] = [];
-    for (const key of new Set(keys)) if (!(await isHeld(this.context.db, key, accountId))) unheld.push(key);
-    return unheld;
-  }
-
   async countOwned(accountId: string): Promise<number> {
     const { count } = await this.context.db
       .selectFrom('characters')
@@ -133,32 +127,9 @@ export class SqlCharacterRepository implements CharacterRepository {
         .where('id', '=', characterId)
         .execute();
       const keys = [row.avatar_key, ...faceArchives.map((face) => face.archive_key)].filter((key): key is string => key !== null);
-      const unheld: string[] = [];
-      for (const key of new Set(keys)) if (!(await isHeld(db, key, row.account_id))) unheld.push(key);
-      return unheld;
+      return [...new Set(keys)];
     });
   }
-}
-
-/**
- * Whether any row still holds a file: a character's avatar, a message's file, a face model's
- * archive (each an indexed lookup), or an output of the account's image jobs (which a person may
- * have made an avatar of).
- */
-async function isHeld(db: Kysely<Database>, key: string, accountId: string): Promise<boolean> {
-  const holders = await Promise.all([
-    db.selectFrom('characters').select('id').where('avatar_key', '=', key).limit(1).executeTakeFirst(),
-    db.selectFrom('messages').select('id').where('file_key', '=', key).limit(1).executeTakeFirst(),
-    db.selectFrom('face_models').select('id').where('archive_key', '=', key).limit(1).executeTakeFirst(),
-    db
-      .selectFrom('jobs')
-      .select('id')
-      .where('account_id', '=', accountId)
-      .where(sql<boolean>`output_files like ${`%${escapeLike(key)}%`} escape '\\'`)
-      .limit(1)
-      .executeTakeFirst(),
-  ]);
-  return holders.some((holder) => holder !== undefined);
 }
 
 /**

@@ -75,6 +75,38 @@ export class SqlDiscordChannelRepository implements DiscordChannelRepository {
     return row?.character_id;
   }
 
+  async recordReplyMessages(messageIds: readonly string[], characterId: string, createdMillis: number): Promise<void> {
+    const last = messageIds.at(-1);
+    if (last === undefined) return;
+    await atomic(this.context.db, async (db) => {
+      // Messages an earlier record put in this reply and this one leaves out are in none now.
+      await db
+        .updateTable('discord_character_messages')
+        .set({ reply_message_id: null, part: null })
+        .where('reply_message_id', '=', last)
+        .where('message_id', 'not in', messageIds)
+        .execute();
+      await db
+        .insertInto('discord_character_messages')
+        .values(messageIds.map((messageId, part) => ({ message_id: messageId, character_id: characterId, created_millis: createdMillis, reply_message_id: last, part })))
+        .onConflict((conflict) =>
+          conflict.column('message_id').doUpdateSet((row) => ({ reply_message_id: row.ref('excluded.reply_message_id'), part: row.ref('excluded.part') })),
+        )
+        .execute();
+    });
+  }
+
+  async replyMessages(messageId: string): Promise<string[]> {
+    const rows = await this.context.db
+      .selectFrom('discord_character_messages')
+      .select('message_id')
+      .where('reply_message_id', '=', messageId)
+      .orderBy('part')
+      .execute();
+    const ids = rows.map((row) => row.message_id);
+    return ids.at(-1) === messageId ? ids : [messageId];
+  }
+
   async forgetCharacterMessages(createdMillis: number, limit: number): Promise<number> {
     // A bounded batch (neither SQLite nor PostgreSQL takes DELETE … LIMIT as such), oldest first by the index.
     const result = await this.context.db

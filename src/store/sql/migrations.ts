@@ -500,5 +500,32 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0014-file-releases-and-reply-parts': {
+      // Two leftovers of issue 22's review. Files a deleted character let go of are removed by a
+      // sweep once a grace period has passed, not at once: files are content-addressed, so an
+      // import of the same image can be told the file is there milliseconds before a deletion
+      // removes it; a release here is renewed whenever the same bytes are stored again.
+      // And which Discord messages carry one reply, in order, so a swipe shows the whole
+      // alternative over all of them, not in the message under the buttons alone.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('file_releases')
+          .addColumn('file_key', 'text', (column) => column.primaryKey())
+          // Whose image jobs may hold the file (an output made an avatar): the one scan the sweep narrows.
+          .addColumn('account_id', 'text', notNull)
+          .addColumn('released_micros', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('file_releases_due').on('file_releases').column('released_micros').execute();
+        // The message under the reply's buttons (its last), and this message's place in the reply.
+        await db.schema.alterTable('discord_character_messages').addColumn('reply_message_id', 'text').execute();
+        await db.schema.alterTable('discord_character_messages').addColumn('part', 'integer').execute();
+        await db.schema
+          .createIndex('discord_character_messages_reply')
+          .on('discord_character_messages')
+          .column('reply_message_id')
+          .where(sql.ref('reply_message_id'), 'is not', null)
+          .execute();
+      },
+    },
   };
 }

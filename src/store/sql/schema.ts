@@ -42,6 +42,7 @@ export interface Database {
   memory_batch_parts: MemoryBatchPartsTable;
   reply_memories: ReplyMemoriesTable;
   unlearned_messages: UnlearnedMessagesTable;
+  file_releases: FileReleasesTable;
 }
 
 export interface AccountsTable {
@@ -274,6 +275,10 @@ export interface DiscordCharacterMessagesTable {
   message_id: string;
   character_id: string;
   created_millis: number;
+  /** The last message of the reply this one is part of, which carries its buttons; null until the reply is written. */
+  reply_message_id: string | null;
+  /** This message's place in that reply, from 0. */
+  part: number | null;
 }
 
 /** A server's voice call rules; no row: listening allowed, default thresholds. */
@@ -387,4 +392,12 @@ export interface ReplyMemoriesTable {
 /** A message nothing is learned from (kept only as context, or written by the admin as someone). */
 export interface UnlearnedMessagesTable {
   message_id: string;
+}
+
+/** A file a deleted character let go of: removed by the sweep once unheld a grace period after `released_micros`. */
+export interface FileReleasesTable {
+  file_key: string;
+  account_id: string;
+  /** When it was let go of, or last stored again. */
+  released_micros: number;
 }

@@ -9,6 +9,7 @@ import { SqlCharacterRepository, SqlMemoryRepository } from './character-reposit
 import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
+import { SqlFileReleaseRepository } from './file-release-repository.js';
 import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
 import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
@@ -113,6 +114,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly lorebooks;
   readonly memoryBatches;
   readonly replyMemories;
+  readonly fileReleases;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -138,6 +140,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.lorebooks = repositories.lorebooks;
     this.memoryBatches = repositories.memoryBatches;
     this.replyMemories = repositories.replyMemories;
+    this.fileReleases = repositories.fileReleases;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -177,5 +180,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     memoryBatches: new SqlMemoryBatchRepository(context),
     lorebooks: new SqlLorebookRepository(context),
     replyMemories: new SqlReplyMemoryRepository(context),
+    fileReleases: new SqlFileReleaseRepository(context),
   };
 }

@@ -290,6 +290,19 @@ export function jobsAndTheRestContract(context: ContractContext): void {
       expect(await store.discordChannels.forgetCharacterMessages(now - 1_000, 2)).toBe(1);
       expect(await store.discordChannels.forgetCharacterMessages(now - 1_000, 2)).toBe(0);
       expect(await other.discordChannels.characterOfMessage(messageIds[0]!)).toBe(second.character.id);
+
+      // A reply's messages in order, found from the last (under its buttons), whether their authors were recorded already or not.
+      const third = randomUUID();
+      await store.discordChannels.recordReplyMessages([...messageIds, third], second.character.id, now);
+      expect(await other.discordChannels.replyMessages(third)).toEqual([...messageIds, third]);
+      expect(await other.discordChannels.characterOfMessage(third)).toBe(second.character.id);
+      // A message that is not the last of a recorded reply, or was never recorded, is a reply of its own.
+      expect(await other.discordChannels.replyMessages(messageIds[1]!)).toEqual([messageIds[1]]);
+      const unknown = randomUUID();
+      expect(await store.discordChannels.replyMessages(unknown)).toEqual([unknown]);
+      // Recorded again as a shorter reply, the last message's reply is that one.
+      await other.discordChannels.recordReplyMessages([messageIds[1]!, third], second.character.id, now);
+      expect(await store.discordChannels.replyMessages(third)).toEqual([messageIds[1], third]);
     });
 
     it('keeps deliveries until removed once, oldest first', async () => {

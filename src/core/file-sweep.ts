@@ -1,0 +1,111 @@
+/**
+ * Files let go of are removed by a sweep, a grace period later, never by the deletion itself.
+ * Files are content-addressed: a card imported while a character with the same avatar is
+ * deleted is told the file is there, then references it, milliseconds apart, and a deletion
+ * that checked for holders and removed the file at once could do so in between. Here a
+ * deletion records a release (`FileReleaseRepository`); storing the same bytes again renews
+ * it; and a worker removes what was released longer ago than the grace period and nothing
+ * holds, in the transaction that takes the release, so a renew waits for the file to be gone
+ * and the store writes it anew.
+ */
+import type { Clock, FileStore, Logger, StoredFile } from './ports.js';
+import type { RepositoryStore } from './repositories.js';
+
+export interface FileSweepOptions {
+  /**
+   * How long a file let go of (or stored again since) is kept: longer than anything takes
+   * between storing a file and referencing it (an import, an image job's outputs).
+   */
+  graceMs: number;
+  /** How often a worker process sweeps. */
+  everyMs: number;
+  /** Releases taken per transaction. */
+  batch: number;
+}
+
+export const defaultFileSweepOptions: FileSweepOptions = { graceMs: 60 * 60_000, everyMs: 10 * 60_000, batch: 100 };
+
+/** The file store the use cases get: each file stored renews its release, if it has one. */
+export class RenewingFileStore implements FileStore {
+  constructor(
+    private readonly files: FileStore,
+    private readonly store: RepositoryStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async put(bytes: Uint8Array, mimeType: string): Promise<StoredFile> {
+    // Renewed before the store looks for the file (hashing the bytes twice): renewed after, a
+    // sweep could remove the file between the store finding it and the renewal.
+    await this.store.fileReleases.renew(this.files.keyOf(bytes, mimeType), this.clock.nowMicros());
+    return this.files.put(bytes, mimeType);
+  }
+
+  keyOf(bytes: Uint8Array, mimeType: string): string {
+    return this.files.keyOf(bytes, mimeType);
+  }
+
+  read(key: string): Promise<Buffer | undefined> {
+    return this.files.read(key);
+  }
+
+  typeOf(key: string): string | undefined {
+    return this.files.typeOf(key);
+  }
+
+  remove(key: string): Promise<void> {
+    return this.files.remove(key);
+  }
+}
+
+/** Removes released files nothing holds; worker processes run it now and then, any number at once. */
+export class FileSweep {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly store: RepositoryStore,
+    private readonly files: FileStore,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: FileSweepOptions = defaultFileSweepOptions,
+  ) {}
+
+  /** Sweeps every `everyMs` until stopped; a failed sweep is logged and the next tries again. */
+  start(): void {
+    if (this.#timer || this.#stopped) return;
+    const tick = async () => {
+      try {
+        await this.sweepOnce();
+      } catch (error) {
+        this.logger.warn({ err: error }, 'sweeping released files failed; the next sweep tries again');
+      } finally {
+        if (!this.#stopped) this.#timer = setTimeout(() => void (this.#running = tick()), this.options.everyMs).unref();
+      }
+    };
+    this.#timer = setTimeout(() => void (this.#running = tick()), 0).unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running?.catch(() => undefined);
+  }
+
+  /** Removes the files released over `graceMs` ago that nothing holds; answers how many went. */
+  async sweepOnce(): Promise<number> {
+    const releasedBefore = this.clock.nowMicros() - this.options.graceMs * 1000;
+    let removed = 0;
+    for (;;) {
+      const { taken, unheld } = await this.store.transaction(async ({ fileReleases }) => {
+        const due = await fileReleases.takeUnheld(releasedBefore, this.options.batch);
+        // Before the commit: a renew of one of these waits for it, and its store then writes the file anew.
+        for (const key of due.unheld) await this.files.remove(key);
+        return due;
+      });
+      removed += unheld.length;
+      if (unheld.length > 0) this.logger.debug({ removed: unheld.length }, 'released files removed');
+      if (taken < this.options.batch || this.#stopped) return removed;
+    }
+  }
+}

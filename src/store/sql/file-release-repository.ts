@@ -1,0 +1,78 @@
+import { type Kysely, sql } from 'kysely';
+import type { FileReleaseRepository } from '../../core/repositories.js';
+import { escapeLike } from './character-repository.js';
+import { type SqlContext, atomic } from './sql-context.js';
+import type { Database } from './schema.js';
+
+/** Files let go of, in `file_releases`, until the sweep takes them. */
+export class SqlFileReleaseRepository implements FileReleaseRepository {
+  constructor(private readonly context: SqlContext) {}
+
+  async release(keys: readonly string[], accountId: string, releasedMicros: number): Promise<void> {
+    const rows = [...new Set(keys)].map((key) => ({ file_key: key, account_id: accountId, released_micros: releasedMicros }));
+    if (rows.length === 0) return;
+    await this.context.db
+      .insertInto('file_releases')
+      .values(rows)
+      .onConflict((conflict) =>
+        conflict.column('file_key').doUpdateSet((row) => ({ account_id: row.ref('excluded.account_id'), released_micros: row.ref('excluded.released_micros') })),
+      )
+      .execute();
+  }
+
+  async renew(key: string, nowMicros: number): Promise<void> {
+    const { db } = this.context;
+    // Read first: almost no file stored was let go of, and an update would take SQLite's write
+    // lock on every store. A sweep removing it has not committed, so the read still sees it.
+    const released = await db.selectFrom('file_releases').select('file_key').where('file_key', '=', key).executeTakeFirst();
+    if (released) await db.updateTable('file_releases').set({ released_micros: nowMicros }).where('file_key', '=', key).execute();
+  }
+
+  takeUnheld(releasedBeforeMicros: number, limit: number): Promise<{ taken: number; unheld: string[] }> {
+    return atomic(this.context.db, async (db) => {
+      let due = db
+        .selectFrom('file_releases')
+        .select(['file_key', 'account_id'])
+        .where('released_micros', '<', releasedBeforeMicros)
+        .orderBy('released_micros')
+        .limit(limit);
+      // Two sweepers take different releases; SQLite's IMMEDIATE transaction already holds them all.
+      if (this.context.dialect === 'postgres') due = due.forUpdate().skipLocked();
+      const taken = await due.execute();
+      if (taken.length === 0) return { taken: 0, unheld: [] };
+      // A held file's release goes too: whoever lets go of it later records a new one.
+      await db
+        .deleteFrom('file_releases')
+        .where(
+          'file_key',
+          'in',
+          taken.map((row) => row.file_key),
+        )
+        .execute();
+      const unheld: string[] = [];
+      for (const row of taken) if (!(await isHeld(db, row.file_key, row.account_id))) unheld.push(row.file_key);
+      return { taken: taken.length, unheld };
+    });
+  }
+}
+
+/**
+ * Whether any row holds a file: a character's avatar, a message's file, a face model's archive
+ * (each an indexed lookup), or an output of the account's image jobs (which a person may have
+ * made an avatar of).
+ */
+async function isHeld(db: Kysely<Database>, key: string, accountId: string): Promise<boolean> {
+  const holders = await Promise.all([
+    db.selectFrom('characters').select('id').where('avatar_key', '=', key).limit(1).executeTakeFirst(),
+    db.selectFrom('messages').select('id').where('file_key', '=', key).limit(1).executeTakeFirst(),
+    db.selectFrom('face_models').select('id').where('archive_key', '=', key).limit(1).executeTakeFirst(),
+    db
+      .selectFrom('jobs')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where(sql<boolean>`output_files like ${`%${escapeLike(key)}%`} escape '\\'`)
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  return holders.some((holder) => holder !== undefined);
+}
