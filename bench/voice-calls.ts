@@ -214,6 +214,9 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
       const tag = tagOf(code, turnsPerSpeaker);
       speech.set(key(tag), withCodeTone(await voice.synthesize(sentenceOf(tag), SPEAKER_VOICES[tag.speaker]), code));
     }
+    // And encoded, as each person's client does while capturing: encoding here when a turn starts
+    // would hold up the packets of the others talking (up to 0.7 s with ten calls at once).
+    voice.encodeAhead([...speech.values()]);
     const replyPcm = await voice.synthesize(REPLY, 'en-us+m3');
     const replySeconds = replyPcm.samples.length / replyPcm.sampleRate;
     const speechSeconds = [...speech.values()].map((pcm) => pcm.samples.length / pcm.sampleRate);
@@ -228,7 +231,9 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
     // every third round over each other (bob starts 0.7 s into ann's sentence), else one after the
     // other, 4 s apart (time for the answer to the first to be heard), and 4.5 s after each round.
     let overlapping = 0;
-    const say = (guild: number, speaker: TurnTag['speaker'], turn: number) => voice.speak(people[guild]![speaker], speech.get(key({ guild, speaker, turn }))!, { pace: 'realtime' });
+    const senderLateMs: number[] = [];
+    const say = (guild: number, speaker: TurnTag['speaker'], turn: number) =>
+      voice.speak(people[guild]![speaker], speech.get(key({ guild, speaker, turn }))!, { pace: 'realtime' }).then((spoken) => void senderLateMs.push(spoken.maxLateMs));
     const usageBefore = await service.usage();
     const benchBefore = process.cpuUsage();
     const talkStarted = performance.now();
@@ -400,6 +405,10 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
       replyAudioHeardSeconds: round(discord.guilds.reduce((sum, guild) => sum + voice.heard(guild.id, { since: talkStarted }).durationMs, 0) / 1000, 1),
       replyAudioSecondsIfAllPlayedWhole: round((replies.length * replySeconds), 1),
       packetProblems: voice.connections.reduce((sum, connection) => sum + connection.problems.length, 0),
+      packetProblemsSample: voice.connections.flatMap((connection) => connection.problems).slice(0, 5),
+      // People's packets sent late by this process (their clients would not be): a gap over the
+      // silence threshold ends a turn in the middle, which is this benchmark's fault, not the service's.
+      speakerPacketsLateMs: { p50: round(percentile(senderLateMs, 0.5)), p99: round(percentile(senderLateMs, 0.99)), max: round(Math.max(...senderLateMs)), turnsOver300: senderLateMs.filter((late) => late > 300).length },
     };
     console.error('voice calls', { ...result, attribution: { ...result.attribution, lostTurns: undefined, duplicatedTurns: undefined } });
     return result;

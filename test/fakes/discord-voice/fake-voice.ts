@@ -80,6 +80,8 @@ export interface FakeVoice {
    * Resolves when the last packet is sent, with what was sent.
    */
   speak(user: string | { id: string }, speech: Speech | readonly Speech[], options?: SpeakOptions & { guildId?: string }): Promise<SpokenSpeech>;
+  /** Encodes recordings to Opus now, so `speak` of them later sends at once (see SpeechPreparer.encodeAhead). */
+  encodeAhead(recordings: readonly PcmAudio[]): void;
   /** espeak's mono PCM for `text`, the audio `speak({ text, voiceId })` sends. */
   synthesize(text: string, voiceId?: string): Promise<PcmAudio>;
   /** The SSRC a user's audio has (or will have) in a guild; it changes when they leave voice. */
@@ -207,6 +209,10 @@ class RunningFakeVoice implements FakeVoice {
     const channelId = this.#states.state(guildId, userId)?.channelId;
     if (channelId === undefined) throw new Error(`fake voice: ${userId} left voice before speaking`);
     return this.#server.speaker(guildId, userId).say(channelId, prepared, options);
+  }
+
+  encodeAhead(recordings: readonly PcmAudio[]): void {
+    this.#speech.encodeAhead(recordings);
   }
 
   synthesize(text: string, voiceId?: string): Promise<PcmAudio> {

@@ -59,6 +59,8 @@ export interface SpokenSpeech {
   packets: number;
   /** True when the user left the channel before the end, which stopped their client. */
   cutShort: boolean;
+  /** In real time, the most a packet went out after its time: this process was busy (a client's machine is not). */
+  maxLateMs: number;
 }
 
 /** What a speaker needs from the voice server. */
@@ -87,7 +89,7 @@ export class Speaker {
   ) {}
 
   async say(channelId: string, parts: readonly PreparedSpeech[], options: SpeakOptions = {}): Promise<SpokenSpeech> {
-    const spoken: SpokenSpeech = { userId: this.userId, ssrc: this.ssrc, talk: [], packets: 0, cutShort: false };
+    const spoken: SpokenSpeech = { userId: this.userId, ssrc: this.ssrc, talk: [], packets: 0, cutShort: false, maxLateMs: 0 };
     for (const part of parts) {
       if (part.kind === 'pause') {
         // The scripted pause is real time even in burst mode: what the receiver makes of silence is the point.
@@ -126,6 +128,7 @@ export class Speaker {
         if ((index + 1) % BURST_BATCH === 0) await nextTurn();
       } else {
         // Scheduled on absolute times, as clients do, so a late timer does not stretch the speech.
+        spoken.maxLateMs = Math.max(spoken.maxLateMs, performance.now() - (startedAt + index * FRAME_MS));
         await delay(Math.max(0, startedAt + (index + 1) * FRAME_MS - performance.now()));
       }
     }

@@ -23,6 +23,8 @@ export type PreparedSpeech = { kind: 'talk'; opus: Buffer[]; pcmMs: number } | {
 /** Turns speech into Opus frames; holds one espeak worker, started on first use. */
 export class SpeechPreparer {
   #engine: EspeakSpeechEngine | undefined;
+  /** Recordings already encoded (`encodeAhead`): a client encodes as it captures, it never stalls to. */
+  readonly #encoded = new WeakMap<PcmAudio, { opus: Buffer[]; pcmMs: number }>();
 
   async prepare(parts: readonly Speech[]): Promise<PreparedSpeech[]> {
     const prepared: PreparedSpeech[] = [];
@@ -32,7 +34,8 @@ export class SpeechPreparer {
         continue;
       }
       const pcm = 'text' in part ? await this.synthesize(part.text, part.voiceId ?? DEFAULT_SPEECH_VOICE) : part;
-      const talk = encodeOpusFrames(pcm);
+      const encoded = this.#encoded.get(pcm);
+      const talk = encoded ? { kind: 'talk' as const, opus: [...encoded.opus], pcmMs: encoded.pcmMs } : encodeOpusFrames(pcm);
       // Back-to-back talk is one stretch: a client's voice activity does not stop between them.
       const last = prepared.at(-1);
       if (last?.kind === 'talk') {
@@ -41,6 +44,15 @@ export class SpeechPreparer {
       } else prepared.push(talk);
     }
     return prepared;
+  }
+
+  /**
+   * Encodes recordings now, so speaking them later starts at once. Encoding a few seconds of
+   * audio takes this process ~100 ms; several people starting at once would hold up the packets
+   * of those already talking, which real clients, each on its own machine, never do.
+   */
+  encodeAhead(recordings: readonly PcmAudio[]): void {
+    for (const pcm of recordings) if (!this.#encoded.has(pcm)) this.#encoded.set(pcm, encodeOpusFrames(pcm));
   }
 
   /** What espeak says for `text`, mono at its own rate. */
