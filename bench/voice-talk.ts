@@ -13,6 +13,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_TURN_OPTIONS } from '../src/audio/turn-detector.js';
+import type { PcmAudio } from '../src/core/ports.js';
 import type { SpokenSpeech } from '../test/fakes/discord-voice/fake-voice.js';
 import { type FakeChatScript, type FakeRequestBody, startFakeOpenAI, tokensOf } from '../test/fakes/fake-openai.js';
 import { startFakeOpenAISpeech } from '../test/fakes/speech/fake-openai-speech.js';
@@ -65,6 +66,14 @@ interface Stamps {
 function lastAudioPacketAt(spoken: SpokenSpeech): number {
   const talk = spoken.talk[0]!;
   return talk.firstPacketAt + (talk.opus.length - 1) * FRAME_MS;
+}
+
+/** `pcm` from its first to its last sound (a sample louder than 300 of 32,767). */
+function withoutQuiet(pcm: PcmAudio): PcmAudio {
+  const loud = (sample: number) => Math.abs(sample) > 300;
+  const first = pcm.samples.findIndex(loud);
+  const last = pcm.samples.findLastIndex(loud);
+  return { sampleRate: pcm.sampleRate, samples: first === -1 ? pcm.samples : pcm.samples.slice(first, last + 1) };
 }
 
 const after = (times: readonly number[], since: number) => times.find((time) => time >= since);
@@ -153,10 +162,15 @@ export async function benchmarkVoiceTalkScenario(dataDir: string, scenario: Voic
     const turns: Array<Record<string, number | undefined>> = [];
     const usageBefore = await service.usage();
     const turnsStarted = performance.now();
+    // Each question without the quiet espeak puts after it, so its last packet is its last sound
+    // (a Discord client's voice gate stops a little after it): the end of speech is not counted late.
+    const questions = new Map<string, PcmAudio>();
+    for (const words of QUESTIONS) questions.set(words, withoutQuiet(await voice.synthesize(words)));
+    voice.encodeAhead([...questions.values()]);
     for (let index = 0; index < counts.turns + 1; index++) {
       const words = QUESTIONS[index % QUESTIONS.length]!;
       nextWords = [words];
-      const spoken = await voice.speak(user, { text: words }, { pace: 'realtime' });
+      const spoken = await voice.speak(user, questions.get(words)!, { pace: 'realtime' });
       const speechEnd = lastAudioPacketAt(spoken);
       const heard = await replyPlayed(speechEnd, 2);
       const firstAudible = heard.packets.find((packet) => !packet.silence)!.arrivedAt;
