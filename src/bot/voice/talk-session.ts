@@ -398,7 +398,7 @@ export class TalkSession {
     if (!speech) return undefined;
     const voiced = character.ttsVoiceId ? Promise.resolve(character) : speech.voicedCast(cast, { language, signal: abort.signal }).then((voices) => voices.find((member) => member.id === character.id) ?? character);
     voiced.catch(() => undefined);
-    const spoken = new SpokenReply(this.#player, (sentence) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence)), abort, this.dependencies.logger, (speaking) => this.#setCharacterSpeaking(speaking));
+    const spoken = new SpokenReply(this.#player, (sentence, signal) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence, { signal })), abort, this.dependencies.logger, (speaking) => this.#setCharacterSpeaking(speaking));
     this.#reply = spoken;
     try {
       await spoken.speak(pieces);
