@@ -72,6 +72,7 @@ export class SpokenReply {
   #wake: (() => void) | undefined;
   #written = false;
   #interruptedAtMs: number | undefined;
+  #failed = false;
   #onSpeaking: (speaking: boolean) => void;
 
   /**
@@ -116,6 +117,14 @@ export class SpokenReply {
     return true;
   }
 
+  /**
+   * Whether some of the reply was never spoken though no one interrupted it: a sentence's
+   * synthesis failed (it is skipped) or the writing did. What was heard is then not the reply.
+   */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
   /** What a listener heard: all of it, or up to where it was interrupted. */
   heard(): string {
     return heardText(this.#sentencesPlayed(), this.#interruptedAtMs ?? Number.POSITIVE_INFINITY);
@@ -148,7 +157,9 @@ export class SpokenReply {
       }
       if (!this.interrupted) for (const sentence of sentences.end()) this.#enqueue(sentence);
     } catch (error) {
-      if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'the reply failed while being spoken');
+      if (this.#abort.signal.aborted) return;
+      this.#failed = true;
+      this.#logger.warn({ err: error }, 'the reply failed while being spoken');
     } finally {
       this.#written = true;
       this.#wake?.();
@@ -161,7 +172,9 @@ export class SpokenReply {
     const audio = new SentenceAudio();
     void collect(this.#voice(text, this.#abort.signal), audio, this.#abort.signal)
       .catch((error: unknown) => {
-        if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
+        if (this.#abort.signal.aborted) return;
+        this.#failed = true;
+        this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
       })
       .finally(() => audio.end());
     this.#queue.push({ text, audio });

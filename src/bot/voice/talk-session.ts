@@ -16,6 +16,7 @@ import { type Actor, adminActor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
 import type { Logger, PcmAudio, Transcription, TranscriptionRequest } from '../../core/ports.js';
+import { INTERRUPTED, UNHEARD } from '../../core/voice-calls.js';
 import { existingCharacters } from '../characters.js';
 import { type CallAnswerer, callAnswerer } from './call-answerer.js';
 import { SpokenReply } from './spoken-reply.js';
@@ -384,7 +385,8 @@ export class TalkSession {
     const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
     const spoken = await this.#speak({ character, cast }, language, abort, reply.pieces);
     if (!spoken) return;
-    if (spoken.interrupted) await core.voiceCalls.keepHeard(reply, spoken.heard());
+    // Only what was heard stays: a reply talked over, or one whose speech or writing failed part way.
+    if (spoken.interrupted || spoken.failed) await core.voiceCalls.keepHeard(reply, spoken.heard(), spoken.interrupted ? INTERRUPTED : UNHEARD);
     else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
   }
 
