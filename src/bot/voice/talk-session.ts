@@ -8,7 +8,7 @@
 import { type AudioPlayer, EndBehaviorType, NoSubscriberBehavior, type VoiceConnection, VoiceConnectionStatus, createAudioPlayer, entersState, joinVoiceChannel } from '@discordjs/voice';
 import type { Guild, User } from 'discord.js';
 import type { Readable } from 'node:stream';
-import { SpeakerListener, speechToTextAudio } from '../../audio/speaker-listener.js';
+import { SpeakerListener } from '../../audio/speaker-listener.js';
 import type { Turn, TurnEvent, TurnOptions } from '../../audio/turn-detector.js';
 import type { VoiceActivityAggressiveness, VoiceActivityDetectors } from '../../audio/voice-activity.js';
 import { encodeWav } from '../../audio/wav.js';
@@ -296,10 +296,10 @@ export class TalkSession {
     this.#speculations.delete(userId);
   }
 
-  /** A turn's audio as the speech-to-text engine takes it, in the language known for the person. */
+  /** A turn's audio as the speech-to-text engine takes it (16 kHz, made as it arrived: only encoded here), in the language known for the person. */
   #recording(userId: string, turn: Turn): TranscriptionRequest {
     const language = this.options.language ?? this.#languages.get(userId);
-    return { audio: encodeWav(speechToTextAudio(turn.audio)), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
+    return { audio: encodeWav(turn.speech), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
   }
 
   #setCharacterSpeaking(speaking: boolean): void {
