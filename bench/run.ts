@@ -22,6 +22,7 @@ import { benchmarkStore } from './store.js';
 import { benchmarkSpeechSynthesis, benchmarkVoice } from './voice.js';
 import { benchmarkVoiceCalls } from './voice-calls.js';
 import { benchmarkVoiceTalk } from './voice-talk.js';
+import { measureTurnAudio } from './turn-audio.js';
 
 const only = process.argv.slice(2);
 const selected = (name: string) => only.length === 0 || only.includes(name);
@@ -43,6 +44,7 @@ try {
   if (selected('voice-talk')) results.voiceTalk = await benchmarkVoiceTalk(path.join(scratch, 'voice-talk'));
   // Issue 23's ten calls at once: part of `voice-talk`, or alone as `voice-calls`.
   if (selected('voice-talk') || selected('voice-calls')) results.voiceCalls = await benchmarkVoiceCalls(path.join(scratch, 'voice-calls'));
+  if (selected('turn-audio')) results.turnAudio = measureTurnAudio();
   if (selected('images')) results.imageJobs = await benchmarkImageJobs(path.join(scratch, 'images'));
   if (selected('memories')) results.memories = await benchmarkMemories(path.join(scratch, 'memories'));
   if (selected('lorebook')) results.lorebook = await benchmarkLorebook(await mkdir(path.join(scratch, 'lorebook'), { recursive: true }).then(() => path.join(scratch, 'lorebook')));

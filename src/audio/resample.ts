@@ -64,9 +64,11 @@ export class Resampler {
   #pendingStart = 0;
   #received = 0;
   #produced = 0;
+  /** Weights by phase (see `#sampleAt`), made as each phase is first met. */
+  readonly #phases = new Map<number, { first: number; weights: Float64Array }>();
 
   constructor(inputRate: number, outputRate: number) {
-    if (!(inputRate > 0 && outputRate > 0)) throw new RangeError(`cannot resample from ${inputRate} Hz to ${outputRate} Hz`);
+    if (!(Number.isInteger(inputRate) && Number.isInteger(outputRate) && inputRate > 0 && outputRate > 0)) throw new RangeError(`cannot resample from ${inputRate} Hz to ${outputRate} Hz`);
     this.inputRate = inputRate;
     this.outputRate = outputRate;
     this.#step = inputRate / outputRate;
@@ -94,29 +96,51 @@ export class Resampler {
 
   #produce(until: number): Int16Array {
     const output = new Int16Array(until - this.#produced);
-    for (let index = 0; index < output.length; index++) output[index] = clipToInt16(this.#sampleAt((this.#produced + index) * this.#step));
+    for (let index = 0; index < output.length; index++) output[index] = clipToInt16(this.#sampleAt(this.#produced + index));
     this.#produced = until;
     this.#forgetBefore(Math.ceil(this.#produced * this.#step - this.#reach));
     return output;
   }
 
-  /** The band-limited value of the input at `time` (in input samples). */
-  #sampleAt(time: number): number {
-    const first = Math.ceil(time - this.#reach);
-    const last = Math.floor(time + this.#reach);
+  /**
+   * The band-limited value of the input under output sample `output`. Rates are whole numbers,
+   * so its position between input samples takes one of at most `outputRate` phases, each with
+   * the same weights every time: they are computed once (a polyphase filter), not per sample.
+   */
+  #sampleAt(output: number): number {
+    const numerator = output * this.inputRate;
+    const base = Math.floor(numerator / this.outputRate);
+    const { first, weights } = this.#phase(numerator - base * this.outputRate);
     let sum = 0;
-    let weights = 0;
-    for (let index = first; index <= last; index++) {
-      const position = Math.abs(time - index) * this.#scale * TABLE_RESOLUTION;
+    const start = base + first - this.#pendingStart;
+    for (let tap = 0; tap < weights.length; tap++) {
+      const offset = start + tap;
+      if (offset >= 0 && offset < this.#pending.length && base + first + tap >= 0) sum += (weights[tap] ?? 0) * (this.#pending[offset] ?? 0);
+    }
+    return sum;
+  }
+
+  /** The weights for input samples `first`… after the one below an output at `phase / outputRate` past it, summing to 1. */
+  #phase(phase: number): { first: number; weights: Float64Array } {
+    const known = this.#phases.get(phase);
+    if (known) return known;
+    const fraction = phase / this.outputRate;
+    const first = Math.ceil(fraction - this.#reach);
+    const last = Math.floor(fraction + this.#reach);
+    const weights = new Float64Array(last - first + 1);
+    let total = 0;
+    for (let tap = 0; tap < weights.length; tap++) {
+      const position = Math.abs(fraction - (first + tap)) * this.#scale * TABLE_RESOLUTION;
       const entry = Math.floor(position);
       const below = kernel[entry] ?? 0;
-      const weight = below + (position - entry) * ((kernel[entry + 1] ?? 0) - below);
-      weights += weight;
-      const offset = index - this.#pendingStart;
-      if (index >= 0 && offset < this.#pending.length) sum += weight * (this.#pending[offset] ?? 0);
+      weights[tap] = below + (position - entry) * ((kernel[entry + 1] ?? 0) - below);
+      total += weights[tap]!;
     }
     // Dividing by the weights' sum keeps a constant signal exactly constant whatever the phase.
-    return weights === 0 ? 0 : sum / weights;
+    for (let tap = 0; tap < weights.length; tap++) weights[tap] = total === 0 ? 0 : weights[tap]! / total;
+    const computed = { first, weights };
+    this.#phases.set(phase, computed);
+    return computed;
   }
 
   #forgetBefore(index: number): void {

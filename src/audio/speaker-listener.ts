@@ -7,11 +7,10 @@ import OpusScript from 'opusscript';
 import type { PcmAudio } from '../core/ports.js';
 import { DISCORD_CHANNELS, DISCORD_FRAME_SAMPLES, DISCORD_SAMPLE_RATE } from './discord-frames.js';
 import { resample } from './resample.js';
-import { TurnDetector, type TurnEvent, type TurnOptions } from './turn-detector.js';
+import { SPEECH_TO_TEXT_SAMPLE_RATE, TurnDetector, type TurnEvent, type TurnOptions } from './turn-detector.js';
 import { downmixStereo, type VoiceActivityDetector } from './voice-activity.js';
 
-/** Speech-to-text engines (Whisper and the like) take 16 kHz mono. */
-export const SPEECH_TO_TEXT_SAMPLE_RATE = 16_000;
+export { SPEECH_TO_TEXT_SAMPLE_RATE };
 
 export class SpeakerListener {
   readonly turns: TurnDetector;
@@ -70,7 +69,10 @@ export class SpeakerListener {
   }
 }
 
-/** A turn's audio as speech-to-text wants it: 16 kHz mono, band-limited. */
+/**
+ * Any audio as speech-to-text wants it: 16 kHz mono, band-limited. A call's turns come with
+ * theirs already made, frame by frame (`Turn.speech`); this converts a whole recording at once.
+ */
 export function speechToTextAudio(audio: PcmAudio): PcmAudio {
   return resample(audio, SPEECH_TO_TEXT_SAMPLE_RATE);
 }

@@ -11,6 +11,7 @@
 import type { PcmAudio } from '../core/ports.js';
 import { DISCORD_FRAME_MS, DISCORD_FRAME_SAMPLES, DISCORD_SAMPLE_RATE } from './discord-frames.js';
 import { concatPcm } from './pcm.js';
+import { Resampler } from './resample.js';
 import type { VoiceActivity } from './voice-activity.js';
 
 /** Thresholds, all in milliseconds. */
@@ -51,9 +52,19 @@ export const DEFAULT_TURN_OPTIONS: Readonly<TurnOptions> = {
   speculateMs: 300,
 };
 
+/** Speech-to-text engines (Whisper and the like) take 16 kHz mono. */
+export const SPEECH_TO_TEXT_SAMPLE_RATE = 16_000;
+
 /** A finished turn: 48 kHz mono audio from just before the onset to the end of the silence. */
 export interface Turn {
   audio: PcmAudio;
+  /**
+   * The same audio at 16 kHz, as speech-to-text takes it: resampled frame by frame as it
+   * arrived, so writing a turn down (early, or again and again for a turn with pauses) never
+   * resamples the whole turn at once on the thread that plays every call's audio. An offered
+   * turn's ends a few milliseconds (the filter's reach) short of its 48 kHz audio.
+   */
+  speech: PcmAudio;
   voicedMs: number;
   /** Clock times of the onset's first voiced frame and of the last voiced frame. */
   startedAt: number;
@@ -86,6 +97,9 @@ export class TurnDetector {
   readonly #voiceActivity: VoiceActivity;
   /** Idle: the last frames, for the pre-roll. In a turn: every frame of the turn. */
   #frames: Int16Array[] = [];
+  /** In a turn: its frames at 16 kHz so far, and the resampler that made them (its filter state runs across frames). */
+  #speech: Int16Array[] = [];
+  #resampler: Resampler | undefined;
   #inTurn = false;
   #startedAt = 0;
   #voicedMs = 0;
@@ -124,7 +138,7 @@ export class TurnDetector {
     this.#keepPause(now);
     this.#lastFrameAt = now;
     const voiced = this.#voiceActivity.isVoiced(frame);
-    this.#frames.push(frame);
+    this.#keep(frame);
     if (voiced) this.#voiced(now, events);
     else this.#unvoiced(events, now);
     if (this.#inTurn && this.#frames.length * DISCORD_FRAME_MS >= this.options.maximumTurnMs) events.push(this.#endTurn(true, now));
@@ -166,6 +180,7 @@ export class TurnDetector {
       this.#voicedMs = this.#onsetRunMs;
       this.#runVoicedMs = this.#onsetRunMs;
       this.#bargedIn = false;
+      this.#startSpeech();
       events.push({ type: 'speech-start', at: this.#startedAt });
     } else {
       this.#voicedMs += DISCORD_FRAME_MS;
@@ -204,15 +219,33 @@ export class TurnDetector {
     const { speculateMs, minimumSpeechMs } = this.options;
     if (this.#offered || speculateMs <= 0 || silenceMs < speculateMs || this.#voicedMs < minimumSpeechMs) return [];
     this.#offered = true;
-    return [{ type: 'turn-likely', turn: this.#turnSoFar(false), at: now }];
+    return [{ type: 'turn-likely', turn: this.#turnSoFar(false, false), at: now }];
   }
 
-  #turnSoFar(cut: boolean): Turn {
+  /** The turn as it is now; `ended`, its 16 kHz audio takes the resampler's tail (it is then done). */
+  #turnSoFar(cut: boolean, ended: boolean): Turn {
     const audio = concatPcm(
       this.#frames.map((samples) => ({ sampleRate: DISCORD_SAMPLE_RATE, samples })),
       DISCORD_SAMPLE_RATE,
     );
-    return { audio, voicedMs: this.#voicedMs, startedAt: this.#startedAt, lastVoicedAt: this.#lastVoicedAt, cut, likely: this.#offered && !cut };
+    const speechPieces = ended && this.#resampler ? [...this.#speech, this.#resampler.flush()] : this.#speech;
+    const speech = concatPcm(
+      speechPieces.map((samples) => ({ sampleRate: SPEECH_TO_TEXT_SAMPLE_RATE, samples })),
+      SPEECH_TO_TEXT_SAMPLE_RATE,
+    );
+    return { audio, speech, voicedMs: this.#voicedMs, startedAt: this.#startedAt, lastVoicedAt: this.#lastVoicedAt, cut, likely: this.#offered && !cut };
+  }
+
+  /** A frame of the turn (or of the idle pre-roll): kept, and in a turn resampled for speech-to-text at once. */
+  #keep(frame: Int16Array): void {
+    this.#frames.push(frame);
+    if (this.#resampler) this.#speech.push(this.#resampler.push(frame));
+  }
+
+  /** A turn begins (or goes on past a cut): its 16 kHz audio starts from the frames kept so far (the pre-roll). */
+  #startSpeech(): void {
+    this.#resampler = new Resampler(DISCORD_SAMPLE_RATE, SPEECH_TO_TEXT_SAMPLE_RATE);
+    this.#speech = this.#frames.map((frame) => this.#resampler!.push(frame));
   }
 
   /**
@@ -224,13 +257,17 @@ export class TurnDetector {
     const gapMs = now - this.#lastFrameAt - DISCORD_FRAME_MS;
     if (gapMs < PAUSE_WORTH_KEEPING_MS) return;
     const frames = Math.round(Math.min(gapMs, this.options.silenceMs) / DISCORD_FRAME_MS);
-    for (let index = 0; index < frames; index++) this.#frames.push(SILENT_FRAME);
+    for (let index = 0; index < frames; index++) this.#keep(SILENT_FRAME);
   }
 
   #endTurn(cut: boolean, now: number): TurnEvent {
     const voicedMs = this.#voicedMs;
-    const event: TurnEvent = !cut && voicedMs < this.options.minimumSpeechMs ? { type: 'dropped', voicedMs, at: now } : { type: 'turn', turn: this.#turnSoFar(cut) };
+    const event: TurnEvent = !cut && voicedMs < this.options.minimumSpeechMs ? { type: 'dropped', voicedMs, at: now } : { type: 'turn', turn: this.#turnSoFar(cut, true) };
     this.#frames = [];
+    this.#speech = [];
+    this.#resampler = undefined;
+    // A cut turn goes on at once: its next part is resampled from its first frame.
+    if (cut) this.#startSpeech();
     this.#voicedMs = 0;
     this.#startedAt = now;
     this.#offered = false;

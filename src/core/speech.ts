@@ -124,13 +124,14 @@ export class Speech {
   /**
    * The character's speech as PCM pieces, for live playback (speech starts before it is all
    * made). Only what is said aloud is spoken (see `speakableText`); a text of nothing but
-   * actions, links or code gives no audio.
+   * actions, links or code gives no audio. `signal` cancels the synthesis at the engine (a
+   * reply talked over stops its requests, not only its playback).
    */
-  streamAs(character: CharacterRecord, text: string): AsyncIterable<PcmAudio> {
+  streamAs(character: CharacterRecord, text: string, options: CallOptions = {}): AsyncIterable<PcmAudio> {
     const voiceId = this.requireVoice(character);
     const spoken = this.#spoken(text);
     if (spoken === '') return (async function* () {})();
-    return this.engine.stream({ text: spoken, voiceId });
+    return this.engine.stream({ text: spoken, voiceId }, { signal: options.signal });
   }
 
   /** Speaks for a character already loaded (e.g. its reply in a conversation): what is said aloud of it. */

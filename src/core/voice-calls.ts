@@ -14,6 +14,13 @@ import type { StoredMessage } from './repositories.js';
 /** The finish reason of a reply a listener talked over: it ends where they stopped hearing it. */
 export const INTERRUPTED = 'interrupted';
 
+/**
+ * The finish reason of a reply whose end never reached the call though no one talked over it:
+ * a sentence's speech failed (the speech engine is down) or its generation failed part way.
+ * It ends, like an interrupted one, where it stopped being heard.
+ */
+export const UNHEARD = 'unheard';
+
 /** A turn as stored, and the language the engine heard, to force on that person's next turns. */
 export interface HeardTurn {
   message: StoredMessage;
@@ -63,24 +70,25 @@ export class VoiceCalls {
   }
 
   /**
-   * Keeps of `reply` only `heard`, the part played before a person talked over it, marked
-   * `interrupted`, so the character's next prompt holds what was said aloud and no more (as
+   * Keeps of `reply` only `heard`, the part played before a person talked over it (or before
+   * its speech or generation failed), marked `finishReason` (`interrupted` by default, else
+   * `unheard`), so the character's next prompt holds what was said aloud and no more (as
    * OpenAI's Realtime API truncates an interrupted item). A reply stopped before it was stored
    * is stored as heard; one already stored gets the heard text as a new chosen alternative (the
    * whole text stays behind it, as an unchosen swipe). Nothing heard leaves nothing stored.
    */
-  async keepHeard(reply: Reply, heard: string): Promise<StoredMessage | undefined> {
+  async keepHeard(reply: Reply, heard: string, finishReason: typeof INTERRUPTED | typeof UNHEARD = INTERRUPTED): Promise<StoredMessage | undefined> {
     const conversationId = reply.userMessage.conversationId;
     const content = heard.trim();
     const stored = await reply.done.catch(() => undefined);
-    const log = { conversationId, characterId: reply.characterId, heardLength: content.length };
+    const log = { conversationId, characterId: reply.characterId, heardLength: content.length, finishReason };
     if (stored === undefined) {
       if (content === '') return undefined;
-      this.logger.info(log, 'reply interrupted while being written: stored as far as it was heard');
-      return this.conversations.appendMessage(conversationId, { content, finishReason: INTERRUPTED, mimeType: 'text/plain', participantId: reply.characterId, participantType: 'character', file: null });
+      this.logger.info(log, 'reply cut short while being written: stored as far as it was heard');
+      return this.conversations.appendMessage(conversationId, { content, finishReason, mimeType: 'text/plain', participantId: reply.characterId, participantType: 'character', file: null });
     }
     if (content === stored.content.trim()) return stored;
-    this.logger.info({ ...log, storedLength: stored.content.length }, 'reply interrupted while being spoken: the heard part is chosen');
-    return this.conversations.addAlternative(conversationId, stored.id, { content: content === '' ? '…' : content, finishReason: INTERRUPTED });
+    this.logger.info({ ...log, storedLength: stored.content.length }, 'reply cut short while being spoken: the heard part is chosen');
+    return this.conversations.addAlternative(conversationId, stored.id, { content: content === '' ? '…' : content, finishReason });
   }
 }

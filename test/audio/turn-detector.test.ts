@@ -3,10 +3,10 @@
  * Frames are fed with the times a Discord client's packets would arrive (20 ms apart, nothing
  * in pauses), from a simulated clock: no test waits.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DISCORD_FRAME_SAMPLES } from '../../src/audio/discord-frames.js';
 import { durationMs } from '../../src/audio/pcm.js';
-import { resample } from '../../src/audio/resample.js';
+import { Resampler, resample } from '../../src/audio/resample.js';
 import { TurnDetector, type Turn, type TurnEvent, type TurnOptions } from '../../src/audio/turn-detector.js';
 import { createVoiceActivityDetector } from '../../src/audio/voice-activity.js';
 import type { PcmAudio } from '../../src/core/ports.js';
@@ -206,5 +206,41 @@ describe('turn detector', () => {
     expect(cuts.length).toBeGreaterThanOrEqual(2);
     for (const turn of cuts) expect(durationMs(turn.audio)).toBeLessThanOrEqual(1000);
     expect(person.turns.at(-1)!.cut).toBe(false);
+  });
+
+  it('makes each turn’s 16 kHz audio as its frames arrive: the same as converting the whole turn, offers and cut turns included', async () => {
+    const [first, second] = await Promise.all([spoken('I went to the shop.'), spoken('Then I came home.')]);
+    const person = call({ maximumTurnMs: 1500 }).talk(first).talk(trailingSilence()).pause(350).talk(second).talk(trailingSilence()).pause(1000);
+    const offers = person.events.flatMap(({ event }) => (event.type === 'turn-likely' ? [event.turn] : []));
+    expect(person.turns.some((turn) => turn.cut)).toBe(true);
+    expect(offers.length).toBeGreaterThan(0);
+    for (const turn of [...person.turns, ...offers]) {
+      const whole = resample(turn.audio, 16_000);
+      expect(turn.speech.sampleRate).toBe(16_000);
+      // An ended turn's is the whole conversion; an offer's lacks only the tail the filter still waits on (~2 ms).
+      if (person.turns.includes(turn)) expect(turn.speech.samples).toEqual(whole.samples);
+      else {
+        expect(whole.samples.length - turn.speech.samples.length).toBeLessThanOrEqual(48);
+        expect(turn.speech.samples).toEqual(whole.samples.subarray(0, turn.speech.samples.length));
+      }
+    }
+  });
+
+  it('never resamples a whole turn: a 30 s turn is converted one 20 ms frame at a time, none of it when it ends or is offered', async () => {
+    const sentence = await spoken('This goes on and on, and it keeps on going for quite a while.');
+    const frames = Array.from({ length: Math.ceil(30_000 / (sentence.length * 20)) }, () => sentence).flat();
+    const pushed = vi.spyOn(Resampler.prototype, 'push');
+    try {
+      const person = call({ maximumTurnMs: 60_000 }).talk(frames);
+      const during = pushed.mock.calls.length;
+      person.talk(trailingSilence()).pause(1000);
+      expect(person.turns).toHaveLength(1);
+      expect(durationMs(person.turns[0]!.speech)).toBeGreaterThan(29_000);
+      expect(pushed.mock.calls.every(([samples]) => samples.length <= DISCORD_FRAME_SAMPLES)).toBe(true);
+      // After the speech, only the trailing silence frames are converted, not the turn again.
+      expect(pushed.mock.calls.length - during).toBeLessThanOrEqual(trailingSilence().length + 30);
+    } finally {
+      pushed.mockRestore();
+    }
   });
 });

@@ -3,6 +3,9 @@
  * their clients would), the fake transcription server writes it down, the fake chat engine
  * answers, and the bot's espeak voice is heard back through the fake voice server.
  */
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { getVoiceConnection } from '@discordjs/voice';
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -29,6 +32,33 @@ function lastUserLine(body: FakeRequestBody): string {
 /** The newest line of a chat request, its speaker's name taken off (several people's turns in a row arrive as one user message). */
 function lastLine(body: FakeRequestBody): string {
   return lastUserLine(body).split('\n').at(-1)!.replace(/^\w+: /, '');
+}
+
+/** Rows of the service's own SQLite database, read as another process would. */
+function storedRows(bot: BotHarness, sql: string, ...values: string[]): Array<Record<string, unknown>> {
+  const database = new DatabaseSync(bot.storeUrl.replace(/^sqlite:\/\//, ''), { readOnly: true });
+  try {
+    return database.prepare(sql).all(...values) as Array<Record<string, unknown>>;
+  } finally {
+    database.close();
+  }
+}
+
+/**
+ * Audio the service kept: messages with a file, and files in its file store that are audio
+ * (WAV, Ogg, FLAC or MP3 by their first bytes) whatever their name.
+ */
+async function storedAudio(bot: BotHarness): Promise<string[]> {
+  const attached = storedRows(bot, 'SELECT id FROM messages WHERE file_key IS NOT NULL').map((row) => `message ${String(row['id'])}`);
+  const directory = path.join(path.dirname(bot.storeUrl.replace(/^sqlite:\/\//, '')), 'files');
+  const names = await readdir(directory, { recursive: true, withFileTypes: true }).catch(() => []);
+  const audio: string[] = [];
+  for (const entry of names.filter((name) => name.isFile())) {
+    const head = (await readFile(path.join(entry.parentPath, entry.name))).subarray(0, 4);
+    const magic = head.toString('latin1');
+    if (['RIFF', 'OggS', 'fLaC'].includes(magic) || magic.startsWith('ID3') || (head[0] === 0xff && (head[1]! & 0xe0) === 0xe0)) audio.push(entry.name);
+  }
+  return [...attached, ...audio];
 }
 
 /** A cough: decaying broadband noise, mono 48 kHz. */
@@ -230,6 +260,10 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(kept.length).toBeGreaterThan(10);
     expect(kept.length).toBeLessThan(STORY.length - 40);
     expect(STORY.startsWith(kept.replace(/…$/, ''))).toBe(true);
+    // Stored as heard and marked so, and nothing of the call's audio is kept, neither the turns nor the speech.
+    const interrupted = storedRows(bot, "SELECT content FROM messages WHERE participant_type = 'character' AND finish_reason = ?", 'interrupted').map((row) => String(row['content']));
+    expect(interrupted.some((content) => content.length > 10 && kept.startsWith(content.trim()))).toBe(true);
+    expect(await storedAudio(bot)).toEqual([]);
   }, 60_000);
 
   it('queues what a person says while the character is still thinking, and answers it next', async () => {
@@ -418,6 +452,46 @@ describe('/voice talk when nobody says anything', () => {
 });
 
 describe('/voice talk with a speech engine that streams', () => {
+  it('keeps none of a reply its speech engine could not speak: the character’s next prompt holds only what was heard', async () => {
+    const stt = await startFakeTranscription();
+    const words = ['Is the harbour quiet?', 'Are you there?'];
+    stt.script = { hear: hearing(() => words.shift() ?? 'Something else.') };
+    const speech = await startFakeOpenAISpeech();
+    const bot = await startBotHarness({
+      voice: true,
+      script: (body) => {
+        notify();
+        return { reply: `Aye. ${lastLine(body)} The boats are home.` };
+      },
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, TTS_ENGINE: 'openai', TTS_BASE_URL: speech.apiURL },
+    });
+    const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
+    try {
+      const erin = bot.discord.createUser({ username: 'erin' });
+      const { voiceChannelId } = bot.discord.guild;
+      expect((await runCommand(bot, erin, 'character', { preset: 'alloy' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(erin, voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, voiceChannelId!).includes(erin.id));
+      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      // The speech engine is down: every sentence of the reply fails with OpenAI's 500.
+      speech.script = { failure: { kind: 'http', status: 500 } };
+      await bot.voice!.speak(erin, { text: 'Is the harbour quiet?' }, { pace: 'burst' });
+      await until(() => chatRequests().some((request) => lastLine(request.body) === 'Is the harbour quiet?'));
+      await bot.voice!.speak(erin, { text: 'Are you there?' }, { pace: 'burst' });
+      // Turns are taken one at a time: the next is answered only once the first reply was stored as heard.
+      const next = await until(() => chatRequests().find((request) => lastLine(request.body) === 'Are you there?'));
+      const replies = next.body.messages?.filter((message) => message.role === 'assistant').map((message) => String(message.content)) ?? [];
+      expect(replies.join('\n')).not.toContain('harbour');
+      expect(replies.join('\n')).not.toMatch(/500|server had an error/);
+      const unheard = storedRows(bot, "SELECT content FROM messages WHERE participant_type = 'character' AND finish_reason = ?", 'unheard');
+      expect(unheard.map((row) => row['content'])).toContain('…');
+    } finally {
+      await bot.close();
+      await speech.close();
+      await stt.close();
+    }
+  }, 40_000);
+
   it('plays a sentence from its first audio on, while the engine is still making the rest, and plays all of it', async () => {
     const SENTENCE = 'The harbour lights are burning bright tonight, and every boat is safely home.';
     const stt = await startFakeTranscription();

@@ -13,8 +13,8 @@ import { type SpokenSentence, heardText } from '../../core/heard-text.js';
 import type { Logger, PcmAudio } from '../../core/ports.js';
 import { SentenceCollector } from './sentence-collector.js';
 
-/** Speaks one sentence (the character's voice bound in). */
-export type SentenceVoice = (sentence: string) => AsyncIterable<PcmAudio>;
+/** Speaks one sentence (the character's voice bound in); `signal` aborts its synthesis at the engine. */
+export type SentenceVoice = (sentence: string, signal: AbortSignal) => AsyncIterable<PcmAudio>;
 
 /** A sentence's speech as the engine makes it: pieces so far, and whether that is all. */
 class SentenceAudio {
@@ -34,11 +34,20 @@ class SentenceAudio {
     this.#wake?.();
   }
 
-  /** Resolves once there are more than `count` pieces or the audio is complete. */
-  async more(count: number): Promise<void> {
-    while (this.pieces.length <= count && !this.done) {
-      await new Promise<void>((resolve) => (this.#wake = resolve));
-      this.#wake = undefined;
+  /**
+   * Resolves once there are more than `count` pieces, the audio is complete, or `signal`
+   * aborts: an interruption must not wait for an engine slow to give its first audio.
+   */
+  async more(count: number, signal: AbortSignal): Promise<void> {
+    const wake = () => this.#wake?.();
+    signal.addEventListener('abort', wake);
+    try {
+      while (this.pieces.length <= count && !this.done && !signal.aborted) {
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener('abort', wake);
     }
   }
 }
@@ -63,6 +72,7 @@ export class SpokenReply {
   #wake: (() => void) | undefined;
   #written = false;
   #interruptedAtMs: number | undefined;
+  #failed = false;
   #onSpeaking: (speaking: boolean) => void;
 
   /**
@@ -107,6 +117,14 @@ export class SpokenReply {
     return true;
   }
 
+  /**
+   * Whether some of the reply was never spoken though no one interrupted it: a sentence's
+   * synthesis failed (it is skipped) or the writing did. What was heard is then not the reply.
+   */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
   /** What a listener heard: all of it, or up to where it was interrupted. */
   heard(): string {
     return heardText(this.#sentencesPlayed(), this.#interruptedAtMs ?? Number.POSITIVE_INFINITY);
@@ -139,7 +157,9 @@ export class SpokenReply {
       }
       if (!this.interrupted) for (const sentence of sentences.end()) this.#enqueue(sentence);
     } catch (error) {
-      if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'the reply failed while being spoken');
+      if (this.#abort.signal.aborted) return;
+      this.#failed = true;
+      this.#logger.warn({ err: error }, 'the reply failed while being spoken');
     } finally {
       this.#written = true;
       this.#wake?.();
@@ -150,9 +170,11 @@ export class SpokenReply {
     if (this.interrupted) return;
     // Synthesis starts now, while earlier sentences play; a failed sentence ends where it failed, not fatal.
     const audio = new SentenceAudio();
-    void collect(this.#voice(text), audio, this.#abort.signal)
+    void collect(this.#voice(text, this.#abort.signal), audio, this.#abort.signal)
       .catch((error: unknown) => {
-        if (!this.#abort.signal.aborted) this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
+        if (this.#abort.signal.aborted) return;
+        this.#failed = true;
+        this.#logger.warn({ err: error }, 'a reply sentence could not be spoken');
       })
       .finally(() => audio.end());
     this.#queue.push({ text, audio });
@@ -168,7 +190,7 @@ export class SpokenReply {
         this.#wake = undefined;
         continue;
       }
-      await next.audio.more(0);
+      await next.audio.more(0, this.#abort.signal);
       if (this.interrupted) return;
       if (next.audio.pieces.length === 0) continue;
       this.#played.push(next);
@@ -200,7 +222,7 @@ const conversionSamples = 4096;
 async function* discordFrames(audio: SentenceAudio, signal: AbortSignal): AsyncGenerator<Buffer> {
   const framer = new DiscordFramer();
   for (let index = 0; ; index++) {
-    await audio.more(index);
+    await audio.more(index, signal);
     const piece = audio.pieces[index];
     if (piece === undefined || signal.aborted) break;
     for (let start = 0; start < piece.samples.length; start += conversionSamples) {

@@ -8,7 +8,7 @@
 import { type AudioPlayer, EndBehaviorType, NoSubscriberBehavior, type VoiceConnection, VoiceConnectionStatus, createAudioPlayer, entersState, joinVoiceChannel } from '@discordjs/voice';
 import type { Guild, User } from 'discord.js';
 import type { Readable } from 'node:stream';
-import { SpeakerListener, speechToTextAudio } from '../../audio/speaker-listener.js';
+import { SpeakerListener } from '../../audio/speaker-listener.js';
 import type { Turn, TurnEvent, TurnOptions } from '../../audio/turn-detector.js';
 import type { VoiceActivityAggressiveness, VoiceActivityDetectors } from '../../audio/voice-activity.js';
 import { encodeWav } from '../../audio/wav.js';
@@ -16,6 +16,7 @@ import { type Actor, adminActor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
 import type { Logger, PcmAudio, Transcription, TranscriptionRequest } from '../../core/ports.js';
+import { INTERRUPTED, UNHEARD } from '../../core/voice-calls.js';
 import { existingCharacters } from '../characters.js';
 import { type CallAnswerer, callAnswerer } from './call-answerer.js';
 import { SpokenReply } from './spoken-reply.js';
@@ -295,10 +296,10 @@ export class TalkSession {
     this.#speculations.delete(userId);
   }
 
-  /** A turn's audio as the speech-to-text engine takes it, in the language known for the person. */
+  /** A turn's audio as the speech-to-text engine takes it (16 kHz, made as it arrived: only encoded here), in the language known for the person. */
   #recording(userId: string, turn: Turn): TranscriptionRequest {
     const language = this.options.language ?? this.#languages.get(userId);
-    return { audio: encodeWav(speechToTextAudio(turn.audio)), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
+    return { audio: encodeWav(turn.speech), mimeType: 'audio/wav', filename: 'turn.wav', ...(language ? { language } : {}) };
   }
 
   #setCharacterSpeaking(speaking: boolean): void {
@@ -384,7 +385,8 @@ export class TalkSession {
     const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
     const spoken = await this.#speak({ character, cast }, language, abort, reply.pieces);
     if (!spoken) return;
-    if (spoken.interrupted) await core.voiceCalls.keepHeard(reply, spoken.heard());
+    // Only what was heard stays: a reply talked over, or one whose speech or writing failed part way.
+    if (spoken.interrupted || spoken.failed) await core.voiceCalls.keepHeard(reply, spoken.heard(), spoken.interrupted ? INTERRUPTED : UNHEARD);
     else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
   }
 
@@ -398,7 +400,7 @@ export class TalkSession {
     if (!speech) return undefined;
     const voiced = character.ttsVoiceId ? Promise.resolve(character) : speech.voicedCast(cast, { language, signal: abort.signal }).then((voices) => voices.find((member) => member.id === character.id) ?? character);
     voiced.catch(() => undefined);
-    const spoken = new SpokenReply(this.#player, (sentence) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence)), abort, this.dependencies.logger, (speaking) => this.#setCharacterSpeaking(speaking));
+    const spoken = new SpokenReply(this.#player, (sentence, signal) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence, { signal })), abort, this.dependencies.logger, (speaking) => this.#setCharacterSpeaking(speaking));
     this.#reply = spoken;
     try {
       await spoken.speak(pieces);

@@ -3,7 +3,7 @@
  * request (headers, JSON or multipart parts), scripted failures, and audio answers written in
  * chunks so streaming clients see them arrive piece by piece.
  */
-import type { ServerResponse } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { type LoopbackRequest, listenOnLoopback, sendJson } from '../loopback-http.js';
 
 export { sendJson };
@@ -34,6 +34,8 @@ export interface FakeScript {
 
 export interface FakeServer {
   readonly baseURL: string;
+  /** The `node:http` server, for a test to watch a request's connection (a client that gives up closes it). */
+  readonly server: Server;
   readonly requests: FakeRequest[];
   script: FakeScript;
   close(): Promise<void>;
@@ -53,7 +55,7 @@ export async function startFakeServer(handle: FakeHandler, errorBody: (status: n
     }
     await handle(request, response, fake!);
   });
-  fake = { baseURL: loopback.url, requests: loopback.requests, script: {}, close: loopback.close };
+  fake = { baseURL: loopback.url, server: loopback.server, requests: loopback.requests, script: {}, close: loopback.close };
   return fake;
 }
 
