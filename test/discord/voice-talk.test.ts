@@ -43,6 +43,17 @@ function cough(milliseconds: number): PcmAudio {
   return { sampleRate: 48_000, samples };
 }
 
+/** An "mm-hm": a voiced hum, harmonics of 140 Hz, mono 48 kHz; shorter than the barge-in threshold, longer than the shortest turn. */
+function hum(milliseconds: number): PcmAudio {
+  const samples = new Int16Array((48_000 * milliseconds) / 1000);
+  for (let index = 0; index < samples.length; index++) {
+    let value = 0;
+    for (let harmonic = 1; harmonic <= 8; harmonic++) value += Math.sin((2 * Math.PI * 140 * harmonic * index) / 48_000) / harmonic;
+    samples[index] = Math.round(value * 5000 * Math.min(1, index / 960, (samples.length - index) / 960));
+  }
+  return { sampleRate: 48_000, samples };
+}
+
 /**
  * Event-driven waits on the fakes that have no waiting of their own (the transcription server,
  * the chat engine): their scripts call `notify` on each request, and `until` re-checks then.
@@ -281,15 +292,15 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).includes(jukebox.id));
   }, 40_000);
 
-  it('does not answer a "yeah" said over the character once it has finished: it is kept as said, not asked', async () => {
-    nextWords = ['Tell me a story.', 'Yeah.', 'What happened next?'];
+  it('does not answer an "mm-hm" said over the character once it has finished: it is kept as said, not asked', async () => {
+    nextWords = ['Tell me a story.', 'Mm-hm.', 'What happened next?'];
     const before = chatRequests().length;
     const transcribed = stt.transcriptions.length;
     const since = performance.now();
     await bot.voice!.speak(alice, { text: 'Tell me a story.' }, { pace: 'burst' });
     await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 1000, { since, timeoutMs: 15_000 });
     const saidAt = performance.now();
-    await bot.voice!.speak(alice, { text: 'Yeah.' }, { pace: 'burst' });
+    await bot.voice!.speak(alice, hum(380), { pace: 'burst' });
     // Its turn is over (600 ms of silence) while the story goes on: a backchannel does not interrupt.
     await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 2000, { since: saidAt, timeoutMs: 15_000 });
     await until(() => stt.transcriptions.length >= transcribed + 2);
@@ -300,7 +311,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const asked = chatRequests().slice(before);
     expect(asked.map((request) => lastLine(request.body))).toEqual(['Tell me a story.', 'What happened next?']);
     // It was said, so it is in the conversation.
-    expect(JSON.stringify(asked.at(-1)!.body.messages)).toContain('Yeah.');
+    expect(JSON.stringify(asked.at(-1)!.body.messages)).toContain('Mm-hm.');
   }, 40_000);
 
   it('gives up a turn the speech-to-text engine stalls on (VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS) and answers the next', async () => {
