@@ -252,7 +252,7 @@ export class TalkSession {
       },
       (error: unknown) => {
         this.#asking.delete(userId);
-        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'could not read whether a member opted out; not listening to them');
+        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'could not tell whether a member is a bot or opted out; not listening to them');
       },
     );
   }
@@ -392,11 +392,18 @@ export class TalkSession {
     const { actor, account } = await this.dependencies.accountOf(user);
     await core.conversations.addSpeaker(adminActor, this.conversationId, account.id);
     // An early transcript that failed is not the turn's last chance: it is asked for again.
-    const transcription = await asked.catch((error: unknown) => {
-      if (!early || signal.aborted) throw error;
-      this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'the early transcript failed; transcribing the turn again');
-      return transcribe();
-    });
+    let transcription: Transcription;
+    try {
+      transcription = await asked.catch((error: unknown) => {
+        if (!early || signal.aborted) throw error;
+        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'the early transcript failed; transcribing the turn again');
+        return transcribe();
+      });
+    } catch (error) {
+      // Stopped on purpose (they opted out or left, the call ended): not a failure. A timeout is.
+      if (person.signal.aborted || this.#ended) return;
+      throw error;
+    }
     // They may have opted out (here or through another process) or left while it was written down.
     if (this.#ended || person.signal.aborted || this.#ignored.has(userId)) return;
     if (await this.dependencies.ignores(userId)) return this.ignore(userId, true);
