@@ -5,9 +5,11 @@
  */
 import { Collection, type Guild } from 'discord.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { TalkSession } from '../../src/bot/voice/talk-session.js';
+import { TalkSession, type TalkSessionDependencies } from '../../src/bot/voice/talk-session.js';
 import { VoiceTalk, type VoiceTalkDependencies } from '../../src/bot/voice/voice-talk.js';
 import type { VoiceRules } from '../../src/bot/voice/voice-rules.js';
+import { adminActor } from '../../src/core/actor.js';
+import type { Core } from '../../src/core/core.js';
 import type { CharacterRecord } from '../../src/core/records.js';
 import { createLogger } from '../../src/logger.js';
 
@@ -92,5 +94,48 @@ describe('VoiceTalk', () => {
     talk.voiceStateChanged(guild, 'bob', 'stage', null);
     expect(left).toHaveBeenCalledWith('bob');
     expect(ended).toEqual(['Everyone left the voice channel.']);
+  });
+});
+
+describe('TalkSession', () => {
+  it('stops an answer still being asked for when the call ends: the request is aborted and nothing is spoken', async () => {
+    let asked: (signal: AbortSignal) => void = () => undefined;
+    const respondCalled = new Promise<AbortSignal>((resolve) => (asked = resolve));
+    let answer: (reply: unknown) => void = () => undefined;
+    const pulled = vi.fn();
+    const streamAs = vi.fn();
+    // The session gives up the reply it no longer wants by handling its `done`.
+    let givenUp: () => void = () => undefined;
+    const replyGivenUp = new Promise<void>((resolve) => (givenUp = resolve));
+    const done = Promise.resolve();
+    done.catch = ((onRejected: () => void) => (givenUp(), Promise.prototype.catch.call(done, onRejected))) as typeof done.catch;
+    const core = {
+      conversations: { get: async () => ({ characterIds: [character.id] }), messages: async () => [{ id: 'message-1' }] },
+      characters: { get: async () => ({ ...character, ttsVoiceId: 'voice-1' }) },
+      speech: { streamAs, voicedCast: async () => [] },
+      chat: {
+        respond: (_actor: unknown, _conversationId: string, _messageId: string, mode: { signal: AbortSignal }) => {
+          asked(mode.signal);
+          return new Promise((resolve) => (answer = resolve));
+        },
+      },
+    } as unknown as Core;
+    const dependencies: TalkSessionDependencies = { core, logger, detectors: {} as TalkSessionDependencies['detectors'], accountOf: vi.fn(), ignores: async () => false, ended: vi.fn() };
+    const session = new TalkSession(fakeGuild({ voice: { alice: false } }, 'voice'), 'voice', character, 'conversation-1', dependencies, options);
+    // /scene next: the character answers what was said last, aloud.
+    session.cue(adminActor, character.id);
+    const signal = await respondCalled;
+    session.end('Left with /voice leave.');
+    expect(signal.aborted).toBe(true);
+    answer({
+      pieces: (async function* () {
+        pulled();
+        yield 'Hello there.';
+      })(),
+      done,
+    });
+    await replyGivenUp;
+    expect(pulled).not.toHaveBeenCalled();
+    expect(streamAs).not.toHaveBeenCalled();
   });
 });
