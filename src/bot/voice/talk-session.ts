@@ -239,16 +239,12 @@ export class TalkSession {
     // Only once it is known to be a person, not a bot, and the database says they did not opt
     // out: a failed read hears nobody (they are asked about again when they next start speaking).
     this.#asking.add(userId);
-    this.#isBot(userId)
-      .then(async (bot) => {
-        if (bot) this.#bots.add(userId);
-        return bot || (await this.dependencies.ignores(userId)) ? (bot ? 'bot' : 'ignored') : 'person';
-      })
-      .then(
-      (heard) => {
+    this.#whoIs(userId).then(
+      (who) => {
         this.#asking.delete(userId);
-        if (heard === 'ignored') this.ignore(userId, true);
-        else if (heard === 'person') this.#subscribe(userId);
+        if (who === 'bot') this.#bots.add(userId);
+        else if (who === 'opted out') this.ignore(userId, true);
+        else this.#subscribe(userId);
       },
       (error: unknown) => {
         this.#asking.delete(userId);
@@ -257,9 +253,11 @@ export class TalkSession {
     );
   }
 
-  async #isBot(userId: string): Promise<boolean> {
-    const cached = this.guild.client.users.cache.get(userId);
-    return (cached ?? (await this.guild.client.users.fetch(userId))).bot;
+  /** A bot (a music bot: never heard), a member who opted out, or a person to hear. */
+  async #whoIs(userId: string): Promise<'bot' | 'opted out' | 'person'> {
+    const user = this.guild.client.users.cache.get(userId) ?? (await this.guild.client.users.fetch(userId));
+    if (user.bot) return 'bot';
+    return (await this.dependencies.ignores(userId)) ? 'opted out' : 'person';
   }
 
   #subscribe(userId: string): void {
