@@ -172,6 +172,7 @@ const variables = {
   VOICE_TALK_MINIMUM_SPEECH_MS: integer(300, 0, 5_000),
   VOICE_TALK_BARGE_IN_MS: integer(500, 100, 5_000),
   VOICE_TALK_VAD_AGGRESSIVENESS: integer(2, 0, 3),
+  VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS: integer(15_000, 1_000, 600_000),
   VOICE_TALK_LANGUAGE: checkedText((value) => /^[a-z]{2}$/.test(value), 'must be an ISO 639-1 code such as en'),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   /** What this process does: any of api, worker, bot, comma-separated; all three by default. */
@@ -363,6 +364,8 @@ function toConfig(values: Variables, workingDirectory: string) {
         aggressiveness: values.VOICE_TALK_VAD_AGGRESSIVENESS as 0 | 1 | 2 | 3,
         /** Forced on speech-to-text; unset, the engine detects it (and a language it reports is forced after). */
         language: values.VOICE_TALK_LANGUAGE,
+        /** One turn's transcription is given up after this long, so the turns after it go on. */
+        transcriptionTimeoutMs: values.VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS,
       },
     },
   };

@@ -8,6 +8,31 @@ import OpusScript from 'opusscript';
 export const opusInstancesReserved = 256;
 
 let reserved = false;
+let live = 0;
+
+/** Opus instances this process's calls hold now (decoders of people being heard). */
+export function liveOpusInstances(): number {
+  return live;
+}
+
+/**
+ * Counts one more Opus instance against the reserve, or returns false when the reserve is
+ * full: one more would grow the shared memory and break every instance already alive. The
+ * caller gives it back with `releaseOpusInstance`. Encoders of replies being played
+ * (prism-media's) are not counted here, so the reserve keeps room for them (`opusEncoderRoom`).
+ */
+export function claimOpusInstance(): boolean {
+  if (live >= opusInstancesReserved - opusEncoderRoom) return false;
+  live++;
+  return true;
+}
+
+export function releaseOpusInstance(): void {
+  live = Math.max(0, live - 1);
+}
+
+/** Instances of the reserve left to the encoders of replies playing, which are not counted (one per call). */
+export const opusEncoderRoom = 64;
 
 /**
  * Grows opusscript's WebAssembly memory once, up front. All its instances share one memory, and

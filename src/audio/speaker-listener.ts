@@ -6,6 +6,7 @@
 import OpusScript from 'opusscript';
 import type { PcmAudio } from '../core/ports.js';
 import { DISCORD_CHANNELS, DISCORD_FRAME_SAMPLES, DISCORD_SAMPLE_RATE } from './discord-frames.js';
+import { claimOpusInstance, releaseOpusInstance } from './opus-memory.js';
 import { resample } from './resample.js';
 import { SPEECH_TO_TEXT_SAMPLE_RATE, TurnDetector, type TurnEvent, type TurnOptions } from './turn-detector.js';
 import { downmixStereo, type VoiceActivityDetector } from './voice-activity.js';
@@ -14,7 +15,7 @@ export { SPEECH_TO_TEXT_SAMPLE_RATE };
 
 export class SpeakerListener {
   readonly turns: TurnDetector;
-  readonly #decoder = new OpusScript(DISCORD_SAMPLE_RATE, DISCORD_CHANNELS, OpusScript.Application.VOIP);
+  readonly #decoder: OpusScript;
   readonly #voiceActivity: VoiceActivityDetector;
   /** Decoded mono samples not yet a whole 20 ms frame (clients may send 10, 40 or 60 ms packets). */
   #pending = new Int16Array(0);
@@ -22,8 +23,16 @@ export class SpeakerListener {
   /** Packets the decoder refused; they are skipped as if lost. */
   undecodable = 0;
 
-  /** Takes ownership of `voiceActivity` (closed with the listener). */
+  /**
+   * Takes ownership of `voiceActivity` (closed with the listener). Throws `OpusReserveFull` (and
+   * closes `voiceActivity`) when the process already holds as many Opus instances as it reserved.
+   */
   constructor(voiceActivity: VoiceActivityDetector, options: Partial<TurnOptions> = {}) {
+    if (!claimOpusInstance()) {
+      voiceActivity.close();
+      throw new OpusReserveFull();
+    }
+    this.#decoder = new OpusScript(DISCORD_SAMPLE_RATE, DISCORD_CHANNELS, OpusScript.Application.VOIP);
     this.#voiceActivity = voiceActivity;
     this.turns = new TurnDetector(voiceActivity, options);
   }
@@ -64,8 +73,17 @@ export class SpeakerListener {
     const events = this.turns.flush(now);
     this.#closed = true;
     this.#decoder.delete();
+    releaseOpusInstance();
     this.#voiceActivity.close();
     return events;
+  }
+}
+
+/** One more decoder would grow the Opus memory the live ones share and break them all. */
+export class OpusReserveFull extends Error {
+  override readonly name = 'OpusReserveFull';
+  constructor() {
+    super('as many Opus decoders are alive as this process reserved memory for');
   }
 }
 

@@ -46,7 +46,7 @@ export interface BotOptions {
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
   /** /voice talk's turn-taking (defaults in `DEFAULT_TURN_OPTIONS`) and VAD mode. */
-  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs'>> & { aggressiveness?: VoiceActivityAggressiveness; language?: string | undefined }) | undefined;
+  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs'>> & { aggressiveness?: VoiceActivityAggressiveness; language?: string | undefined; transcriptionTimeoutMs?: number | undefined }) | undefined;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
   jobEditIntervalMs?: number;
   /** Longest wait for the gateway's READY after logging in (default 60 s). */
@@ -148,12 +148,12 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     const account = await discordAccounts.accountFor({ id: user.id, username: user.username, avatarUrl: user.avatarURL() });
     return { account, actor: accountActor(account.id) };
   };
-  const { aggressiveness, language, ...turns } = options.voiceTalk ?? {};
+  const { aggressiveness, language, transcriptionTimeoutMs, ...turns } = options.voiceTalk ?? {};
   const voiceRules = new VoiceRules(repositories.discordVoiceRules, {
     silenceMs: turns.silenceMs ?? DEFAULT_TURN_OPTIONS.silenceMs,
     minimumSpeechMs: turns.minimumSpeechMs ?? DEFAULT_TURN_OPTIONS.minimumSpeechMs,
   });
-  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
+  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000, transcriptionTimeoutMs: transcriptionTimeoutMs ?? 15_000 });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,
@@ -183,9 +183,9 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   client.on(Events.MessageCreate, (message) => {
     onMessage(message).catch((error: unknown) => logger.error({ err: error }, 'message handler failed'));
   });
-  client.on(Events.VoiceStateUpdate, (oldState) => {
+  client.on(Events.VoiceStateUpdate, (oldState, newState) => {
     voice.leaveIfAlone(oldState.guild);
-    talk.leaveIfAlone(oldState.guild);
+    talk.voiceStateChanged(oldState.guild, newState.id, oldState.channelId, newState.channelId);
   });
   // Manage Webhooks may have been granted: channels where personas failed try again.
   client.on(Events.ChannelUpdate, () => personas.permissionsChanged());

@@ -39,6 +39,8 @@ export type ErrorCode =
   | 'TRANSCRIPTION_UNAVAILABLE'
   /** A server manager forbade characters to listen in voice calls there, in the whole server or that channel. */
   | 'LISTENING_FORBIDDEN'
+  /** This process holds as many voice decoders as it reserved memory for; a new call or listener would break the others. */
+  | 'VOICE_CAPACITY_REACHED'
   /** The speech-to-text engine heard no words in a voice message; nothing was answered. */
   | 'NO_SPEECH_HEARD'
   /** A file sent as a character card holds no card (a PNG without a `chara`/`ccv3` chunk, JSON of another shape). */

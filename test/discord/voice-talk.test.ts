@@ -10,6 +10,7 @@ import { getVoiceConnection } from '@discordjs/voice';
 import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { durationMs } from '../../src/audio/pcm.js';
+import { liveOpusInstances } from '../../src/audio/opus-memory.js';
 import { DEFAULT_TURN_OPTIONS } from '../../src/audio/turn-detector.js';
 import { decodeWav } from '../../src/audio/wav.js';
 import type { PcmAudio } from '../../src/core/ports.js';
@@ -72,6 +73,17 @@ function cough(milliseconds: number): PcmAudio {
   return { sampleRate: 48_000, samples };
 }
 
+/** An "mm-hm": a voiced hum, harmonics of 140 Hz, mono 48 kHz; shorter than the barge-in threshold, longer than the shortest turn. */
+function hum(milliseconds: number): PcmAudio {
+  const samples = new Int16Array((48_000 * milliseconds) / 1000);
+  for (let index = 0; index < samples.length; index++) {
+    let value = 0;
+    for (let harmonic = 1; harmonic <= 8; harmonic++) value += Math.sin((2 * Math.PI * 140 * harmonic * index) / 48_000) / harmonic;
+    samples[index] = Math.round(value * 5000 * Math.min(1, index / 960, (samples.length - index) / 960));
+  }
+  return { sampleRate: 48_000, samples };
+}
+
 /**
  * Event-driven waits on the fakes that have no waiting of their own (the transcription server,
  * the chat engine): their scripts call `notify` on each request, and `until` re-checks then.
@@ -128,7 +140,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
     bot = await startBotHarness({
       voice: true,
-      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' },
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en', VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS: '2000' },
       // The story is long and comes slowly enough to still be written when it is interrupted.
       // Its last line only: in a scene, what the others said since a character last spoke comes
       // to it in one user message.
@@ -293,6 +305,93 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await replyHeard(since, 'Aye. Still there?');
   }, 30_000);
 
+  it('never hears another bot in the call (a music bot): not subscribed nor written down, and it does not interrupt', async () => {
+    const jukebox = bot.discord.createUser({ username: 'jukebox', bot: true });
+    bot.voice!.joinVoice(jukebox, voiceChannelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(jukebox.id));
+    nextWords = ['Tell me a story.'];
+    const transcribed = stt.transcriptions.length;
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Tell me a story.' }, { pace: 'burst' });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 1000, { since, timeoutMs: 15_000 });
+    // Music over the character, far longer than what interrupts it when a person talks.
+    const playedAt = performance.now();
+    await bot.voice!.speak(jukebox, { text: 'Never gonna give you up, never gonna let you down, never gonna run around and desert you.' }, { pace: 'burst' });
+    // The story goes on, well past the music's end and the pause that would have ended its turn.
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 2500, { since: playedAt, timeoutMs: 15_000 });
+    expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(jukebox.id)).toBe(false);
+    expect(stt.transcriptions.length).toBe(transcribed + 1);
+    expect((await runCommand(bot, alice, 'voice', {}, 'stop', voiceChannelId)).text).not.toBe('');
+    bot.voice!.leaveVoice(jukebox, guildId);
+    await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).includes(jukebox.id));
+  }, 40_000);
+
+  it('does not answer an "mm-hm" said over the character once it has finished: it is kept as said, not asked', async () => {
+    nextWords = ['Tell me a story.', 'Mm-hm.', 'What happened next?'];
+    const before = chatRequests().length;
+    const transcribed = stt.transcriptions.length;
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Tell me a story.' }, { pace: 'burst' });
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 1000, { since, timeoutMs: 15_000 });
+    const saidAt = performance.now();
+    await bot.voice!.speak(alice, hum(380), { pace: 'burst' });
+    // Its turn is over (600 ms of silence) while the story goes on: a backchannel does not interrupt.
+    await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs >= 2000, { since: saidAt, timeoutMs: 15_000 });
+    await until(() => stt.transcriptions.length >= transcribed + 2);
+    await runCommand(bot, alice, 'voice', {}, 'stop', voiceChannelId);
+    const askedAt = performance.now();
+    await bot.voice!.speak(alice, { text: 'What happened next?' }, { pace: 'burst' });
+    await replyHeard(askedAt, 'Aye. What happened next?');
+    const asked = chatRequests().slice(before);
+    expect(asked.map((request) => lastLine(request.body))).toEqual(['Tell me a story.', 'What happened next?']);
+    // It was said, so it is in the conversation.
+    expect(JSON.stringify(asked.at(-1)!.body.messages)).toContain('Mm-hm.');
+  }, 40_000);
+
+  it('gives up a turn the speech-to-text engine stalls on (VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS) and answers the next', async () => {
+    const before = chatRequests().length;
+    const requests = stt.loopback.requests.length;
+    stt.script = { hear: hearing(() => 'Lost words.'), delayMs: 6_000 };
+    await bot.voice!.speak(alice, { text: 'Are you stuck?' }, { pace: 'burst' });
+    await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 5_000, interval: 10 });
+    // Only that request stalls: the script is read when a request comes.
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+    nextWords = ['Still with me?'];
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Still with me?' }, { pace: 'burst' });
+    await replyHeard(since, 'Aye. Still with me?');
+    expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toEqual(['Still with me?']);
+  }, 30_000);
+
+  it('drops a turn being written down when its speaker opts out meanwhile: it is neither stored nor answered', async () => {
+    const frank = bot.discord.createUser({ username: 'frank' });
+    bot.voice!.joinVoice(frank, voiceChannelId);
+    await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(frank.id));
+    // Frank speaks low, alice high; frank's words take a while to be written down.
+    const words = (file: Buffer) => (medianPitch(decodeWav(file).samples, 16_000) > 170 ? `${characterName}, anyone else here?` : 'Frank was here.');
+    stt.script = { hear: hearing(words), delayMs: 1_500 };
+    const before = chatRequests().length;
+    const requests = stt.loopback.requests.length;
+    await bot.voice!.speak(frank, { text: 'Frank was here, remember that.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
+    const spokenAt = performance.now();
+    await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 5_000, interval: 10 });
+    stt.script = { hear: hearing(words) };
+    // His turn is over and being written down when he opts out.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, spokenAt + DEFAULT_TURN_OPTIONS.silenceMs + 150 - performance.now())));
+    const ignored = bot.discord.sendSlashCommand({ user: frank, channelId: bot.discord.guild.textChannelId, name: 'voice', subcommandGroup: 'ignore', subcommand: 'me', options: {} });
+    await ignored.response;
+    await bot.discord.waitFor(() => latestAnswer(bot, ignored.interactionId).includes('no longer hear you'));
+    const since = performance.now();
+    await bot.voice!.speak(alice, { text: 'Anyone else here?', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
+    await replyHeard(since, `Aye. ${characterName}, anyone else here?`);
+    const asked = chatRequests().slice(before);
+    expect(asked.map((request) => lastLine(request.body))).toEqual([`${characterName}, anyone else here?`]);
+    expect(JSON.stringify(asked[0]!.body.messages)).not.toContain('Frank was here.');
+    bot.voice!.leaveVoice(frank, guildId);
+    await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).includes(frank.id));
+    stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
+  }, 30_000);
+
   it('hears two people talking at once on their own streams and stores each one’s words under their name; with two, answers only when named', async () => {
     bot.voice!.joinVoice(bob, voiceChannelId);
     await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId).includes(bob.id));
@@ -382,8 +481,13 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(pitchOf(sceneReply)).toBeGreaterThan(1.4 * callPitch);
 
     // Alone again, a turn naming nobody goes on with whoever spoke last: the scene's character.
+    const receiver = getVoiceConnection(guildId)!.receiver;
+    expect(receiver.subscriptions.has(bob.id) && receiver.subscriptions.has(dave.id)).toBe(true);
+    const decoders = liveOpusInstances();
     for (const user of [bob, dave]) bot.voice!.leaveVoice(user, guildId);
     await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).some((id) => id === bob.id || id === dave.id));
+    // Those who left are no longer heard: their streams and decoders are freed now, not when the call ends.
+    await vi.waitFor(() => (receiver.subscriptions.has(bob.id) || receiver.subscriptions.has(dave.id) || liveOpusInstances() !== decoders - 2 ? Promise.reject(new Error('still hearing them')) : true), { timeout: 5_000, interval: 10 });
     nextWords = ['What else?'];
     since = performance.now();
     await bot.voice!.speak(alice, { text: 'What else?' }, { pace: 'burst' });

@@ -8,8 +8,8 @@
 import { type AudioPlayer, EndBehaviorType, NoSubscriberBehavior, type VoiceConnection, VoiceConnectionStatus, createAudioPlayer, entersState, joinVoiceChannel } from '@discordjs/voice';
 import type { Guild, User } from 'discord.js';
 import type { Readable } from 'node:stream';
-import { SpeakerListener } from '../../audio/speaker-listener.js';
-import type { Turn, TurnEvent, TurnOptions } from '../../audio/turn-detector.js';
+import { OpusReserveFull, SpeakerListener } from '../../audio/speaker-listener.js';
+import { DEFAULT_TURN_OPTIONS, type Turn, type TurnEvent, type TurnOptions } from '../../audio/turn-detector.js';
 import type { VoiceActivityAggressiveness, VoiceActivityDetectors } from '../../audio/voice-activity.js';
 import { encodeWav } from '../../audio/wav.js';
 import { type Actor, adminActor } from '../../core/actor.js';
@@ -30,6 +30,11 @@ export interface TalkSessionOptions {
   joinTimeoutMs: number;
   /** The call ends after this long with nobody speaking and nothing said (DISCORD_VOICE_IDLE_SECONDS). */
   idleMs: number;
+  /**
+   * How long one turn may take to be written down (VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS): turns
+   * are taken one at a time, so a stalled engine would hold up every turn after it.
+   */
+  transcriptionTimeoutMs: number;
 }
 
 export interface TalkSessionDependencies {
@@ -56,7 +61,7 @@ interface Hearing {
 interface EndedTurn {
   userId: string;
   turn: Turn;
-  transcription?: Promise<Transcription> | undefined;
+  early?: Speculation | undefined;
 }
 
 /**
@@ -86,6 +91,14 @@ export class TalkSession {
   readonly #hearing = new Map<string, Hearing>();
   /** Members found to have opted out, left out of `people()`; those being asked about. */
   readonly #ignored = new Set<string>();
+  /** Other bots (a music bot): never subscribed, decoded or transcribed. */
+  readonly #bots = new Set<string>();
+  /** Per person, aborted when they are forgotten (opted out, left): their turns in flight stop. */
+  readonly #personAborts = new Map<string, AbortController>();
+  /** Aborted when the call ends: the turn in flight stops, whatever it was waiting on. */
+  readonly #ending = new AbortController();
+  /** When the character last started and stopped being heard (stop undefined: still speaking). */
+  #spoke: { from: number; to?: number | undefined } | undefined;
   readonly #asking = new Set<string>();
   /** The language each person's speech was heard in, forced on their next turns. */
   readonly #languages = new Map<string, string>();
@@ -107,7 +120,7 @@ export class TalkSession {
 
   constructor(
     readonly guild: Guild,
-    readonly voiceChannelId: string,
+    readonly joinedChannelId: string,
     readonly character: CharacterRecord,
     readonly conversationId: string,
     private readonly dependencies: TalkSessionDependencies,
@@ -118,7 +131,7 @@ export class TalkSession {
 
   /** Joins undeafened (a deafened bot receives nothing) and starts listening. */
   async start(): Promise<void> {
-    const connection = joinVoiceChannel({ channelId: this.voiceChannelId, guildId: this.guild.id, adapterCreator: this.guild.voiceAdapterCreator, selfDeaf: false });
+    const connection = joinVoiceChannel({ channelId: this.joinedChannelId, guildId: this.guild.id, adapterCreator: this.guild.voiceAdapterCreator, selfDeaf: false });
     this.#connection = connection;
     connection.subscribe(this.#player);
     try {
@@ -151,7 +164,15 @@ export class TalkSession {
     this.#idleTimer.unref();
   }
 
-  /** People in the call, the bot and those who opted out left aside. */
+  /**
+   * The channel the call is in: where the bot's own voice state says it is, as it may have been
+   * moved since it joined (a move keeps the connection); the one it joined until that is known.
+   */
+  get voiceChannelId(): string {
+    return this.guild.members.me?.voice.channelId ?? this.joinedChannelId;
+  }
+
+  /** People in the call, bots and those who opted out left aside. */
   people(): string[] {
     const channel = this.guild.channels.cache.get(this.voiceChannelId);
     if (!channel?.isVoiceBased()) return [];
@@ -173,8 +194,20 @@ export class TalkSession {
     this.forget(userId);
   }
 
-  /** Stops hearing someone; what they had started saying is dropped. */
+  /**
+   * Someone left the call's channel: their receive stream and decoder are freed now, not when
+   * the call ends. A turn they had finished is still taken (their last words before leaving).
+   */
+  left(userId: string): void {
+    const hearing = this.#hearing.get(userId);
+    // Its `close` handler frees the listener and hands on a turn under way.
+    hearing?.stream.destroy();
+  }
+
+  /** Stops hearing someone; what they had started saying is dropped, even a turn being written down. */
   forget(userId: string): void {
+    this.#personAborts.get(userId)?.abort(new Error('forgotten'));
+    this.#personAborts.delete(userId);
     const hearing = this.#hearing.get(userId);
     this.#hearing.delete(userId);
     hearing?.stream.destroy();
@@ -190,6 +223,7 @@ export class TalkSession {
   end(reason: string): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.#ending.abort(new Error('the call ended'));
     clearInterval(this.#ticker);
     clearTimeout(this.#idleTimer);
     this.#reply?.interrupt();
@@ -202,21 +236,29 @@ export class TalkSession {
   }
 
   #listen(userId: string): void {
-    if (this.#ended || this.#hearing.has(userId) || this.#asking.has(userId) || userId === this.guild.client.user.id) return;
-    // Only once the database says they did not opt out: a failed read hears nobody (they are
-    // asked about again when they next start speaking).
+    if (this.#ended || this.#hearing.has(userId) || this.#asking.has(userId) || this.#bots.has(userId) || userId === this.guild.client.user.id) return;
+    // Only once it is known to be a person, not a bot, and the database says they did not opt
+    // out: a failed read hears nobody (they are asked about again when they next start speaking).
     this.#asking.add(userId);
-    this.dependencies.ignores(userId).then(
-      (ignored) => {
+    this.#whoIs(userId).then(
+      (who) => {
         this.#asking.delete(userId);
-        if (ignored) this.ignore(userId, true);
+        if (who === 'bot') this.#bots.add(userId);
+        else if (who === 'opted out') this.ignore(userId, true);
         else this.#subscribe(userId);
       },
       (error: unknown) => {
         this.#asking.delete(userId);
-        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'could not read whether a member opted out; not listening to them');
+        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'could not tell whether a member is a bot or opted out; not listening to them');
       },
     );
+  }
+
+  /** A bot (a music bot: never heard), a member who opted out, or a person to hear. */
+  async #whoIs(userId: string): Promise<'bot' | 'opted out' | 'person'> {
+    const user = this.guild.client.users.cache.get(userId) ?? (await this.guild.client.users.fetch(userId));
+    if (user.bot) return 'bot';
+    return (await this.dependencies.ignores(userId)) ? 'opted out' : 'person';
   }
 
   #subscribe(userId: string): void {
@@ -224,8 +266,15 @@ export class TalkSession {
     this.#ignored.delete(userId);
     const receiver = this.#connection?.receiver;
     if (!receiver) return;
+    let listener: SpeakerListener;
+    try {
+      listener = new SpeakerListener(this.dependencies.detectors.create({ aggressiveness: this.options.aggressiveness }), this.options.turns);
+    } catch (error) {
+      if (!(error instanceof OpusReserveFull)) throw error;
+      this.dependencies.logger.warn({ guildId: this.guild.id, userId }, 'not listening to a person: this process holds as many Opus decoders as it reserved memory for');
+      return;
+    }
     const stream = receiver.subscribe(userId, { end: { behavior: EndBehaviorType.Manual } });
-    const listener = new SpeakerListener(this.dependencies.detectors.create({ aggressiveness: this.options.aggressiveness }), this.options.turns);
     listener.turns.setCharacterSpeaking(this.#characterSpeaking);
     const hearing = { stream, listener };
     this.#hearing.set(userId, hearing);
@@ -262,10 +311,10 @@ export class TalkSession {
       } else if (event.type === 'turn') {
         this.dependencies.logger.debug({ guildId: this.guild.id, userId, voicedMs: event.turn.voicedMs, early: event.turn.likely && this.#speculations.has(userId) }, 'voice turn over');
         // The early transcript stands only if nothing voiced came after the audio it was made of.
-        const transcription = event.turn.likely ? this.#speculations.get(userId)?.transcription : undefined;
-        if (transcription) this.#speculations.delete(userId);
+        const early = event.turn.likely ? this.#speculations.get(userId) : undefined;
+        if (early) this.#speculations.delete(userId);
         else this.#withdraw(userId);
-        this.#turns.push({ userId, turn: event.turn, transcription });
+        this.#turns.push({ userId, turn: event.turn, early });
         void this.#work();
       }
     }
@@ -303,6 +352,10 @@ export class TalkSession {
   }
 
   #setCharacterSpeaking(speaking: boolean): void {
+    const now = performance.now();
+    // Told at each sentence's start and once at the reply's end: one span per reply.
+    if (speaking && (this.#spoke === undefined || this.#spoke.to !== undefined)) this.#spoke = { from: now };
+    else if (!speaking && this.#spoke && this.#spoke.to === undefined) this.#spoke.to = now;
     this.#characterSpeaking = speaking;
     for (const { listener } of this.#hearing.values()) listener.turns.setCharacterSpeaking(speaking);
   }
@@ -314,38 +367,73 @@ export class TalkSession {
     try {
       for (let next = this.#turns.shift(); next && !this.#ended; next = this.#turns.shift()) {
         const taken = 'userId' in next ? this.#take(next) : this.#speakNext(next);
-        await taken.catch((error: unknown) => this.dependencies.logger.warn({ err: error, guildId: this.guild.id, ...('userId' in next ? { userId: next.userId } : { characterId: next.characterId }) }, 'a voice turn failed'));
+        await taken.catch((error: unknown) => this.#ended || this.dependencies.logger.warn({ err: error, guildId: this.guild.id, ...('userId' in next ? { userId: next.userId } : { characterId: next.characterId }) }, 'a voice turn failed'));
       }
     } finally {
       this.#working = false;
     }
   }
 
-  async #take({ userId, turn, transcription: early }: EndedTurn): Promise<void> {
+  async #take({ userId, turn, early }: EndedTurn): Promise<void> {
     const { core } = this.dependencies;
+    const person = this.#personAbort(userId);
+    // Writing down stops when they are forgotten (opted out, left), when the call ends, and when
+    // the engine takes too long: turns are taken one at a time, and the next ones wait.
+    const signal = AbortSignal.any([person.signal, this.#ending.signal, AbortSignal.timeout(this.options.transcriptionTimeoutMs)]);
+    if (early) follow(signal, early.abort);
     // They may have opted out through another process since they were subscribed.
     if (await this.dependencies.ignores(userId)) return this.ignore(userId, true);
+    const transcribe = () => core.voiceCalls.transcribe(this.#recording(userId, turn), { signal });
     // Asked now, before the account look-ups, so they overlap the engine's work.
-    const asked = early ?? core.voiceCalls.transcribe(this.#recording(userId, turn));
+    const asked = early ? untilAborted(early.transcription, signal) : transcribe();
     asked.catch(() => undefined);
     const user = await this.guild.client.users.fetch(userId);
     const { actor, account } = await this.dependencies.accountOf(user);
     await core.conversations.addSpeaker(adminActor, this.conversationId, account.id);
     // An early transcript that failed is not the turn's last chance: it is asked for again.
-    const transcription = await asked.catch((error: unknown) => {
-      if (!early) throw error;
-      this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'the early transcript failed; transcribing the turn again');
-      return core.voiceCalls.transcribe(this.#recording(userId, turn));
-    });
-    if (this.#ended) return;
+    let transcription: Transcription;
+    try {
+      transcription = await asked.catch((error: unknown) => {
+        if (!early || signal.aborted) throw error;
+        this.dependencies.logger.warn({ err: error, guildId: this.guild.id, userId }, 'the early transcript failed; transcribing the turn again');
+        return transcribe();
+      });
+    } catch (error) {
+      // Stopped on purpose (they opted out or left, the call ended): not a failure. A timeout is.
+      if (person.signal.aborted || this.#ended) return;
+      throw error;
+    }
+    // They may have opted out (here or through another process) or left while it was written down.
+    if (this.#ended || person.signal.aborted || this.#ignored.has(userId)) return;
+    if (await this.dependencies.ignores(userId)) return this.ignore(userId, true);
+    if (this.#ended || person.signal.aborted) return;
+    const backchannel = this.#backchannel(turn);
     const heard = await core.voiceCalls.keep(actor, this.conversationId, transcription, this.options.language ?? this.#languages.get(userId));
     if (!heard || this.#ended) return;
     if (heard.language) this.#languages.set(userId, heard.language);
     this.#language = heard.language;
-    this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs }, 'voice turn heard');
+    this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs, backchannel }, 'voice turn heard');
+    // A "yeah" said over the character was said (so it is stored) but asked nothing.
+    if (backchannel) return;
     const answerer = await callAnswerer(core, { conversationId: this.conversationId, text: heard.message.content, alone: this.people().length <= 1, callCharacterId: this.character.id, botUserId: this.guild.client.user.id });
     if (!answerer || this.#ended) return;
     await this.#answer(actor, heard.message.id, answerer, heard.language);
+  }
+
+  #personAbort(userId: string): AbortController {
+    let abort = this.#personAborts.get(userId);
+    if (!abort) this.#personAborts.set(userId, (abort = new AbortController()));
+    return abort;
+  }
+
+  /**
+   * A backchannel ("yeah", "mm-hm"): a turn begun and ended while the character was speaking,
+   * shorter than what interrupts it. It did not interrupt, and it is not answered after.
+   */
+  #backchannel(turn: Turn): boolean {
+    const spoke = this.#spoke;
+    const bargeInMs = this.options.turns.bargeInMs ?? DEFAULT_TURN_OPTIONS.bargeInMs;
+    return spoke !== undefined && turn.startedAt >= spoke.from && (spoke.to === undefined || turn.lastVoicedAt <= spoke.to) && turn.voicedMs < bargeInMs;
   }
 
   /**
@@ -368,9 +456,11 @@ export class TalkSession {
     const language = this.options.language ?? this.#language;
     if (words === undefined) return this.#answer(actor, latest[0].id, { character, cast }, language);
     // Already stored and shown: an interruption stops it and changes nothing.
-    await this.#speak({ character, cast }, language, new AbortController(), (async function* () {
+    const abort = new AbortController();
+    const release = follow(this.#ending.signal, abort);
+    await this.#speak({ character, cast }, language, abort, (async function* () {
       yield words;
-    })());
+    })()).finally(release);
   }
 
   /**
@@ -382,12 +472,22 @@ export class TalkSession {
     const { core, logger } = this.dependencies;
     if (!core.speech) return;
     const abort = new AbortController();
-    const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
-    const spoken = await this.#speak({ character, cast }, language, abort, reply.pieces);
-    if (!spoken) return;
-    // Only what was heard stays: a reply talked over, or one whose speech or writing failed part way.
-    if (spoken.interrupted || spoken.failed) await core.voiceCalls.keepHeard(reply, spoken.heard(), spoken.interrupted ? INTERRUPTED : UNHEARD);
-    else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
+    // The call may end while the reply is being asked for: it stops then, and nothing plays.
+    const release = follow(this.#ending.signal, abort);
+    try {
+      const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
+      if (this.#ended) {
+        reply.done.catch(() => undefined);
+        return;
+      }
+      const spoken = await this.#speak({ character, cast }, language, abort, reply.pieces);
+      if (!spoken) return;
+      // Only what was heard stays: a reply talked over, or one whose speech or writing failed part way.
+      if (spoken.interrupted || spoken.failed) await core.voiceCalls.keepHeard(reply, spoken.heard(), spoken.interrupted ? INTERRUPTED : UNHEARD);
+      else await reply.done.catch((error: unknown) => logger.warn({ err: error, conversationId: this.conversationId }, 'the spoken reply failed'));
+    } finally {
+      release();
+    }
   }
 
   /**
@@ -397,7 +497,7 @@ export class TalkSession {
    */
   async #speak({ character, cast }: CallAnswerer, language: string | undefined, abort: AbortController, pieces: AsyncIterable<string>): Promise<SpokenReply | undefined> {
     const speech = this.dependencies.core.speech;
-    if (!speech) return undefined;
+    if (!speech || this.#ended) return undefined;
     const voiced = character.ttsVoiceId ? Promise.resolve(character) : speech.voicedCast(cast, { language, signal: abort.signal }).then((voices) => voices.find((member) => member.id === character.id) ?? character);
     voiced.catch(() => undefined);
     const spoken = new SpokenReply(this.#player, (sentence, signal) => inVoiceOf(voiced, (speaker) => speech.streamAs(speaker, sentence, { signal })), abort, this.dependencies.logger, (speaking) => this.#setCharacterSpeaking(speaking));
@@ -414,4 +514,22 @@ export class TalkSession {
 /** Speech in the speaker's voice, once it is known which (a stand-in is looked up while the reply is written). */
 async function* inVoiceOf(speaker: Promise<CharacterRecord>, speak: (speaker: CharacterRecord) => AsyncIterable<PcmAudio>): AsyncGenerator<PcmAudio> {
   yield* speak(await speaker);
+}
+
+/** Aborts `abort` when `signal` is; returns what stops following it. */
+function follow(signal: AbortSignal, abort: AbortController): () => void {
+  const stop = (): void => abort.abort(signal.reason);
+  if (signal.aborted) stop();
+  else signal.addEventListener('abort', stop, { once: true });
+  return () => signal.removeEventListener('abort', stop);
+}
+
+/** `promise`, or its rejection with the signal's reason once `signal` is aborted. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const stop = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
 }

@@ -4,9 +4,10 @@
  * (`VoiceRules`), asked at each subscription and each turn, so it holds in every process.
  */
 import type { Guild, User } from 'discord.js';
-import { reserveOpusMemory } from '../../audio/opus-memory.js';
+import { claimOpusInstance, releaseOpusInstance, reserveOpusMemory } from '../../audio/opus-memory.js';
 import { type VoiceActivityDetectors, loadVoiceActivityDetectors } from '../../audio/voice-activity.js';
 import type { Actor } from '../../core/actor.js';
+import { AppError } from '../../core/errors.js';
 import type { Core } from '../../core/core.js';
 import type { Logger } from '../../core/ports.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
@@ -22,6 +23,8 @@ export interface VoiceTalkDependencies {
 
 export class VoiceTalk {
   readonly #sessions = new Map<string, TalkSession>();
+  /** The newest start asked for in each guild: an older one still loading gives way to it. */
+  readonly #starting = new Map<string, symbol>();
   #detectors: Promise<VoiceActivityDetectors> | undefined;
 
   constructor(
@@ -32,9 +35,22 @@ export class VoiceTalk {
   /** Starts a call in `voiceChannelId` with the server's thresholds, ending one already held in the guild. */
   async start(guild: Guild, voiceChannelId: string, character: CharacterRecord, conversationId: string): Promise<TalkSession> {
     this.leave(guild.id, 'Another call started.');
+    // Claimed before anything is awaited: of two starts at once, the newer holds the call.
+    const claim = Symbol(guild.id);
+    this.#starting.set(guild.id, claim);
     reserveOpusMemory();
+    // Room for at least one person's decoder, else a call would be held that hears nobody.
+    if (!claimOpusInstance()) {
+      this.#starting.delete(guild.id);
+      this.dependencies.logger.warn({ guildId: guild.id }, 'no call started: this process holds as many Opus decoders as it reserved memory for');
+      throw new AppError('VOICE_CAPACITY_REACHED', 'Too many people are being listened to in voice calls right now. Try again later.');
+    }
+    releaseOpusInstance();
     this.#detectors ??= loadVoiceActivityDetectors();
-    const [detectors, thresholds] = await Promise.all([this.#detectors, this.dependencies.rules.thresholds(guild.id)]);
+    const [detectors, thresholds] = await Promise.all([this.#detectors, this.dependencies.rules.thresholds(guild.id)]).finally(() => {
+      if (this.#starting.get(guild.id) === claim) this.#starting.delete(guild.id);
+    });
+    if (this.#starting.has(guild.id) || this.#sessions.has(guild.id)) throw new AppError('CONFLICT', 'Another call was started in this server at the same time.');
     const session: TalkSession = new TalkSession(
       guild,
       voiceChannelId,
@@ -67,6 +83,19 @@ export class VoiceTalk {
     this.#sessions.delete(guildId);
     session.end(reason);
     return true;
+  }
+
+  /**
+   * After a voice state change: someone who left the call's channel is no longer heard (their
+   * decoder is freed), and a call with no person left in it ends. The call's channel is read
+   * from the bot's own voice state, so a call the bot was moved with follows it.
+   */
+  voiceStateChanged(guild: Guild, userId: string, fromChannelId: string | null, toChannelId: string | null): void {
+    const session = this.#sessions.get(guild.id);
+    if (!session) return;
+    const callChannelId = session.voiceChannelId;
+    if (fromChannelId === callChannelId && toChannelId !== callChannelId) session.left(userId);
+    this.leaveIfAlone(guild);
   }
 
   /** After a voice state change: a call with no person left in it ends. */
