@@ -137,7 +137,6 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   });
 
   const discordAccounts = new DiscordAccounts(repositories.discordLinks, core.accounts);
-  const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000 });
   const deliveries = new JobDeliveries(core, new DeliveryRecords(repositories.jobDeliveries), pacer, logger, {
     editIntervalMs: options.jobEditIntervalMs ?? 1_000,
     // Uploading up to four images must finish before Discord stops taking the token.
@@ -154,6 +153,8 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     minimumSpeechMs: turns.minimumSpeechMs ?? DEFAULT_TURN_OPTIONS.minimumSpeechMs,
   });
   const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
+  // A call holds the guild's voice: /speak and followed threads are not played over it.
+  const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000, heldByCall: (guildId) => talk.holds(guildId) });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,
@@ -205,8 +206,14 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     async stop() {
       forgetting.stop();
       await deliveries.stop();
-      talk.leaveAll();
-      voice.leaveAll();
+      // Leaving voice must not keep the client from closing: a failure there is only logged.
+      for (const [what, leave] of [['voice calls', () => talk.leaveAll()], ['voice playback', () => voice.leaveAll()]] as const) {
+        try {
+          leave();
+        } catch (error) {
+          logger.error({ err: error, what }, 'could not leave voice while stopping');
+        }
+      }
       await client.destroy();
     },
   };

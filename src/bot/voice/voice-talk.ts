@@ -22,6 +22,8 @@ export interface VoiceTalkDependencies {
 
 export class VoiceTalk {
   readonly #sessions = new Map<string, TalkSession>();
+  /** Guilds whose call is being set up: their voice is already the call's. */
+  readonly #starting = new Set<string>();
   #detectors: Promise<VoiceActivityDetectors> | undefined;
 
   constructor(
@@ -32,6 +34,15 @@ export class VoiceTalk {
   /** Starts a call in `voiceChannelId` with the server's thresholds, ending one already held in the guild. */
   async start(guild: Guild, voiceChannelId: string, character: CharacterRecord, conversationId: string): Promise<TalkSession> {
     this.leave(guild.id, 'Another call started.');
+    this.#starting.add(guild.id);
+    try {
+      return await this.#start(guild, voiceChannelId, character, conversationId);
+    } finally {
+      this.#starting.delete(guild.id);
+    }
+  }
+
+  async #start(guild: Guild, voiceChannelId: string, character: CharacterRecord, conversationId: string): Promise<TalkSession> {
     reserveOpusMemory();
     this.#detectors ??= loadVoiceActivityDetectors();
     const [detectors, thresholds] = await Promise.all([this.#detectors, this.dependencies.rules.thresholds(guild.id)]);
@@ -58,6 +69,11 @@ export class VoiceTalk {
   /** The call held in a guild, if any. */
   session(guildId: string): TalkSession | undefined {
     return this.#sessions.get(guildId);
+  }
+
+  /** Whether a call holds the guild's voice, or is being set up there: nothing else may play in it then. */
+  holds(guildId: string): boolean {
+    return this.#sessions.has(guildId) || this.#starting.has(guildId);
   }
 
   /** Ends the guild's call; returns whether there was one. */

@@ -1,0 +1,54 @@
+/**
+ * Where a call (/voice talk) lives and what else may use the guild's voice meanwhile: against
+ * the fake Discord and its voice server, the fake transcription server and the fake chat engine.
+ */
+import { describe, expect, it } from 'vitest';
+import { startFakeTranscription } from '../fakes/stt/fake-transcription.js';
+import { runCommand, startBotHarness } from './harness.js';
+
+describe('a followed thread reply still being written when /voice talk starts', () => {
+  it('is not spoken over the call: the bot stays undeafened, the call answers, and the bot stops cleanly', async () => {
+    const stt = await startFakeTranscription();
+    stt.script = { text: 'Are you listening to me now?' };
+    const bot = await startBotHarness({ voice: true, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' } });
+    let closed = false;
+    try {
+      const { id: guildId, voiceChannelId } = bot.discord.guild;
+      const singer = bot.discord.createUser({ username: 'singer' });
+      expect((await runCommand(bot, singer, 'character', { preset: 'en-us+f3' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(singer, voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(singer.id));
+      const sentences = ['The harbour was quiet that night.', 'Only the gulls were awake.', 'Then the bell began to ring.', 'And the keeper woke up at last.'];
+      bot.llm.setScript({ tokens: sentences.join(' ').match(/\S+\s*/g)!, tokensPerSecond: 4 });
+      const opened = bot.discord.sendSlashCommand({ user: singer, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: 'singer' } });
+      await opened.response;
+      const thread = await bot.discord.waitFor(() => bot.discord.threads.find((candidate) => candidate.name?.startsWith('singer')));
+      await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(opened.interactionId)).includes(`<#${thread.id}>`));
+      expect((await runCommand(bot, singer, 'voice', {}, 'follow', thread.id)).text).toContain('will also be spoken');
+      const since = performance.now();
+      bot.discord.sendMessage({ channelId: thread.id, author: singer, content: 'Tell me about the harbour' });
+      // The first sentence is heard through /voice follow; the rest is still being written.
+      await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 300, { since, timeoutMs: 20_000 });
+      bot.llm.setScript(() => ({ reply: 'Aye, I hear you.', tokensPerSecond: 400 }));
+      const talkAt = performance.now();
+      expect((await runCommand(bot, singer, 'voice', {}, 'talk')).text).toContain('is listening');
+      const joined = bot.voice!.voiceStateRequests.find((request) => request.at >= talkAt && request.channelId === voiceChannelId && request.selfDeaf === false);
+      expect(joined).toBeDefined();
+      // The followed reply is written to the end meanwhile; its later sentences are not spoken.
+      await bot.discord.waitFor(() => bot.discord.messages(thread.id).some((message) => message.content.includes('keeper woke up at last')), 20_000);
+
+      // The call still hears and answers.
+      const asked = performance.now();
+      await bot.voice!.speak(singer, { text: 'Are you listening to me now?' }, { pace: 'burst' });
+      await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 500 && audio.packets.at(-1)?.silence === true, { since: asked, timeoutMs: 20_000 });
+      expect(stt.transcriptions.length).toBeGreaterThan(0);
+      // Nothing asked Discord to deafen the bot (op 4 with self_deaf) after the call joined.
+      expect(bot.voice!.voiceStateRequests.filter((request) => request.at >= joined!.at && request.selfDeaf === true)).toEqual([]);
+      closed = true;
+      await bot.close();
+    } finally {
+      if (!closed) await bot.close().catch(() => undefined);
+      await stt.close();
+    }
+  }, 60_000);
+});
