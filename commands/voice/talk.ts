@@ -50,12 +50,9 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
   const missing = (['Connect', 'Speak'] as const).filter((name) => !channel || !me || !channel.permissionsFor(me).has(PermissionFlagsBits[name]));
   if (missing.length > 0) throw new AppError('FORBIDDEN', `I need the ${missing.join(' and ')} permission${missing.length > 1 ? 's' : ''} in <#${voiceChannelId}> to talk there.`);
 
-  // The call is a conversation like a thread's, linked to the voice channel: talking there again
-  // with the same character goes on with it.
-  const link = await context.links.forChannel(voiceChannelId);
-  const linked = link && (await core.conversations.get(adminActor, link.conversationId).catch(() => undefined));
-  const conversation = linked && linked.characterId === character.id ? linked : await core.conversations.create(actor, account.id, character.id, { greet: false });
-  if (conversation !== linked) await context.links.link({ conversationId: conversation.id, channelId: voiceChannelId, guildId: interaction.guildId });
+  // Each call is a conversation of its own, never linked to the voice channel: whoever is in a
+  // later call does not read the transcripts of earlier ones, and the channel's chat is not a thread.
+  const conversation = await core.conversations.create(actor, account.id, character.id, { greet: false });
   await core.conversations.addSpeaker(adminActor, conversation.id, account.id);
 
   // Speech queued with /speak would deafen the bot: the call takes over the guild's voice.
@@ -65,7 +62,8 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
     `🎙️ **${character.name}** is listening in <#${voiceChannelId}>.`,
     `Alone with ${character.name}, everything you say is answered; with others, start with “${character.name}, …” to talk to it.`,
     `\`/scene add\` in <#${voiceChannelId}>'s chat brings in another character, who answers in its own voice when you start with its name.`,
-    'Talk over it to interrupt. `/voice ignore me` and it never hears you; `/voice leave` ends the call. Nothing you say is recorded: only the words are kept, as in a thread.',
+    'Talk over it to interrupt. `/voice ignore me` and it never hears you; `/voice leave` ends the call. Nothing you say is recorded: only the words are kept, as in a thread, in a conversation of this call alone.',
+    `Messages written in this chat are not read by ${character.name}: say it aloud.`,
   ].join('\n');
   if (channel?.isSendable()) await channel.send({ content: notice, allowedMentions: { parse: [] } }).catch((error: unknown) => context.logger.info({ err: error, channelId: voiceChannelId }, 'could not announce the call in the voice channel chat'));
   await answer(interaction, notice, false);

@@ -160,7 +160,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     core,
     links,
     channels: repositories.discordChannels,
-    places: new Places(links, repositories.discordChannels),
+    places: new Places(links, repositories.discordChannels, (channelId) => talk.sessionIn(channelId)?.conversationId),
     runner: new ConversationRunner(core, pacer, logger, {
       recordAuthors: (messageIds, characterId) => repositories.discordChannels.recordCharacterMessages(messageIds, characterId, Date.now()),
       recordReply: (messageIds, characterId) => repositories.discordChannels.recordReplyMessages(messageIds, characterId, Date.now()),

@@ -52,3 +52,65 @@ describe('a followed thread reply still being written when /voice talk starts', 
     }
   }, 60_000);
 });
+
+describe('the chat of a voice channel where a call is held', () => {
+  it('answers nothing written there, during or after the call, and its writers do not join the call; each call is a conversation of its own', async () => {
+    const stt = await startFakeTranscription();
+    stt.script = { text: 'Hello there, remember the blue door.' };
+    const bot = await startBotHarness({ voice: true, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en' }, script: () => ({ reply: 'Aye, I hear you well.', tokensPerSecond: 400 }) });
+    try {
+      const { id: guildId, voiceChannelId } = bot.discord.guild;
+      const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
+      const alice = bot.discord.createUser({ username: 'alice' });
+      const bob = bot.discord.createUser({ username: 'bob' });
+      expect((await runCommand(bot, alice, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(alice, voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(alice.id));
+      const started = await runCommand(bot, alice, 'voice', {}, 'talk');
+      expect(started.text).toContain('is listening');
+      expect(started.text).toContain('not read by');
+      const noticed = bot.botTexts(voiceChannelId!).length;
+
+      // During the call: Bob, who is not in it, writes in the voice channel's chat.
+      bot.discord.sendMessage({ channelId: voiceChannelId!, author: bob, content: 'anyone got the link to the stream?' });
+      // Alice's next spoken turn is answered; by then Bob's message was long taken (or not).
+      let since = performance.now();
+      await bot.voice!.speak(alice, { text: 'Hello there, remember the blue door.' }, { pace: 'burst' });
+      await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 300 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 20_000 });
+      expect(chatRequests()).toHaveLength(1);
+      expect(JSON.stringify(chatRequests()[0]!.body.messages)).not.toContain('stream?');
+
+      expect((await runCommand(bot, alice, 'voice', {}, 'leave')).text).not.toContain('⚠️');
+      await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.at(-1)?.channelId === null);
+      // After the call: Bob writes again; then a thread's message is answered, which the fake
+      // chat engine sees after anything Bob's message would have asked.
+      bot.discord.sendMessage({ channelId: voiceChannelId!, author: bob, content: 'is the stream still on?' });
+      const opened = bot.discord.sendSlashCommand({ user: alice, channelId: bot.discord.guild.textChannelId, name: 'chat', options: { character: 'alice' } });
+      await opened.response;
+      const thread = await bot.discord.waitFor(() => bot.discord.threads.find((candidate) => candidate.name?.startsWith('alice')), 15_000);
+      await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(opened.interactionId)).includes(`<#${thread.id}>`), 15_000);
+      const asked = chatRequests().length;
+      bot.discord.sendMessage({ channelId: thread.id, author: alice, content: 'A thread message' });
+      await bot.discord.waitFor(() => chatRequests().length > asked && bot.discord.messages(thread.id).some((message) => message.content.includes('Aye, I hear')), 15_000);
+      expect(JSON.stringify(chatRequests().map((request) => request.body.messages))).not.toContain('stream');
+      expect(bot.botTexts(voiceChannelId!).slice(noticed)).toEqual([]);
+      // Bob never became a speaker of the call's conversation.
+      expect((await runCommand(bot, bob, 'conversations')).text).toContain('no conversations yet');
+
+      // A later call starts afresh: its people do not read what was said in the earlier one.
+      stt.script = { text: 'What did I say before?' };
+      expect((await runCommand(bot, alice, 'voice', {}, 'talk')).text).toContain('is listening');
+      const before = chatRequests().length;
+      since = performance.now();
+      await bot.voice!.speak(alice, { text: 'What did I say before?' }, { pace: 'burst' });
+      await bot.voice!.waitForAudio(guildId, (audio) => audio.durationMs > 300 && audio.packets.at(-1)?.silence === true, { since, timeoutMs: 20_000 });
+      const later = chatRequests().slice(before);
+      expect(later).toHaveLength(1);
+      expect(JSON.stringify(later[0]!.body.messages)).toContain('What did I say before?');
+      expect(JSON.stringify(later[0]!.body.messages)).not.toContain('blue door');
+    } finally {
+      await bot.close();
+      await stt.close();
+    }
+  }, 60_000);
+});

@@ -71,6 +71,11 @@ export class VoiceTalk {
     return this.#sessions.get(guildId);
   }
 
+  /** The call held in a voice channel, if any. */
+  sessionIn(voiceChannelId: string): TalkSession | undefined {
+    return [...this.#sessions.values()].find((session) => session.voiceChannelId === voiceChannelId);
+  }
+
   /** Whether a call holds the guild's voice, or is being set up there: nothing else may play in it then. */
   holds(guildId: string): boolean {
     return this.#sessions.has(guildId) || this.#starting.has(guildId);
