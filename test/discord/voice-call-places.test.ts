@@ -2,9 +2,10 @@
  * Where a call (/voice talk) lives and what else may use the guild's voice meanwhile: against
  * the fake Discord and its voice server, the fake transcription server and the fake chat engine.
  */
+import type { APIUser } from 'discord-api-types/v10';
 import { describe, expect, it } from 'vitest';
 import { startFakeTranscription } from '../fakes/stt/fake-transcription.js';
-import { runCommand, startBotHarness } from './harness.js';
+import { latestAnswer, runCommand, startBotHarness } from './harness.js';
 
 describe('a followed thread reply still being written when /voice talk starts', () => {
   it('is not spoken over the call: the bot stays undeafened, the call answers, and the bot stops cleanly', async () => {
@@ -68,7 +69,7 @@ describe('the chat of a voice channel where a call is held', () => {
       await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(alice.id));
       const started = await runCommand(bot, alice, 'voice', {}, 'talk');
       expect(started.text).toContain('is listening');
-      expect(started.text).toContain('not read by');
+      expect(started.text).toContain('does not read what is written');
       const noticed = bot.botTexts(voiceChannelId!).length;
 
       // During the call: Bob, who is not in it, writes in the voice channel's chat.
@@ -108,6 +109,48 @@ describe('the chat of a voice channel where a call is held', () => {
       expect(later).toHaveLength(1);
       expect(JSON.stringify(later[0]!.body.messages)).toContain('What did I say before?');
       expect(JSON.stringify(later[0]!.body.messages)).not.toContain('blue door');
+    } finally {
+      await bot.close();
+      await stt.close();
+    }
+  }, 60_000);
+});
+
+describe('/voice talk channel:', () => {
+  it('starts a call in the voice channel named: by someone in it, or a manager from elsewhere; that channel\'s listening rules hold', async () => {
+    const stt = await startFakeTranscription();
+    const bot = await startBotHarness({ voice: true, discord: { guilds: [{ voiceChannels: ['General', 'Quiet'] }] }, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL } });
+    try {
+      const guildId = bot.discord.guild.id;
+      const general = bot.discord.guild.channelIds['General']!;
+      const quiet = bot.discord.guild.channelIds['Quiet']!;
+      const alice = bot.discord.createUser({ username: 'alice' });
+      // The guild's owner holds every permission, Manage Server included.
+      const owner = { id: bot.discord.guild.ownerId } as APIUser;
+      for (const user of [alice, owner]) expect((await runCommand(bot, user, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(alice, general);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, general).includes(alice.id));
+
+      // Alice may not start a call in a channel she is not in.
+      expect((await runCommand(bot, alice, 'voice', { channel: quiet }, 'talk')).text).toContain(`Join <#${quiet}>`);
+      // The listening rules of the channel named are the ones that hold.
+      const forbid = bot.discord.sendSlashCommand({ user: owner, channelId: bot.discord.guild.textChannelId, name: 'voice', subcommandGroup: 'listening', subcommand: 'off', options: { channel: quiet } });
+      await forbid.response;
+      await bot.discord.waitFor(() => latestAnswer(bot, forbid.interactionId).includes('no longer listen'));
+      expect((await runCommand(bot, owner, 'voice', { channel: quiet }, 'talk')).text).toContain(`may not listen in <#${quiet}>`);
+
+      // Named from the voice channel's own chat, by someone in it: the notice is posted there once.
+      const since = performance.now();
+      const started = await runCommand(bot, alice, 'voice', { channel: general }, 'talk', general);
+      expect(started.text).toContain(`is listening in <#${general}>`);
+      expect(bot.voice!.voiceStateRequests.find((request) => request.at >= since && request.channelId === general)?.selfDeaf).toBe(false);
+      expect(bot.botTexts(general).filter((text) => text.includes('is listening'))).toHaveLength(1);
+      await runCommand(bot, alice, 'voice', {}, 'leave');
+
+      // A manager who is in no voice channel starts one where Alice is.
+      const managed = performance.now();
+      expect((await runCommand(bot, owner, 'voice', { channel: general }, 'talk')).text).toContain(`is listening in <#${general}>`);
+      await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.find((request) => request.at >= managed && request.channelId === general));
     } finally {
       await bot.close();
       await stt.close();
