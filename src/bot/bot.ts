@@ -19,6 +19,7 @@ import { WebhookPersonas } from './personas/webhook-personas.js';
 import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice/voice-playback.js';
 import { VoiceRules } from './voice/voice-rules.js';
+import { announceCallEnd } from './voice/call-endings.js';
 import { VoiceTalk } from './voice/voice-talk.js';
 import { DEFAULT_TURN_OPTIONS, type TurnOptions } from '../audio/turn-detector.js';
 import type { VoiceActivityAggressiveness } from '../audio/voice-activity.js';
@@ -152,7 +153,7 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     silenceMs: turns.silenceMs ?? DEFAULT_TURN_OPTIONS.silenceMs,
     minimumSpeechMs: turns.minimumSpeechMs ?? DEFAULT_TURN_OPTIONS.minimumSpeechMs,
   });
-  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
+  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules, callEnded: (session, reason) => announceCallEnd(logger, session, reason) }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000 });
   // A call holds the guild's voice: /speak and followed threads are not played over it.
   const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000, heldByCall: (guildId) => talk.holds(guildId) });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });

@@ -117,7 +117,7 @@ describe('the chat of a voice channel where a call is held', () => {
 });
 
 describe('/voice talk channel:', () => {
-  it('starts a call in the voice channel named: by someone in it, or a manager from elsewhere; that channel\'s listening rules hold', async () => {
+  it('starts a call in the voice channel named: by someone in it, or a manager from elsewhere; that channel\'s listening rules hold; an end nobody asked for is said in its chat', async () => {
     const stt = await startFakeTranscription();
     const bot = await startBotHarness({ voice: true, discord: { guilds: [{ voiceChannels: ['General', 'Quiet'] }] }, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL } });
     try {
@@ -151,6 +151,11 @@ describe('/voice talk channel:', () => {
       const managed = performance.now();
       expect((await runCommand(bot, owner, 'voice', { channel: general }, 'talk')).text).toContain(`is listening in <#${general}>`);
       await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.find((request) => request.at >= managed && request.channelId === general));
+
+      // A call that ends by itself says so in the voice channel's chat; one ended with /voice leave did not.
+      bot.voice!.leaveVoice(alice, guildId);
+      await bot.discord.waitFor(() => bot.botTexts(general).some((text) => text.includes('left the call: nobody was left')));
+      expect(bot.botTexts(general).filter((text) => text.startsWith('📴'))).toHaveLength(1);
     } finally {
       await bot.close();
       await stt.close();

@@ -18,6 +18,8 @@ export interface VoiceTalkDependencies {
   logger: Logger;
   accountOf(user: User): Promise<{ actor: Actor; account: AccountRecord }>;
   rules: VoiceRules;
+  /** Told once when a call ends, whatever ended it. */
+  callEnded?(session: TalkSession, reason: string): void;
 }
 
 export class VoiceTalk {
@@ -55,8 +57,9 @@ export class VoiceTalk {
         ...this.dependencies,
         detectors,
         ignores: (userId) => this.dependencies.rules.ignores(userId),
-        ended: () => {
+        ended: (reason) => {
           if (this.#sessions.get(guild.id) === session) this.#sessions.delete(guild.id);
+          this.dependencies.callEnded?.(session, reason);
         },
       },
       { ...this.options, turns: { ...this.options.turns, ...thresholds } },
