@@ -202,7 +202,7 @@ export class VoicePlayback {
       await entersState(connection, VoiceConnectionStatus.Ready, this.options.joinTimeoutMs);
     } catch (error) {
       this.leave(state.guild.id, 'Could not join the voice channel.');
-      throw new AppError('ENGINE_UNAVAILABLE', `I could not join <#${channelId}> within ${this.options.joinTimeoutMs / 1000} s; check that I may Connect and Speak there.`, { cause: error });
+      throw joinTimedOut(channelId, this.options.joinTimeoutMs, error);
     }
   }
 
@@ -259,6 +259,11 @@ export class VoicePlayback {
       state.player.on('error', onError);
     });
   }
+}
+
+/** What a voice channel the bot could not join in time is told as (playback and calls alike). */
+export function joinTimedOut(channelId: string, timeoutMs: number, cause: unknown): AppError {
+  return new AppError('ENGINE_UNAVAILABLE', `I could not join <#${channelId}> within ${timeoutMs / 1000} s; check that I may Connect and Speak there.`, { cause });
 }
 
 /** Samples converted at a time: a whole sentence at once would hold the event loop for tens of ms. */
