@@ -97,6 +97,8 @@ describe('the chat of a voice channel where a call is held', () => {
       expect(bot.botTexts(voiceChannelId!).slice(noticed)).toEqual([]);
       // Bob never became a speaker of the call's conversation.
       expect((await runCommand(bot, bob, 'conversations')).text).toContain('no conversations yet');
+      // Alice's list names the call's conversation for what it is, not as a DM.
+      expect((await runCommand(bot, alice, 'conversations')).text).toContain('in a voice call');
 
       // A later call starts afresh: its people do not read what was said in the earlier one.
       stt.script = { text: 'What did I say before?' };
