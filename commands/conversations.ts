@@ -21,7 +21,8 @@ export default {
     for (const conversation of conversations.slice(0, 25)) {
       const view = await context.core.conversations.view(conversation);
       const link = await context.links.forConversation(conversation.id);
-      const where = link?.guildId ? `<#${link.channelId}>` : 'in DMs';
+      // A voice call's conversation (and a character channel's) has no thread link.
+      const where = link ? (link.guildId ? `<#${link.channelId}>` : 'in DMs') : 'in a voice call or channel';
       lines.push(`**${view.character.name}** — ${where} · <t:${Math.floor(view.updatedMicros / 1_000_000)}:R>`);
     }
     const more = conversations.length > 25 ? `\n…and ${conversations.length - 25} older ones.` : '';

@@ -1,10 +1,11 @@
-import { ApplicationCommandOptionType, type AutocompleteInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
+import { ApplicationCommandOptionType, type AutocompleteInteraction, type ChatInputCommandInteraction, type RESTPostAPIChatInputApplicationCommandsJSONBody } from 'discord.js';
 import { type BotContext, type Command, answer } from '../src/bot/command.js';
 import { existingCharacters, resolveCharacter, suggestCharacters } from '../src/bot/characters.js';
 import { followSpeaker } from '../src/bot/voice/follow-speaker.js';
 import { adminActor } from '../src/core/actor.js';
 import { AppError } from '../src/core/errors.js';
 import type { CharacterRecord } from '../src/core/records.js';
+import type { Place } from '../src/bot/conversations/places.js';
 
 const characterOption = (description: string) => ({ type: ApplicationCommandOptionType.String, name: 'character', description, required: true, autocomplete: true }) as const;
 
@@ -29,9 +30,9 @@ export default {
   },
   async execute(interaction, context) {
     const { actor, account } = await context.accountOf(interaction.user);
-    const place = interaction.inGuild() ? await context.places.of(interaction.channelId) : undefined;
+    const place = await scenePlace(context, interaction);
     if (!place) {
-      throw new AppError('VALIDATION_FAILED', 'Use /scene in a conversation thread (start one with /chat) or in a channel where characters speak.');
+      throw new AppError('VALIDATION_FAILED', 'Use /scene in a conversation thread (start one with /chat), in a channel where characters speak, or in a voice channel’s chat during a call (/voice talk).');
     }
     // Whoever directs the scene takes part in it, as everyone who writes there does.
     await context.core.conversations.addSpeaker(adminActor, place.conversationId, account.id);
@@ -79,6 +80,15 @@ export default {
   },
 } satisfies Command;
 
+/**
+ * Where /scene acts: a voice channel's chat only while a call is held there (a link an earlier
+ * version left there is no conversation of anyone's now).
+ */
+async function scenePlace(context: BotContext, interaction: ChatInputCommandInteraction | AutocompleteInteraction): Promise<Place | undefined> {
+  const place = interaction.inGuild() ? await context.places.of(interaction.channelId) : undefined;
+  return place?.kind === 'thread' && interaction.channel?.isVoiceBased() ? undefined : place;
+}
+
 /** One of the conversation's characters (or, in a channel, of its cast), by id from the list or by name. */
 async function sceneCharacter(context: BotContext, conversationId: string, value: string, cast?: readonly string[]): Promise<CharacterRecord> {
   const characters = await sceneOf(context, conversationId, cast);
@@ -94,7 +104,7 @@ async function sceneOf(context: BotContext, conversationId: string, cast?: reado
 }
 
 async function suggestScene(interaction: AutocompleteInteraction, context: BotContext): Promise<void> {
-  const place = interaction.inGuild() ? await context.places.of(interaction.channelId) : undefined;
+  const place = await scenePlace(context, interaction);
   if (!place) return interaction.respond([]);
   const query = String(interaction.options.getFocused()).toLowerCase();
   const characters = await sceneOf(context, place.conversationId, place.kind === 'channel' ? place.characterIds : undefined);

@@ -2,6 +2,7 @@ import {
   type APIApplicationCommandSubcommandGroupOption,
   type APIApplicationCommandSubcommandOption,
   ApplicationCommandOptionType,
+  ChannelType,
   type ChatInputCommandInteraction,
   PermissionFlagsBits,
 } from 'discord.js';
@@ -10,12 +11,15 @@ import { resolveCharacter } from '../../src/bot/characters.js';
 import { adminActor } from '../../src/core/actor.js';
 import { AppError } from '../../src/core/errors.js';
 
-/** `/voice talk [character]`: the character joins the caller's voice channel and talks with the people there. */
+/** `/voice talk [character] [channel]`: the character joins the caller's (or the named) voice channel and talks with the people there. */
 export const talkSubcommand = {
   type: ApplicationCommandOptionType.Subcommand,
   name: 'talk',
   description: 'Talk with a character in your voice channel: it listens and answers aloud',
-  options: [{ type: ApplicationCommandOptionType.String, name: 'character', description: 'Who joins the call (yours by default)', autocomplete: true }],
+  options: [
+    { type: ApplicationCommandOptionType.String, name: 'character', description: 'Who joins the call (yours by default)', autocomplete: true },
+    { type: ApplicationCommandOptionType.Channel, name: 'channel', description: 'The voice channel (yours by default; managers may name one they are not in)', channel_types: [ChannelType.GuildVoice] },
+  ],
 } as const satisfies APIApplicationCommandSubcommandOption;
 
 /** `/voice ignore me [on]`: a member's audio is never decoded, transcribed or stored. */
@@ -38,8 +42,7 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
   core.voiceCalls.requireListening();
   const speech = core.speech;
   if (!speech) throw new AppError('NOT_CONFIGURED', 'Talking in voice channels needs a speech engine (TTS_ENGINE).');
-  const voiceChannelId = interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId;
-  if (!voiceChannelId) throw new AppError('VALIDATION_FAILED', 'Join a voice channel first, then use /voice talk there.');
+  const voiceChannelId = talkChannel(interaction);
   await context.voiceRules.requireListening(interaction.guildId, voiceChannelId);
   const { actor, account } = await context.accountOf(interaction.user);
   const option = interaction.options.getString('character');
@@ -50,12 +53,9 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
   const missing = (['Connect', 'Speak'] as const).filter((name) => !channel || !me || !channel.permissionsFor(me).has(PermissionFlagsBits[name]));
   if (missing.length > 0) throw new AppError('FORBIDDEN', `I need the ${missing.join(' and ')} permission${missing.length > 1 ? 's' : ''} in <#${voiceChannelId}> to talk there.`);
 
-  // The call is a conversation like a thread's, linked to the voice channel: talking there again
-  // with the same character goes on with it.
-  const link = await context.links.forChannel(voiceChannelId);
-  const linked = link && (await core.conversations.get(adminActor, link.conversationId).catch(() => undefined));
-  const conversation = linked && linked.characterId === character.id ? linked : await core.conversations.create(actor, account.id, character.id, { greet: false });
-  if (conversation !== linked) await context.links.link({ conversationId: conversation.id, channelId: voiceChannelId, guildId: interaction.guildId });
+  // Each call is a conversation of its own, never linked to the voice channel: whoever is in a
+  // later call does not read the transcripts of earlier ones, and the channel's chat is not a thread.
+  const conversation = await core.conversations.create(actor, account.id, character.id, { greet: false });
   await core.conversations.addSpeaker(adminActor, conversation.id, account.id);
 
   // Speech queued with /speak would deafen the bot: the call takes over the guild's voice.
@@ -65,10 +65,28 @@ export async function executeTalk(interaction: ChatInputCommandInteraction<'cach
     `🎙️ **${character.name}** is listening in <#${voiceChannelId}>.`,
     `Alone with ${character.name}, everything you say is answered; with others, start with “${character.name}, …” to talk to it.`,
     `\`/scene add\` in <#${voiceChannelId}>'s chat brings in another character, who answers in its own voice when you start with its name.`,
-    'Talk over it to interrupt. `/voice ignore me` and it never hears you; `/voice leave` ends the call. Nothing you say is recorded: only the words are kept, as in a thread.',
+    'Talk over it to interrupt. `/voice ignore me` and it never hears you; `/voice leave` ends the call. Nothing you say is recorded: only the words are kept, as in a thread, in a conversation of this call alone.',
+    `${character.name} does not read what is written in <#${voiceChannelId}>'s chat: say it aloud.`,
   ].join('\n');
-  if (channel?.isSendable()) await channel.send({ content: notice, allowedMentions: { parse: [] } }).catch((error: unknown) => context.logger.info({ err: error, channelId: voiceChannelId }, 'could not announce the call in the voice channel chat'));
+  // Run from the voice channel's own chat, the answer below is already the notice there.
+  if (channel?.isSendable() && interaction.channelId !== voiceChannelId) await channel.send({ content: notice, allowedMentions: { parse: [] } }).catch((error: unknown) => context.logger.info({ err: error, channelId: voiceChannelId }, 'could not announce the call in the voice channel chat'));
   await answer(interaction, notice, false);
+}
+
+/**
+ * Where the call is held: the channel named, else the caller's. People are listened to there, so
+ * only someone in that channel starts it, or a manager (Manage Server, who also chooses where
+ * characters may listen) for a channel they are not in.
+ */
+function talkChannel(interaction: ChatInputCommandInteraction<'cached'>): string {
+  const own = interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId ?? undefined;
+  const named = interaction.options.getChannel('channel', false, [ChannelType.GuildVoice])?.id;
+  if (!named && !own) throw new AppError('VALIDATION_FAILED', 'Join a voice channel first, then use /voice talk there (or name one with `channel:`).');
+  const voiceChannelId = named ?? own!;
+  if (voiceChannelId !== own && !interaction.memberPermissions.has(PermissionFlagsBits.ManageGuild)) {
+    throw new AppError('FORBIDDEN', `Join <#${voiceChannelId}> to start a call there: only people with the Manage Server permission start one in a channel they are not in.`);
+  }
+  return voiceChannelId;
 }
 
 export async function executeIgnoreMe(interaction: ChatInputCommandInteraction, context: BotContext): Promise<void> {

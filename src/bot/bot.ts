@@ -19,6 +19,7 @@ import { WebhookPersonas } from './personas/webhook-personas.js';
 import { shareOfShards } from './sharding/shard-of.js';
 import { VoicePlayback } from './voice/voice-playback.js';
 import { VoiceRules } from './voice/voice-rules.js';
+import { announceCallEnd } from './voice/call-endings.js';
 import { VoiceTalk } from './voice/voice-talk.js';
 import { DEFAULT_TURN_OPTIONS, type TurnOptions } from '../audio/turn-detector.js';
 import type { VoiceActivityAggressiveness } from '../audio/voice-activity.js';
@@ -137,7 +138,6 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
   });
 
   const discordAccounts = new DiscordAccounts(repositories.discordLinks, core.accounts);
-  const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000 });
   const deliveries = new JobDeliveries(core, new DeliveryRecords(repositories.jobDeliveries), pacer, logger, {
     editIntervalMs: options.jobEditIntervalMs ?? 1_000,
     // Uploading up to four images must finish before Discord stops taking the token.
@@ -153,13 +153,15 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     silenceMs: turns.silenceMs ?? DEFAULT_TURN_OPTIONS.silenceMs,
     minimumSpeechMs: turns.minimumSpeechMs ?? DEFAULT_TURN_OPTIONS.minimumSpeechMs,
   });
-  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000, transcriptionTimeoutMs: transcriptionTimeoutMs ?? 15_000 });
+  const talk = new VoiceTalk({ core, logger, accountOf, rules: voiceRules, callEnded: (session, reason) => announceCallEnd(logger, session, reason) }, { turns, aggressiveness: aggressiveness ?? 2, language, joinTimeoutMs: 20_000, idleMs: options.voiceIdleMs ?? 5 * 60_000, transcriptionTimeoutMs: transcriptionTimeoutMs ?? 15_000 });
+  // A call holds the guild's voice: /speak and followed threads are not played over it.
+  const voice = new VoicePlayback(logger, { idleMs: options.voiceIdleMs ?? 5 * 60_000, stallMs: 10_000, joinTimeoutMs: 20_000, heldByCall: (guildId) => talk.holds(guildId) });
   const personas = new WebhookPersonas({ client, logger, ...(options.webhooksPerChannel ? { webhooksPerChannel: options.webhooksPerChannel } : {}) });
   const context: BotContext = {
     core,
     links,
     channels: repositories.discordChannels,
-    places: new Places(links, repositories.discordChannels),
+    places: new Places(links, repositories.discordChannels, (channelId) => talk.sessionIn(channelId)?.conversationId),
     runner: new ConversationRunner(core, pacer, logger, {
       recordAuthors: (messageIds, characterId) => repositories.discordChannels.recordCharacterMessages(messageIds, characterId, Date.now()),
       recordReply: (messageIds, characterId) => repositories.discordChannels.recordReplyMessages(messageIds, characterId, Date.now()),
@@ -205,8 +207,14 @@ export async function startBot(core: Core, repositories: RepositoryStore, comman
     async stop() {
       forgetting.stop();
       await deliveries.stop();
-      talk.leaveAll();
-      voice.leaveAll();
+      // Leaving voice must not keep the client from closing: a failure there is only logged.
+      for (const [what, leave] of [['voice calls', () => talk.leaveAll()], ['voice playback', () => voice.leaveAll()]] as const) {
+        try {
+          leave();
+        } catch (error) {
+          logger.error({ err: error, what }, 'could not leave voice while stopping');
+        }
+      }
       await client.destroy();
     },
   };

@@ -55,6 +55,10 @@ export function createMessageHandler(context: BotContext, limiter: RateLimiterAb
     const inDm = message.guildId === null;
     const place = inDm ? undefined : await context.places.of(message.channelId);
     if (!inDm && !place) return undefined;
+    // A voice channel's chat is where the people of a call write to each other (links, "brb"):
+    // the call is spoken, so nothing typed there is answered, kept or makes its writer a
+    // speaker of the call. A link left there by calls of earlier versions is not a thread either.
+    if (place?.kind === 'call' || (place?.kind === 'thread' && message.channel.isVoiceBased())) return undefined;
     try {
       const turn = place ? await turnIn(context, message, place) : undefined;
       // A channel message that addresses nobody, where nothing is kept: not ours at all.
@@ -161,7 +165,7 @@ async function keepAsContext(context: BotContext, limiter: RateLimiterAbstract, 
  * addressing nobody gets no answer, and a mention of the bot without a name goes to the
  * channel's first character.
  */
-async function turnIn(context: BotContext, message: Message, place: Place): Promise<Turn | undefined> {
+async function turnIn(context: BotContext, message: Message, place: Exclude<Place, { kind: 'call' }>): Promise<Turn | undefined> {
   // A thread's characters are its conversation's (its own first); a channel's, its cast.
   const ids = place.kind === 'channel' ? place.characterIds : (await context.core.conversations.get(adminActor, place.conversationId)).characterIds;
   const characters = await existingCharacters(context.core, ids);

@@ -6,6 +6,7 @@
  * addresses answers, in its own voice (`callAnswerer`, `Speech.voicedCast`).
  */
 import { type AudioPlayer, EndBehaviorType, NoSubscriberBehavior, type VoiceConnection, VoiceConnectionStatus, createAudioPlayer, entersState, joinVoiceChannel } from '@discordjs/voice';
+import { joinTimedOut } from './voice-playback.js';
 import type { Guild, User } from 'discord.js';
 import type { Readable } from 'node:stream';
 import { OpusReserveFull, SpeakerListener } from '../../audio/speaker-listener.js';
@@ -141,7 +142,8 @@ export class TalkSession {
       await entersState(connection, VoiceConnectionStatus.Ready, this.options.joinTimeoutMs);
     } catch (error) {
       this.end('Could not join the voice channel.');
-      throw error;
+      // Said as playback says it, not as "something went wrong".
+      throw joinTimedOut(this.voiceChannelId, this.options.joinTimeoutMs, error);
     }
     connection.on(VoiceConnectionStatus.Destroyed, () => this.end('The voice connection ended.'));
     connection.on(VoiceConnectionStatus.Disconnected, () => {

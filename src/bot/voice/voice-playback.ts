@@ -11,6 +11,7 @@ import {
   createAudioPlayer,
   createAudioResource,
   entersState,
+  getVoiceConnection,
   joinVoiceChannel,
 } from '@discordjs/voice';
 import type { Guild } from 'discord.js';
@@ -25,6 +26,11 @@ export interface VoicePlaybackOptions {
   stallMs: number;
   /** How long joining (or rejoining) a voice channel may take. */
   joinTimeoutMs: number;
+  /**
+   * Whether a voice call (/voice talk) holds, or is taking, the guild's voice. Discord gives a
+   * bot one voice connection per guild: joining it here would deafen the call and unhook its player.
+   */
+  heldByCall?: (guildId: string) => boolean;
 }
 
 interface QueuedSpeech {
@@ -99,7 +105,7 @@ export class VoicePlayback {
     state.stopping = true;
     state.player.stop(true);
     const wasConnected = state.connection !== undefined;
-    state.connection?.destroy();
+    if (state.connection) this.#release(state.guild.id, state.connection);
     return wasConnected;
   }
 
@@ -148,8 +154,21 @@ export class VoicePlayback {
     }
   }
 
+  /** Destroys a connection of ours, unless it is already gone or no longer ours (a call holds the guild's voice). */
+  #release(guildId: string, connection: VoiceConnection): void {
+    if (connection.state.status === VoiceConnectionStatus.Destroyed) return;
+    if (getVoiceConnection(guildId) !== connection || this.options.heldByCall?.(guildId)) return;
+    connection.destroy();
+  }
+
   async #connect(state: GuildVoice, channelId: string): Promise<void> {
     const current = state.connection;
+    // One owner of a guild's voice at a time: while a call holds it, speech from elsewhere
+    // (/speak, a followed thread) is not played; joinVoiceChannel would take over the call's connection.
+    const other = getVoiceConnection(state.guild.id);
+    if (this.options.heldByCall?.(state.guild.id) || (other && other !== current)) {
+      throw new AppError('CONFLICT', 'A voice call holds my voice in this server; this is not spoken over it.');
+    }
     if (current && state.channelId === channelId && current.state.status === VoiceConnectionStatus.Ready) return;
     // Before the first encoder of any guild's playback exists (see opus-memory.ts).
     reserveOpusMemory();
@@ -183,7 +202,7 @@ export class VoicePlayback {
       await entersState(connection, VoiceConnectionStatus.Ready, this.options.joinTimeoutMs);
     } catch (error) {
       this.leave(state.guild.id, 'Could not join the voice channel.');
-      throw new AppError('ENGINE_UNAVAILABLE', `I could not join <#${channelId}> within ${this.options.joinTimeoutMs / 1000} s; check that I may Connect and Speak there.`, { cause: error });
+      throw joinTimedOut(channelId, this.options.joinTimeoutMs, error);
     }
   }
 
@@ -197,7 +216,7 @@ export class VoicePlayback {
     state.queue = state.queue.filter((entry) => entry.queuedAt > droppedAt);
     state.connection = undefined;
     state.channelId = undefined;
-    connection.destroy();
+    this.#release(state.guild.id, connection);
     state.stopping = true;
     state.player.stop(true);
   }
@@ -240,6 +259,11 @@ export class VoicePlayback {
       state.player.on('error', onError);
     });
   }
+}
+
+/** What a voice channel the bot could not join in time is told as (playback and calls alike). */
+export function joinTimedOut(channelId: string, timeoutMs: number, cause: unknown): AppError {
+  return new AppError('ENGINE_UNAVAILABLE', `I could not join <#${channelId}> within ${timeoutMs / 1000} s; check that I may Connect and Speak there.`, { cause });
 }
 
 /** Samples converted at a time: a whole sentence at once would hold the event loop for tens of ms. */

@@ -19,6 +19,8 @@ export interface VoiceTalkDependencies {
   logger: Logger;
   accountOf(user: User): Promise<{ actor: Actor; account: AccountRecord }>;
   rules: VoiceRules;
+  /** Told once when a call ends, whatever ended it. */
+  callEnded?(session: TalkSession, reason: string): void;
 }
 
 export class VoiceTalk {
@@ -60,8 +62,9 @@ export class VoiceTalk {
         ...this.dependencies,
         detectors,
         ignores: (userId) => this.dependencies.rules.ignores(userId),
-        ended: () => {
+        ended: (reason) => {
           if (this.#sessions.get(guild.id) === session) this.#sessions.delete(guild.id);
+          this.dependencies.callEnded?.(session, reason);
         },
       },
       { ...this.options, turns: { ...this.options.turns, ...thresholds } },
@@ -74,6 +77,16 @@ export class VoiceTalk {
   /** The call held in a guild, if any. */
   session(guildId: string): TalkSession | undefined {
     return this.#sessions.get(guildId);
+  }
+
+  /** The call held in a voice channel, if any. */
+  sessionIn(voiceChannelId: string): TalkSession | undefined {
+    return [...this.#sessions.values()].find((session) => session.voiceChannelId === voiceChannelId);
+  }
+
+  /** Whether a call holds the guild's voice, or is being set up there: nothing else may play in it then. */
+  holds(guildId: string): boolean {
+    return this.#sessions.has(guildId) || this.#starting.has(guildId);
   }
 
   /** Ends the guild's call; returns whether there was one. */
