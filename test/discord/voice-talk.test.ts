@@ -199,30 +199,6 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(history).toContain('Aye. Where is the boat?');
   }, 40_000);
 
-  it('takes a sentence said through a stall of the whole process as one turn, not two', async () => {
-    const words = 'The keeper counted every ship that passed by in the night.';
-    nextWords = [words, 'Done?'];
-    const before = chatRequests().length;
-    // Half a second into the sentence, the process (service and fakes alike) is held up for
-    // longer than the silence threshold; the person's packets come in a burst after it.
-    const stream = getVoiceConnection(guildId)!.receiver.subscriptions.get(alice.id)!;
-    let packets = 0;
-    const stall = () => {
-      if (++packets !== 25) return;
-      stream.off('data', stall);
-      const until = performance.now() + DEFAULT_TURN_OPTIONS.silenceMs + 300;
-      while (performance.now() < until);
-    };
-    stream.on('data', stall);
-    await bot.voice!.speak(alice, { text: words }, { pace: 'realtime' });
-    expect(packets).toBeGreaterThanOrEqual(25);
-    const since = performance.now();
-    await bot.voice!.speak(alice, { text: 'Done?' }, { pace: 'burst' });
-    await replyHeard(since, 'Aye. Done?');
-    // Had the stall ended the turn, its second half would be a turn of its own, answered between.
-    expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toEqual([words, 'Done?']);
-  }, 30_000);
-
   it('writes a turn down while the person is quiet, before the turn is over, and uses that: one transcription, not two', async () => {
     nextWords = ['Is it early?'];
     const transcribed = stt.transcriptions.length;

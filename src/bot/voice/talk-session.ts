@@ -85,8 +85,6 @@ interface Speculation {
 
 /** How often silence is checked for when no packet comes (people send nothing in pauses). */
 const TICK_MS = 20;
-/** A tick this much later than the last was held up: people's packets may be waiting unread. */
-const LATE_TICK_MS = 100;
 /** Frames (20 ms) a speech engine may fall behind mid-sentence before the sentence is given up. */
 const ENGINE_STALL_FRAMES = 100;
 
@@ -115,7 +113,6 @@ export class TalkSession {
   readonly #player: AudioPlayer = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: ENGINE_STALL_FRAMES } });
   #connection: VoiceConnection | undefined;
   #ticker: NodeJS.Timeout | undefined;
-  #lastTick = performance.now();
   #idleTimer: NodeJS.Timeout | undefined;
   #reply: SpokenReply | undefined;
   #characterSpeaking = false;
@@ -301,12 +298,6 @@ export class TalkSession {
 
   #tick(): void {
     const now = performance.now();
-    const late = now - this.#lastTick > LATE_TICK_MS;
-    this.#lastTick = now;
-    // After the process was held up (a collection pause, a burst of work), the packets people sent
-    // meanwhile are still waiting to be read: silence is judged at the next tick, once they are,
-    // or a turn would end in the middle of a sentence and be taken as two.
-    if (late) return;
     for (const [userId, { listener }] of this.#hearing) this.#handle(userId, listener.tick(now));
   }
 
