@@ -171,6 +171,7 @@ const variables = {
   VOICE_TALK_SILENCE_MS: integer(600, 200, 5_000),
   VOICE_TALK_MINIMUM_SPEECH_MS: integer(300, 0, 5_000),
   VOICE_TALK_BARGE_IN_MS: integer(500, 100, 5_000),
+  VOICE_TALK_MAXIMUM_TURN_MS: integer(30_000, 2_000, 120_000),
   VOICE_TALK_VAD_AGGRESSIVENESS: integer(2, 0, 3),
   VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS: integer(15_000, 1_000, 600_000),
   VOICE_TALK_LANGUAGE: checkedText((value) => /^[a-z]{2}$/.test(value), 'must be an ISO 639-1 code such as en'),
@@ -360,6 +361,8 @@ function toConfig(values: Variables, workingDirectory: string) {
         silenceMs: values.VOICE_TALK_SILENCE_MS,
         minimumSpeechMs: values.VOICE_TALK_MINIMUM_SPEECH_MS,
         bargeInMs: values.VOICE_TALK_BARGE_IN_MS,
+        /** A turn this long is cut and written down while the person goes on; only the last part is answered. */
+        maximumTurnMs: values.VOICE_TALK_MAXIMUM_TURN_MS,
         /** The WebRTC VAD's mode: 0 hears the most as speech, 3 the least (noisy rooms). */
         aggressiveness: values.VOICE_TALK_VAD_AGGRESSIVENESS as 0 | 1 | 2 | 3,
         /** Forced on speech-to-text; unset, the engine detects it (and a language it reports is forced after). */

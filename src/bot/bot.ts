@@ -47,7 +47,7 @@ export interface BotOptions {
   /** Leave a voice channel after this long with nothing to say. */
   voiceIdleMs?: number;
   /** /voice talk's turn-taking (defaults in `DEFAULT_TURN_OPTIONS`) and VAD mode. */
-  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs'>> & { aggressiveness?: VoiceActivityAggressiveness; language?: string | undefined; transcriptionTimeoutMs?: number | undefined }) | undefined;
+  voiceTalk?: (Partial<Pick<TurnOptions, 'silenceMs' | 'minimumSpeechMs' | 'bargeInMs' | 'maximumTurnMs'>> & { aggressiveness?: VoiceActivityAggressiveness; language?: string | undefined; transcriptionTimeoutMs?: number | undefined }) | undefined;
   /** Least time between two progress edits of one /imagine reply (default 1 s). */
   jobEditIntervalMs?: number;
   /** Longest wait for the gateway's READY after logging in (default 60 s). */

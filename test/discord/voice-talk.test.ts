@@ -556,6 +556,40 @@ describe('/voice talk when nobody says anything', () => {
   }, 30_000);
 });
 
+describe('/voice talk with a long turn', () => {
+  it('writes a turn longer than VOICE_TALK_MAXIMUM_TURN_MS down in parts as the person goes on, and answers only its last part', async () => {
+    const stt = await startFakeTranscription();
+    let part = 0;
+    // The long turn is said low, the question after it high: the engine tells them apart by pitch.
+    stt.script = { hear: (file) => (medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'Done?' : `Part ${++part}.`) };
+    const bot = await startBotHarness({
+      voice: true,
+      environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en', VOICE_TALK_MAXIMUM_TURN_MS: '2000' },
+      script: (body) => ({ reply: `Aye. ${lastUserLine(body).split('\n').at(-1)!.replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
+    });
+    try {
+      const erin = bot.discord.createUser({ username: 'erin' });
+      expect((await runCommand(bot, erin, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
+      bot.voice!.joinVoice(erin, bot.discord.guild.voiceChannelId!);
+      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, bot.discord.guild.voiceChannelId!).includes(erin.id));
+      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      const chats = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
+      // About seven seconds without a pause: cut at two, four and six seconds.
+      await bot.voice!.speak(erin, [{ text: STORY.split('. ').slice(0, 2).join('. '), voiceId: 'en-us+m3;pitch=15' }, { pauseMs: 1_000 }, { text: 'Are you done?', voiceId: 'en-us+f3;pitch=85' }], { pace: 'burst' });
+      await vi.waitFor(() => expect(chats().map((request) => lastUserLine(request.body))).toContainEqual(expect.stringMatching(/Done\?$/)), { timeout: 20_000, interval: 20 });
+      // Turns are answered in the order they end: every part was taken before "Done?". Only the
+      // last part of the long turn was answered, and its prompt held the parts before it.
+      const answered = chats().map((request) => lastUserLine(request.body).split('\n').at(-1)!);
+      expect(part).toBeGreaterThanOrEqual(3);
+      expect(answered).toEqual([`Part ${part}.`, 'Done?']);
+      expect(JSON.stringify(chats()[0]!.body.messages)).toContain('Part 1.');
+    } finally {
+      await bot.close();
+      await stt.close();
+    }
+  }, 40_000);
+});
+
 describe('/voice talk with a speech engine that streams', () => {
   it('keeps none of a reply its speech engine could not speak: the character’s next prompt holds only what was heard', async () => {
     const stt = await startFakeTranscription();

@@ -415,8 +415,9 @@ export class TalkSession {
     if (heard.language) this.#languages.set(userId, heard.language);
     this.#language = heard.language;
     this.dependencies.logger.info({ guildId: this.guild.id, userId, conversationId: this.conversationId, voicedMs: turn.voicedMs, backchannel }, 'voice turn heard');
-    // A "yeah" said over the character was said (so it is stored) but asked nothing.
-    if (backchannel) return;
+    // A "yeah" said over the character was said (so it is stored) but asked nothing; nor is a
+    // part of a long turn cut while the person goes on: its last part is answered, with all of it.
+    if (backchannel || turn.cut) return;
     const answerer = await callAnswerer(core, { conversationId: this.conversationId, text: heard.message.content, alone: this.people().length <= 1, callCharacterId: this.character.id, botUserId: this.guild.client.user.id });
     if (!answerer || this.#ended) return;
     await this.#answer(actor, heard.message.id, answerer, heard.language);
