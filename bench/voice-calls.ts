@@ -140,7 +140,7 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
   const adminKey = 'bench-admin-key-voice-calls-0123456789';
 
   const world = await startVoiceWorld(guildCount);
-  const { discord, voice, certificate } = world;
+  const { discord, voice } = world;
 
   /** Each guild's character name, read from its `/voice talk` answer. */
   const characterNames: string[] = [];
@@ -165,15 +165,12 @@ export async function benchmarkVoiceCalls(dataDir: string, options: { guilds?: n
       PORT: '0',
       DATA_DIR: dataDir,
       ADMIN_API_KEY: adminKey,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_API_BASE: discord.apiBase,
-      DISCORD_COMMANDS_PER_MINUTE: '1000',
+      ...world.serviceEnvironment,
       LLM_BASE_URL: chat.baseURL,
       LLM_MODEL: 'fake-model',
       STT_ENGINE: 'openai',
       STT_BASE_URL: stt.apiURL,
       LOG_LEVEL: 'debug',
-      NODE_EXTRA_CA_CERTS: certificate,
     },
     (entry: ServiceLogEntry) => {
       if (entry.msg === 'voice turn over') log.turnsOver++;

@@ -87,7 +87,7 @@ export async function benchmarkVoiceTalkScenario(dataDir: string, scenario: Voic
   await mkdir(dataDir, { recursive: true });
   const stamps: Stamps = { turnOver: [], turnHeard: [], interrupted: [], transcriptionReceived: [], transcriptionAnswered: [], chatReceived: [], firstToken: [], firstSentenceReady: [], speechReceived: [] };
   const world = await startVoiceWorld(1);
-  const { discord, voice, certificate } = world;
+  const { discord, voice } = world;
 
   let nextWords: string[] = [];
   const stt = await startFakeTranscription();
@@ -123,9 +123,7 @@ export async function benchmarkVoiceTalkScenario(dataDir: string, scenario: Voic
   const service = await startServiceProcess({
     PORT: '0',
     DATA_DIR: dataDir,
-    DISCORD_TOKEN: discord.token,
-    DISCORD_API_BASE: discord.apiBase,
-    DISCORD_COMMANDS_PER_MINUTE: '1000',
+    ...world.serviceEnvironment,
     LLM_BASE_URL: chat.baseURL,
     LLM_MODEL: 'fake-model',
     STT_ENGINE: 'openai',
@@ -133,7 +131,6 @@ export async function benchmarkVoiceTalkScenario(dataDir: string, scenario: Voic
     ...(speechServer ? { TTS_ENGINE: 'openai', TTS_BASE_URL: speechServer.apiURL } : {}),
     // The turn's end is logged at debug.
     LOG_LEVEL: 'debug',
-    NODE_EXTRA_CA_CERTS: certificate,
   }, (entry: ServiceLogEntry) => {
     // pino's time is Date.now(); both processes read the same clock.
     const at = (entry.time ?? Number.NaN) - performance.timeOrigin;

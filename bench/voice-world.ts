@@ -11,6 +11,8 @@ export interface VoiceWorld {
   voice: FakeVoice;
   /** The voice server's certificate, for the service's NODE_EXTRA_CA_CERTS: made for this run. */
   certificate: string;
+  /** What the service needs to run its bot in this world: the fake Discord, and trust in the voice server. */
+  serviceEnvironment: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -26,6 +28,7 @@ export async function startVoiceWorld(guilds: number): Promise<VoiceWorld> {
     discord,
     voice,
     certificate,
+    serviceEnvironment: { DISCORD_TOKEN: discord.token, DISCORD_API_BASE: discord.apiBase, DISCORD_COMMANDS_PER_MINUTE: '1000', NODE_EXTRA_CA_CERTS: certificate },
     async close() {
       await voice.close();
       await discord.close();

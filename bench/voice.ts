@@ -48,17 +48,13 @@ export async function benchmarkVoice(dataDir: string) {
   await mkdir(dataDir, { recursive: true });
   const guildCount = 10;
   const world = await startVoiceWorld(guildCount);
-  const { discord, voice, certificate } = world;
+  const { discord, voice } = world;
   const service = await startServiceProcess({
     PORT: '0',
     DATA_DIR: dataDir,
-    DISCORD_TOKEN: discord.token,
-    DISCORD_API_BASE: discord.apiBase,
-    DISCORD_COMMANDS_PER_MINUTE: '1000',
+    ...world.serviceEnvironment,
     LLM_BASE_URL: 'http://127.0.0.1:9/v1',
     LOG_LEVEL: 'info',
-    // The service trusts the fake voice server's certificate, made for this run.
-    NODE_EXTRA_CA_CERTS: certificate,
   });
   try {
     const users = discord.guilds.map((guild, index) => discord.createUser({ username: `voice${index}`, guildIds: [guild.id] }));

@@ -117,6 +117,20 @@ const hearing = (hear: (file: Buffer) => string) => (file: Buffer) => {
   return hear(file);
 };
 
+/**
+ * A person alone in the harness's voice channel, their character given `preset` as its voice,
+ * who has started /voice talk there.
+ */
+async function aloneInCall(bot: BotHarness, username: string, preset: string): Promise<APIUser> {
+  const person = bot.discord.createUser({ username });
+  const { id: guildId, voiceChannelId } = bot.discord.guild;
+  expect((await runCommand(bot, person, 'character', { preset }, 'voice')).text).toContain('now speaks');
+  bot.voice!.joinVoice(person, voiceChannelId!);
+  await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(person.id));
+  expect((await runCommand(bot, person, 'voice', {}, 'talk')).text).toContain('is listening');
+  return person;
+}
+
 describe('/voice talk: a conversation by voice in a call', () => {
   let bot: BotHarness;
   let stt: FakeTranscription;
@@ -541,11 +555,7 @@ describe('/voice talk when nobody says anything', () => {
     const stt = await startFakeTranscription();
     const bot = await startBotHarness({ voice: true, environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, DISCORD_VOICE_IDLE_SECONDS: '1' } });
     try {
-      const dana = bot.discord.createUser({ username: 'dana' });
-      expect((await runCommand(bot, dana, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
-      bot.voice!.joinVoice(dana, bot.discord.guild.voiceChannelId!);
-      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, bot.discord.guild.voiceChannelId!).includes(dana.id));
-      expect((await runCommand(bot, dana, 'voice', {}, 'talk')).text).toContain('is listening');
+      await aloneInCall(bot, 'dana', 'en-us+m3');
       const joinedAt = performance.now();
       const left = await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.find((request) => request.channelId === null && request.at >= joinedAt));
       expect(left.at - joinedAt).toBeGreaterThanOrEqual(900);
@@ -568,11 +578,7 @@ describe('/voice talk with a long turn', () => {
       script: (body) => ({ reply: `Aye. ${lastUserLine(body).split('\n').at(-1)!.replace(/^\w+: /, '')}`, tokensPerSecond: 400 }),
     });
     try {
-      const erin = bot.discord.createUser({ username: 'erin' });
-      expect((await runCommand(bot, erin, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
-      bot.voice!.joinVoice(erin, bot.discord.guild.voiceChannelId!);
-      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, bot.discord.guild.voiceChannelId!).includes(erin.id));
-      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      const erin = await aloneInCall(bot, 'erin', 'en-us+m3');
       const chats = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
       // About seven seconds without a pause: cut at two, four and six seconds.
       await bot.voice!.speak(erin, [{ text: STORY.split('. ').slice(0, 2).join('. '), voiceId: 'en-us+m3;pitch=15' }, { pauseMs: 1_000 }, { text: 'Are you done?', voiceId: 'en-us+f3;pitch=85' }], { pace: 'burst' });
@@ -606,12 +612,7 @@ describe('/voice talk with a speech engine that streams', () => {
     });
     const chatRequests = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
     try {
-      const erin = bot.discord.createUser({ username: 'erin' });
-      const { voiceChannelId } = bot.discord.guild;
-      expect((await runCommand(bot, erin, 'character', { preset: 'alloy' }, 'voice')).text).toContain('now speaks');
-      bot.voice!.joinVoice(erin, voiceChannelId!);
-      await bot.voice!.waitFor(() => bot.voice!.occupants(bot.discord.guild.id, voiceChannelId!).includes(erin.id));
-      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      const erin = await aloneInCall(bot, 'erin', 'alloy');
       // The speech engine is down: every sentence of the reply fails with OpenAI's 500.
       speech.script = { failure: { kind: 'http', status: 500 } };
       await bot.voice!.speak(erin, { text: 'Is the harbour quiet?' }, { pace: 'burst' });
@@ -640,12 +641,8 @@ describe('/voice talk with a speech engine that streams', () => {
     speech.script = { chunkDelayMs: 60, firstAudioDelayMs: 100 };
     const bot = await startBotHarness({ voice: true, script: () => ({ reply: SENTENCE }), environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, TTS_ENGINE: 'openai', TTS_BASE_URL: speech.apiURL } });
     try {
-      const erin = bot.discord.createUser({ username: 'erin' });
-      const { id: guildId, voiceChannelId } = bot.discord.guild;
-      expect((await runCommand(bot, erin, 'character', { preset: 'alloy' }, 'voice')).text).toContain('now speaks');
-      bot.voice!.joinVoice(erin, voiceChannelId!);
-      await bot.voice!.waitFor(() => bot.voice!.occupants(guildId, voiceChannelId!).includes(erin.id));
-      expect((await runCommand(bot, erin, 'voice', {}, 'talk')).text).toContain('is listening');
+      const erin = await aloneInCall(bot, 'erin', 'alloy');
+      const guildId = bot.discord.guild.id;
       const since = performance.now();
       await bot.voice!.speak(erin, { text: 'Is the harbour quiet?' }, { pace: 'burst' });
       const expectedMs = SENTENCE.length * FAKE_MS_PER_CHARACTER;
