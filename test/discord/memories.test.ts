@@ -43,7 +43,7 @@ describe('/memories', () => {
 
   it('shows a person what a character learned about them, only to them, and deletes it for good with a button', async () => {
     const thread = await openThread(bob, (name) => name.startsWith('alice'), 'My sister is called Mia.');
-    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 15_000, interval: 200 }).toContain("bob's sister is called Mia.");
+    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 60_000, interval: 200 }).toContain("bob's sister is called Mia.");
     // The next reply in the thread is written knowing it; /memories used there says so.
     const replies = () => bot.botTexts(thread.id).filter((text) => text === 'Aye.').length;
     const before = replies();
@@ -62,7 +62,7 @@ describe('/memories', () => {
 
   it('lets the owner approve what their character learned from them', async () => {
     await openThread(alice, (name) => name.endsWith('(yours)'), 'I grew up in Porto.');
-    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 15_000, interval: 200 }).toContain('I grew up in Porto.');
+    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 60_000, interval: 200 }).toContain('I grew up in Porto.');
     const review = await run(alice, 'memories', {}, 'review');
     const approve = JSON.parse(review.text).components[0].components[0].custom_id as string;
     expect(approve).toMatch(/^memories:approve:/);
@@ -78,7 +78,7 @@ describe('/memories', () => {
 
   it('shows the owner which approved memory a contradiction replaces, and supersedes it on approval', async () => {
     await openThread(alice, (name) => name.endsWith('(yours)'), 'I grew up in Lisbon.');
-    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 15_000, interval: 200 }).toContain('I grew up in Lisbon.');
+    await expect.poll(async () => (await run(alice, 'memories', {}, 'review')).text, { timeout: 60_000, interval: 200 }).toContain('I grew up in Lisbon.');
     const review = await run(alice, 'memories', {}, 'review');
     expect(review.text).toContain('I grew up in Lisbon. — *replaces “I grew up in Porto.”*');
     const press = bot.discord.sendButton({ user: alice, message: messageOf(review.id), customId: JSON.parse(review.text).components[0].components[0].custom_id });
@@ -109,7 +109,7 @@ describe('/memories', () => {
     // Bob talks with people in the channel, then tells the character something.
     discord.sendMessage({ channelId: channel, author: bob, content: 'My cat is called Tom.' });
     discord.sendMessage({ channelId: channel, author: bob, content: `<@${discord.botUser.id}> My dog is called Rex.` });
-    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 15_000, interval: 200 }).toContain("bob's dog is called Rex.");
+    await expect.poll(async () => (await run(bob, 'memories', {}, 'about-me')).text, { timeout: 60_000, interval: 200 }).toContain("bob's dog is called Rex.");
     expect((await run(bob, 'memories', {}, 'about-me')).text).not.toContain('Tom');
     // The kept line was never even sent to be learned from, though the character's prompt had it.
     expect(extractions().slice(before).some((text) => text.includes('Rex'))).toBe(true);

@@ -64,13 +64,13 @@ describe('two shards streaming at once', () => {
       LEARNING: 'off',
     });
     await discord.waitFor(() => Object.keys(discord.shardingStats.identifiesByShard).length === 2, 60_000);
-  }, 90_000);
+  });
 
   afterAll(async () => {
     if (service) await stopService(service);
     await llm?.close();
     await discord?.close();
-  }, 60_000);
+  });
 
   it('stays within the global limit, provokes no 429, and keeps ordinary edits within one shared budget', async () => {
     const users: APIUser[] = [];
@@ -107,5 +107,5 @@ describe('two shards streaming at once', () => {
     // the figure by a quarter at most.
     expect(new Set(ordinary.map((request) => threadIds.indexOf(request.path.split('/')[2]!) % 2))).toEqual(new Set([0, 1]));
     expect(steadyRate(ordinary)).toBeLessThanOrEqual(ordinaryEditShare * proxyRequestsPerSecond + 1);
-  }, 120_000);
+  });
 });

@@ -46,7 +46,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     environment = { ...shared, ROLES: 'bot,api', DISCORD_SHARDS: '2', DISCORD_TOKEN: discord.token, DISCORD_API_BASE: discord.apiBase };
     worker = await startServing('restart-worker', { ...shared, ROLES: 'worker' });
     shards = await startShards();
-  }, 120_000);
+  });
 
   afterAll(async () => {
     if (shards) await stopService(shards);
@@ -55,7 +55,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     await discord?.close();
     await database?.drop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  }, 60_000);
+  });
 
   it('is delivered once, by the shard of its guild, when the shards are back', async () => {
     const guild = discord.guilds[1]!;
@@ -68,7 +68,7 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     const uploads = () => discord.requests.filter((request) => request.path.startsWith('/webhooks/') && request.files.length > 0);
     expect(uploads()).toHaveLength(0);
     // The image is made while no shard is up.
-    await expect.poll(() => cog.predictions[0]?.status, { timeout: 30_000, interval: 250 }).toBe('succeeded');
+    await expect.poll(() => cog.predictions[0]?.status, { timeout: 60_000, interval: 250 }).toBe('succeeded');
     shards = await startShards();
     const replyOf = () => {
       const messageId = discord.interactionResponses(sent.interactionId).find((record) => record.messageId)?.messageId;
@@ -95,5 +95,5 @@ describe('a pending /imagine delivery across a restart of the shards', () => {
     // The manager starts them again through its identify buckets, so Discord refuses none.
     expect(discord.shardingStats.concurrencyRefusals).toBe(refusedBefore);
     await waitUntilReady(shards!);
-  }, 120_000);
+  });
 });

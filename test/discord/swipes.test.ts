@@ -190,11 +190,11 @@ describe('Discord swipes: ◀ ▶ beside 🔄 edit the newest reply in place', (
   // Each swipe edits all three messages: Discord's 5 edits per 5 s in a channel make them wait.
   it('swipes a reply of several bot messages (a DM) over all of them', async () => {
     await swipeLongReply(bot.discord.openDm(alice), (message) => message.author.id !== alice.id);
-  }, 60_000);
+  });
 
   it('swipes a reply of several persona webhook messages over all of them', async () => {
     await swipeLongReply(thread.id, (message) => message.webhook_id !== undefined && message.webhook_id !== null);
-  }, 60_000);
+  });
 
   it('refuses ◀ under a reply the conversation has gone on from, privately, changing nothing', async () => {
     const dm = bot.discord.openDm(alice);

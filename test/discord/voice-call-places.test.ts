@@ -51,7 +51,7 @@ describe('a followed thread reply still being written when /voice talk starts', 
       if (!closed) await bot.close().catch(() => undefined);
       await stt.close();
     }
-  }, 60_000);
+  });
 });
 
 describe('the chat of a voice channel where a call is held', () => {
@@ -115,7 +115,7 @@ describe('the chat of a voice channel where a call is held', () => {
       await bot.close();
       await stt.close();
     }
-  }, 60_000);
+  });
 });
 
 describe('/voice talk channel:', () => {
@@ -162,5 +162,5 @@ describe('/voice talk channel:', () => {
       await bot.close();
       await stt.close();
     }
-  }, 60_000);
+  });
 });

@@ -67,7 +67,7 @@ describe('/voice listening and /voice ignore me', () => {
     // The guild's owner holds every permission, Manage Server included.
     owner = { id: bot.discord.guild.ownerId } as APIUser;
     expect((await runCommand(bot, alice, 'character', { preset: 'en-us+m3' }, 'voice')).text).toContain('now speaks');
-  }, 60_000);
+  });
   afterAll(async () => {
     await bot?.close();
     await stt?.close();
@@ -107,7 +107,7 @@ describe('/voice listening and /voice ignore me', () => {
     await bot.voice!.waitFor(() => bot.voice!.voiceStateRequests.some((request) => request.channelId === null && request.at >= since));
     await voiceCommand(owner, 'listening', 'on', { channel: quiet });
     await joinVoice(alice, general);
-  }, 60_000);
+  });
 
   it('keeps an opt-out across a restart: the member is never subscribed nor transcribed, and is heard again once back in', async () => {
     const carol = bot.discord.createUser({ username: 'carol' });
@@ -123,17 +123,17 @@ describe('/voice listening and /voice ignore me', () => {
     stt.script = { hear: (file) => (heard.push(medianPitch(decodeWav(file).samples, 16_000) > 170 ? 'bob' : 'carol'), 'Just a remark.') };
     await bot.voice!.speak(carol, { text: 'You should not hear any of this.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
     await bot.voice!.speak(bob, { text: 'But you hear me.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'burst' });
-    await vi.waitFor(() => expect(heard.length).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(heard.length).toBeGreaterThan(0), { timeout: 60_000, interval: 20 });
     expect(heard).toEqual(['bob']);
     expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(carol.id)).toBe(false);
 
     // Back in: her next words are heard.
     expect(await voiceCommand(carol, 'ignore', 'me', { on: false })).toContain('hear you again');
     await bot.voice!.speak(carol, { text: 'Now you may hear me.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
-    await vi.waitFor(() => expect(heard).toContain('carol'), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(heard).toContain('carol'), { timeout: 60_000, interval: 20 });
     for (const user of [bob, carol]) bot.voice!.leaveVoice(user, guildId);
     await leaveCall();
-  }, 60_000);
+  });
 
   it('stops hearing a member who opted out through another shard mid-call: their next turn is never written down nor stored', async () => {
     // Another shard's /voice ignore me: it writes the opt-out through its own rules over the same
@@ -157,7 +157,7 @@ describe('/voice listening and /voice ignore me', () => {
       /** The chat request answering `line`, once there is one (with several people only a turn naming the character is answered). */
       const answerTo = (line: string) =>
         vi.waitFor(() => bot.llm.requests.find((request) => request.path.endsWith('/chat/completions') && lastUserLine(request.body) === line) ?? Promise.reject(new Error(`${line} not answered yet`)), {
-          timeout: 15_000,
+          timeout: 60_000,
           interval: 20,
         });
       // Heard and stored (answered: it names the character) while she has not opted out.
@@ -179,13 +179,13 @@ describe('/voice listening and /voice ignore me', () => {
       expect(history).toContain('this is dana 1.');
       expect(history).not.toContain('this is dana 2.');
       // Her stream is let go at her turn's end: nothing of hers is decrypted or decoded any more.
-      await vi.waitFor(() => expect(receiver.subscriptions.has(dana.id)).toBe(false), { timeout: 5_000, interval: 20 });
+      await vi.waitFor(() => expect(receiver.subscriptions.has(dana.id)).toBe(false), { timeout: 60_000, interval: 20 });
       for (const user of [bob, dana]) bot.voice!.leaveVoice(user, guildId);
       await leaveCall();
     } finally {
       await otherShard.close();
     }
-  }, 60_000);
+  });
 
   it("ends turns at the server's own silence threshold, bounded, from the next call on", async () => {
     expect(await voiceCommand(owner, 'listening', 'tuning', { silence_ms: 50 })).toContain('from 200 to 3000');
@@ -202,7 +202,7 @@ describe('/voice listening and /voice ignore me', () => {
       // A pause longer than either threshold, then a last turn: turns are answered in the order
       // they end, so once it is answered every turn before it was.
       await bot.voice!.speak(alice, [{ text: 'One thing first.' }, { pauseMs: 700 }, { text: 'Then another.' }, { pauseMs: 1_500 }, { text: 'I have been thinking about the lighthouse and all of its ships for the whole of this long day.' }], { pace: 'burst' });
-      await vi.waitFor(() => expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toContain('The last thought.'), { timeout: 15_000, interval: 20 });
+      await vi.waitFor(() => expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toContain('The last thought.'), { timeout: 60_000, interval: 20 });
       const turns = chatRequests().slice(before).filter((request) => lastUserLine(request.body) === 'Part of it.').length;
       await leaveCall();
       return turns;
@@ -214,7 +214,7 @@ describe('/voice listening and /voice ignore me', () => {
     const reset = await voiceCommand(owner, 'listening', 'tuning', { reset: true });
     expect(reset).toContain('**600 ms**');
     expect(reset).toContain('allowed in every voice channel');
-  }, 60_000);
+  });
 
   it("takes no turn of speech shorter than the server's own minimum, where the default minimum would", async () => {
     // The engine tells the two utterances apart by length: a short "yes" and a long thought.
@@ -226,7 +226,7 @@ describe('/voice listening and /voice ignore me', () => {
     expect(await talk(alice)).toContain('is listening');
     let before = bot.llm.requests.length;
     await bot.voice!.speak(alice, { text: 'Yes, fine.' }, { pace: 'burst' });
-    await vi.waitFor(() => expect(answered('Yes.', before)).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(answered('Yes.', before)).toHaveLength(1), { timeout: 60_000, interval: 20 });
     await leaveCall();
 
     expect(await voiceCommand(owner, 'listening', 'tuning', { minimum_speech_ms: 1_500 })).toContain('shorter than **1500 ms**');
@@ -234,11 +234,11 @@ describe('/voice listening and /voice ignore me', () => {
     before = bot.llm.requests.length;
     await bot.voice!.speak(alice, [{ text: 'Yes, fine.' }, { pauseMs: 900 }, { text: 'I have been thinking about the lighthouse and its ships all day long.' }], { pace: 'burst' });
     // Turns are taken in the order they end: had the short one been a turn, it was answered first.
-    await vi.waitFor(() => expect(answered('A longer thought.', before)).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(answered('A longer thought.', before)).toHaveLength(1), { timeout: 60_000, interval: 20 });
     expect(answered('Yes.', before)).toHaveLength(0);
     // Not a turn at all: never even written down.
     expect(heard).toEqual(['Yes.', 'A longer thought.']);
     await leaveCall();
     await voiceCommand(owner, 'listening', 'tuning', { reset: true });
-  }, 60_000);
+  });
 });

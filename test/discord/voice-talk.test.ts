@@ -21,6 +21,7 @@ import { type FakeTranscription, startFakeTranscription } from '../fakes/stt/fak
 import { medianPitch } from '../speech/signal-measures.js';
 import { v2Png } from '../cards/card-fixtures.js';
 import { type BotHarness, latestAnswer, runCommand, startBotHarness } from './harness.js';
+import { patient } from '../support/patience.js';
 
 const STORY = 'Once there was a lighthouse on a rock. Its keeper counted every ship that passed in the night. One winter a ship came that had no lights at all. The keeper rang the bell again and again until dawn. Nobody ever learned where that ship had sailed from.';
 
@@ -105,8 +106,8 @@ function until<T>(check: () => T | undefined | null | false, timeoutMs = 15_000)
     };
     const timer = setTimeout(() => {
       waiters.delete(evaluate);
-      reject(new Error(`until: timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
+      reject(new Error(`until: timed out after ${patient(timeoutMs)} ms`));
+    }, patient(timeoutMs));
     waiters.add(evaluate);
     evaluate();
   });
@@ -176,7 +177,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const named = /\*\*(.+?)\*\* is listening/.exec(started.text);
     expect(named, started.text).not.toBeNull();
     characterName = named![1]!;
-  }, 60_000);
+  });
   afterAll(async () => {
     await bot?.close();
     await stt?.close();
@@ -211,7 +212,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const history = JSON.stringify(chatRequests().at(-1)!.body.messages);
     expect(history).toContain('Where is the boat?');
     expect(history).toContain('Aye. Where is the boat?');
-  }, 40_000);
+  });
 
   it('writes a turn down while the person is quiet, before the turn is over, and uses that: one transcription, not two', async () => {
     nextWords = ['Is it early?'];
@@ -227,7 +228,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await replyHeard(sentAt, 'Aye. Is it early?');
     expect(stt.transcriptions.length).toBe(transcribed + 1);
     expect(lastUserLine(chatRequests()[before]!.body)).toBe('Is it early?');
-  }, 30_000);
+  });
 
   it('drops the early transcript when the person goes on after a pause: the whole turn is written down and stored once', async () => {
     // The engine names how long the audio it got was, so the transcript shows which audio it was made of.
@@ -249,7 +250,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await replyHeard(since, `Aye. Heard ${whole} ms.`);
     expect(chatRequests().length).toBe(before + 1);
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
-  }, 30_000);
+  });
 
   it('does not end a turn at a short pause with a cough in it, nor take the cough for a turn', async () => {
     nextWords = ['Wait a moment. Now I am back.'];
@@ -258,7 +259,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await bot.voice!.speak(alice, [{ text: 'Wait a moment.' }, { pauseMs: 250 }, cough(150), { pauseMs: 250 }, { text: 'Now I am back.' }], { pace: 'burst' });
     await replyHeard(since, 'Aye. Wait a moment. Now I am back.');
     expect(stt.transcriptions.length).toBe(transcribed + 1);
-  }, 30_000);
+  });
 
   it('stops at once when talked over, cancels the rest, keeps only what was heard; a cough does not interrupt', async () => {
     nextWords = ['Tell me a story.'];
@@ -291,7 +292,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const interrupted = storedRows(bot, "SELECT content FROM messages WHERE participant_type = 'character' AND finish_reason = ?", 'interrupted').map((row) => String(row['content']));
     expect(interrupted.some((content) => content.length > 10 && kept.startsWith(content.trim()))).toBe(true);
     expect(await storedAudio(bot)).toEqual([]);
-  }, 60_000);
+  });
 
   it('queues what a person says while the character is still thinking, and answers it next', async () => {
     // Transcription is slow, so the second sentence ends while the first is still being written down.
@@ -303,7 +304,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await replyHeard(since, 'Aye. First question. Aye. Second question.');
     expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toEqual(['First question.', 'Second question.']);
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
-  }, 30_000);
+  });
 
   it('subscribes again when a receive stream fails (as DAVE decryption failures destroy it)', async () => {
     const receiver = getVoiceConnection(guildId)!.receiver;
@@ -312,13 +313,13 @@ describe('/voice talk: a conversation by voice in a call', () => {
     failing.destroy(new Error('Failed to decrypt: DAVE'));
     await closed;
     // Subscribed again once the database says she has not opted out meanwhile.
-    const renewed = await vi.waitFor(() => receiver.subscriptions.get(alice.id) ?? Promise.reject(new Error('not subscribed again yet')), { timeout: 5_000, interval: 10 });
+    const renewed = await vi.waitFor(() => receiver.subscriptions.get(alice.id) ?? Promise.reject(new Error('not subscribed again yet')), { timeout: 60_000, interval: 10 });
     expect(renewed).not.toBe(failing);
     nextWords = ['Still there?'];
     const since = performance.now();
     await bot.voice!.speak(alice, { text: 'Still there?' }, { pace: 'burst' });
     await replyHeard(since, 'Aye. Still there?');
-  }, 30_000);
+  });
 
   it('never hears another bot in the call (a music bot): not subscribed nor written down, and it does not interrupt', async () => {
     const jukebox = bot.discord.createUser({ username: 'jukebox', bot: true });
@@ -339,7 +340,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect((await runCommand(bot, alice, 'voice', {}, 'stop', voiceChannelId)).text).not.toBe('');
     bot.voice!.leaveVoice(jukebox, guildId);
     await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).includes(jukebox.id));
-  }, 40_000);
+  });
 
   it('does not answer an "mm-hm" said over the character once it has finished: it is kept as said, not asked', async () => {
     nextWords = ['Tell me a story.', 'Mm-hm.', 'What happened next?'];
@@ -361,14 +362,14 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(asked.map((request) => lastLine(request.body))).toEqual(['Tell me a story.', 'What happened next?']);
     // It was said, so it is in the conversation.
     expect(JSON.stringify(asked.at(-1)!.body.messages)).toContain('Mm-hm.');
-  }, 40_000);
+  });
 
   it('gives up a turn the speech-to-text engine stalls on (VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS) and answers the next', async () => {
     const before = chatRequests().length;
     const requests = stt.loopback.requests.length;
     stt.script = { hear: hearing(() => 'Lost words.'), delayMs: 6_000 };
     await bot.voice!.speak(alice, { text: 'Are you stuck?' }, { pace: 'burst' });
-    await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 60_000, interval: 10 });
     // Only that request stalls: the script is read when a request comes.
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
     nextWords = ['Still with me?'];
@@ -376,7 +377,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     await bot.voice!.speak(alice, { text: 'Still with me?' }, { pace: 'burst' });
     await replyHeard(since, 'Aye. Still with me?');
     expect(chatRequests().slice(before).map((request) => lastUserLine(request.body))).toEqual(['Still with me?']);
-  }, 30_000);
+  });
 
   it('drops a turn being written down when its speaker opts out meanwhile: it is neither stored nor answered', async () => {
     const frank = bot.discord.createUser({ username: 'frank' });
@@ -389,7 +390,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const requests = stt.loopback.requests.length;
     await bot.voice!.speak(frank, { text: 'Frank was here, remember that.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
     const spokenAt = performance.now();
-    await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 60_000, interval: 10 });
     stt.script = { hear: hearing(words) };
     // His turn is over and being written down when he opts out.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, spokenAt + DEFAULT_TURN_OPTIONS.silenceMs + 150 - performance.now())));
@@ -405,7 +406,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     bot.voice!.leaveVoice(frank, guildId);
     await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).includes(frank.id));
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
-  }, 30_000);
+  });
 
   it('hears two people talking at once on their own streams and stores each one’s words under their name; with two, answers only when named', async () => {
     bot.voice!.joinVoice(bob, voiceChannelId);
@@ -438,7 +439,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(history).toContain('bob: I am the high voice.');
     expect(history).not.toContain('alice: I am the high voice.');
     expect(history).not.toContain('bob: I am the low voice.');
-  }, 60_000);
+  });
 
   it('never transcribes a member who opted out with /voice ignore me', async () => {
     const carol = bot.discord.createUser({ username: 'carol' });
@@ -458,7 +459,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     // Never subscribed: the receiver drops her packets before decrypting them, and nothing decodes them.
     expect(getVoiceConnection(guildId)!.receiver.subscriptions.has(carol.id)).toBe(false);
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
-  }, 30_000);
+  });
 
   it('in a call of three answers only turns that name a character, a scene character in its own voice (a stand-in without one); alone, the one who spoke last', async () => {
     // Bob gives his character a high voice and brings it into the call from the voice channel's chat.
@@ -502,7 +503,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     for (const user of [bob, dave]) bot.voice!.leaveVoice(user, guildId);
     await bot.voice!.waitFor(() => !bot.voice!.occupants(guildId, voiceChannelId).some((id) => id === bob.id || id === dave.id));
     // Those who left are no longer heard: their streams and decoders are freed now, not when the call ends.
-    await vi.waitFor(() => (receiver.subscriptions.has(bob.id) || receiver.subscriptions.has(dave.id) || liveOpusInstances() !== decoders - 2 ? Promise.reject(new Error('still hearing them')) : true), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => (receiver.subscriptions.has(bob.id) || receiver.subscriptions.has(dave.id) || liveOpusInstances() !== decoders - 2 ? Promise.reject(new Error('still hearing them')) : true), { timeout: 60_000, interval: 10 });
     nextWords = ['What else?'];
     since = performance.now();
     await bot.voice!.speak(alice, { text: 'What else?' }, { pace: 'burst' });
@@ -542,7 +543,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     expect(greeted.rms).toBeGreaterThan(0.02);
     expect(bot.botTexts(voiceChannelId).some((text) => text.includes('Who goes there?'))).toBe(true);
     expect(chatRequests()).toHaveLength(generated);
-  }, 60_000);
+  });
 
   it('leaves when no person is left in the call', async () => {
     for (const user of bot.voice!.occupants(guildId, voiceChannelId).filter((id) => id !== bot.discord.botUser.id)) bot.voice!.leaveVoice(user, guildId);
@@ -563,7 +564,7 @@ describe('/voice talk when nobody says anything', () => {
       await bot.close();
       await stt.close();
     }
-  }, 30_000);
+  });
 });
 
 describe('/voice talk with a long turn', () => {
@@ -582,7 +583,7 @@ describe('/voice talk with a long turn', () => {
       const chats = () => bot.llm.requests.filter((request) => request.path.endsWith('/chat/completions'));
       // About seven seconds without a pause: cut at two, four and six seconds.
       await bot.voice!.speak(erin, [{ text: STORY.split('. ').slice(0, 2).join('. '), voiceId: 'en-us+m3;pitch=15' }, { pauseMs: 1_000 }, { text: 'Are you done?', voiceId: 'en-us+f3;pitch=85' }], { pace: 'burst' });
-      await vi.waitFor(() => expect(chats().map((request) => lastUserLine(request.body))).toContainEqual(expect.stringMatching(/Done\?$/)), { timeout: 20_000, interval: 20 });
+      await vi.waitFor(() => expect(chats().map((request) => lastUserLine(request.body))).toContainEqual(expect.stringMatching(/Done\?$/)), { timeout: 60_000, interval: 20 });
       // Turns are answered in the order they end: every part was taken before "Done?". Only the
       // last part of the long turn was answered, and its prompt held the parts before it.
       const answered = chats().map((request) => lastUserLine(request.body).split('\n').at(-1)!);
@@ -593,7 +594,7 @@ describe('/voice talk with a long turn', () => {
       await bot.close();
       await stt.close();
     }
-  }, 40_000);
+  });
 });
 
 describe('/voice talk with a speech engine that streams', () => {
@@ -630,7 +631,7 @@ describe('/voice talk with a speech engine that streams', () => {
       await speech.close();
       await stt.close();
     }
-  }, 40_000);
+  });
 
   it('plays a sentence from its first audio on, while the engine is still making the rest, and plays all of it', async () => {
     const SENTENCE = 'The harbour lights are burning bright tonight, and every boat is safely home.';
@@ -655,5 +656,5 @@ describe('/voice talk with a speech engine that streams', () => {
       await speech.close();
       await stt.close();
     }
-  }, 40_000);
+  });
 });

@@ -29,13 +29,13 @@ describe('learning across processes on one PostgreSQL database', () => {
       LEARNING_QUIET_SECONDS: '1',
     };
     services = await Promise.all(['one', 'two', 'three'].map((name) => startServing(name, environment)));
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await Promise.all(services.map(stopService));
     await llm?.close();
     await store?.drop();
-  }, 60_000);
+  });
 
   it('learns each batch once, whichever process queued it and however many workers claim', async () => {
     const conversations = 12;

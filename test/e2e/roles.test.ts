@@ -49,13 +49,13 @@ describe('ROLES: an API process and worker processes on one PostgreSQL database'
         return started;
       }),
     ]);
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await Promise.all(started.map(stopService));
     await cog?.close();
     await database?.drop();
-  }, 60_000);
+  });
 
   async function user(username: string): Promise<{ id: string; key: string }> {
     const created = await call(api, 'POST', '/accounts', adminKey, { username });
@@ -70,7 +70,7 @@ describe('ROLES: an API process and worker processes on one PostgreSQL database'
     expect(answer.status).toBe(200);
     expect(answer.body.output).toHaveLength(1);
     expect((await call(api, 'GET', `/jobs/${answer.body.jobId ?? answer.body.id}`, key)).body.job.status).toBe('SUCCESS');
-  }, 30_000);
+  });
 
   it('serves only health checks in a process without the api role', async () => {
     expect((await fetch(`${worker.url}/healthz`)).status).toBe(200);
@@ -103,5 +103,5 @@ describe('ROLES: an API process and worker processes on one PostgreSQL database'
     await expect
       .poll(async () => (await call(api, 'GET', `/jobs/${accepted.body.jobId}`, key)).body.job.status, { timeout: 20_000, interval: 200 })
       .toBe('SUCCESS');
-  }, 40_000);
+  });
 });

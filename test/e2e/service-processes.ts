@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { onFreePort } from '../support/ports.js';
+import { patient } from '../support/patience.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -30,9 +31,9 @@ async function spawnService(name: string, environment: Record<string, string>, p
   return { name, url: `http://127.0.0.1:${port}`, child, output: () => output };
 }
 
-/** Waits for `/healthz` to answer 200; throws with the process's output if it exits first or takes 30 s. */
+/** Waits for `/healthz` to answer 200; throws with the process's output if it exits first or takes two minutes (a child started on a loaded machine compiles all of src with tsx first). */
 export async function waitUntilServing(service: Pick<ServiceProcess, 'name' | 'url' | 'child' | 'output'>): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + patient(120_000);
   while ((await fetch(`${service.url}/healthz`).catch(() => undefined))?.status !== 200) {
     if (Date.now() > deadline || service.child.exitCode !== null) throw new Error(`${service.name} did not start:\n${service.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -58,7 +59,7 @@ export function startServing(name: string, environment: Record<string, string>):
 
 /** Waits for `/readyz` to answer 200: every part up (for a shard manager, every shard ready). */
 export async function waitUntilReady(service: ServiceProcess, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + patient(timeoutMs);
   while ((await fetch(`${service.url}/readyz`)).status !== 200) {
     if (Date.now() > deadline) throw new Error(`${service.name} did not become ready:\n${service.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 250));

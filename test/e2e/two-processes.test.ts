@@ -47,13 +47,13 @@ describe.each(stores)('two service processes on %s, over HTTP', (_name, createSt
     };
     services = await Promise.all(['a', 'b'].map((name) => startServing(name, environment)));
     [a, b] = services as [ServiceProcess, ServiceProcess];
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await Promise.all(services.map(stopService));
     await llm?.close();
     await store?.drop();
-  }, 60_000);
+  });
 
   async function account(username: string): Promise<{ id: string; key: string; characterId: string }> {
     const created = await call(a, 'POST', '/accounts', adminKey, { username });
@@ -84,7 +84,7 @@ describe.each(stores)('two service processes on %s, over HTTP', (_name, createSt
     // A clear through a empties b's next read.
     expect((await call(a, 'POST', `${route}/clear`, user.key)).status).toBe(200);
     expect((await call(b, 'GET', route, user.key)).body.messages).toEqual([]);
-  }, 30_000);
+  });
 
   it("shows a scene's characters joining and leaving through one process in the other's next read", async () => {
     const host = await account('Host');
@@ -103,7 +103,7 @@ describe.each(stores)('two service processes on %s, over HTTP', (_name, createSt
     expect((await call(a, 'GET', route, host.key)).body.messages.at(-1).participant_id).toBe(guest.characterId);
     expect((await call(b, 'DELETE', `${route}/speakers/${guest.characterId}`, host.key)).status).toBe(200);
     expect(await characters(a)).toEqual([host.characterId]);
-  }, 30_000);
+  });
 
   it('refuses a rotated key in the other process at once, and takes the new one', async () => {
     const user = await account('Rotator');
@@ -115,7 +115,7 @@ describe.each(stores)('two service processes on %s, over HTTP', (_name, createSt
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('UNAUTHORIZED');
     expect((await call(b, 'GET', `/accounts/${user.id}`, rotated.body.apiKey)).status).toBe(200);
-  }, 30_000);
+  });
 
   it('turns a disabled account away in the other process at once', async () => {
     const user = await account('Disabled');
@@ -123,5 +123,5 @@ describe.each(stores)('two service processes on %s, over HTTP', (_name, createSt
     expect((await call(a, 'PATCH', `/accounts/${user.id}`, adminKey, { isDisabled: true })).status).toBe(200);
     const refused = await call(b, 'GET', `/accounts/${user.id}`, user.key);
     expect(refused.body.error?.code).toBe('ACCOUNT_DISABLED');
-  }, 30_000);
+  });
 });

@@ -20,6 +20,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { loginClient } from '../fake-discord/harness.js';
 import { startVoiceWorld, toneResource, type VoiceWorld } from './harness.js';
+import { patient } from '../support/patience.js';
 
 /** Statuses a connection goes through from now on (changes of status only, not of its inner state). */
 function statusesOf(connection: VoiceConnection): string[] {
@@ -32,9 +33,9 @@ function statusesOf(connection: VoiceConnection): string[] {
 
 /** Polls client-side state the fake cannot see change; the fake's own state has `waitFor`. */
 async function eventually(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
+  const deadline = performance.now() + patient(timeoutMs);
   while (!check()) {
-    if (performance.now() > deadline) throw new Error(`eventually: not true within ${timeoutMs} ms`);
+    if (performance.now() > deadline) throw new Error(`eventually: not true within ${patient(timeoutMs)} ms`);
     await sleep(10);
   }
 }

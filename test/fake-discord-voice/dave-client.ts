@@ -4,6 +4,7 @@
  */
 import { VoiceConnectionStatus, type DAVESession, type VoiceConnection } from '@discordjs/voice';
 import type { DaveTransition, FakeVoice } from '../fakes/discord-voice/fake-voice.js';
+import { patient } from '../support/patience.js';
 
 /** The library's DAVE session of a Ready connection, when the voice server negotiated one. */
 export function daveOf(connection: VoiceConnection): DAVESession | undefined {
@@ -49,8 +50,8 @@ export async function daveSettled(
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       connection.off('transitioned', check);
-      reject(new Error(`daveSettled: the bot did not reach epoch ${settled.epoch} (transition ${settled.id}) within ${timeoutMs} ms`));
-    }, timeoutMs);
+      reject(new Error(`daveSettled: the bot did not reach epoch ${settled.epoch} (transition ${settled.id}) within ${patient(timeoutMs)} ms`));
+    }, patient(timeoutMs));
     function check(): void {
       if (!botAt(connection, settled.privacyCode, settled.id)) return;
       clearTimeout(timer);

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { DaveGroup } from '../fakes/discord-voice/dave/dave-group.js';
 import { ExternalSender, readKeyPackage } from '../fakes/discord-voice/dave/mls.js';
 import { SimulatedDaveMember } from '../fakes/discord-voice/dave/simulated-member.js';
+import { PATIENCE_MS } from '../support/patience.js';
 
 const CHANNEL = '1300000000000000001';
 const [ALICE, BOB, CAROL] = ['1300000000000000011', '1300000000000000012', '1300000000000000013'] as const;
@@ -23,7 +24,7 @@ function call(transitionTimeoutMs = 1000) {
   const members = new Map<string, SimulatedDaveMember>();
   function until<T>(check: () => T | false | undefined): Promise<T> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => (waiters.delete(evaluate), reject(new Error(`until: not reached; last transition ${JSON.stringify(group.transitions.at(-1))}`))), 3000);
+      const timer = setTimeout(() => (waiters.delete(evaluate), reject(new Error(`until: not reached; last transition ${JSON.stringify(group.transitions.at(-1))}`))), PATIENCE_MS);
       function evaluate(): void {
         const value = check();
         if (value === false || value === undefined) return;

@@ -13,7 +13,6 @@ import { startVoiceWorld, type VoiceWorld } from './harness.js';
 import { audioFrames, collect, decode, monoTone, stereoMs, tapUdp, type WirePacket } from './receiving.js';
 
 const afterSilence = (duration: number) => ({ end: { behavior: EndBehaviorType.AfterSilence, duration } }) as const;
-const median = (values: number[]): number => values.sort((left, right) => left - right)[Math.floor(values.length / 2)] ?? NaN;
 
 describe('fake Discord voice: people speaking to the bot', () => {
   let world: VoiceWorld;
@@ -42,6 +41,7 @@ describe('fake Discord voice: people speaking to the bot', () => {
   it('delivers espeak speech on the speaker’s stream, paced at 20 ms, byte for byte, ending after silence', async () => {
     const stream = receiver.subscribe(alice.id, afterSilence(150));
     const received = collect(stream);
+    const since = performance.now();
     const spoken = await world.voice.speak(alice, { text: 'Hello there, keeper.' });
     const { frames, arrivals, endedAt } = await received;
 
@@ -53,9 +53,11 @@ describe('fake Discord voice: people speaking to the bot', () => {
     const pcm = decode(audioFrames(frames));
     expect(Math.abs(stereoMs(pcm) - stretch!.pcmMs)).toBeLessThan(20);
     expect(stretch!.pcmMs).toBeGreaterThan(500);
-    const gaps = arrivals.slice(1).map((at, index) => at - arrivals[index]!);
-    expect(median(gaps)).toBeGreaterThan(15);
-    expect(median(gaps)).toBeLessThan(25);
+    // Paced, not sent in a burst: the speaker sends frame k at 20·k ms after it starts, never
+    // sooner (absolute times, as clients do), so the last audio frame cannot arrive before that
+    // however busy the machine is; how evenly frames come is measured, not tested.
+    const lastAudio = frames.length - 1 - TRAILING_SILENCE_FRAMES;
+    expect(arrivals[lastAudio]! - since).toBeGreaterThanOrEqual(lastAudio * 20 - 1);
     // AfterSilence counts from the last frame that is not silence.
     const lastAudioAt = arrivals[frames.length - 1 - TRAILING_SILENCE_FRAMES]!;
     expect(endedAt - lastAudioAt).toBeGreaterThanOrEqual(145);

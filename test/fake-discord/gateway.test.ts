@@ -93,5 +93,5 @@ describe('fake Discord gateway', () => {
     const received = new Promise<Message>((resolve) => client.once(Events.MessageCreate, resolve));
     fake.sendMessage({ channelId: fake.guild.textChannelId, author: user, content: 'new session' });
     expect((await received).content).toBe('new session');
-  }, 20_000);
+  });
 });

@@ -22,7 +22,7 @@ describe('fake Discord with ShardingManager across processes', () => {
     // totalShards is set, not 'auto': the manager's 'auto' asks discord.com itself, whatever the client's rest options.
     manager = new ShardingManager(shardScript, { totalShards: 2, token: fake.token, mode: 'process', respawn: false, shardArgs: [fake.apiBase, fake.cdnBase] });
     await manager.spawn({ delay: 0, timeout: 20_000 });
-  }, 30_000);
+  });
   afterAll(async () => {
     for (const shard of manager.shards.values()) shard.kill();
     await fake.close();

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { guildIdForShard, shardOf, startFakeDiscord, type FakeDiscord } from '../fakes/discord/fake-discord.js';
 import { loginClient } from './harness.js';
+import { patient } from '../support/patience.js';
 
 /** Every message and interaction a client saw, by content or command name. */
 function recordEvents(client: Client): { messages: Message[]; interactions: Interaction[] } {
@@ -23,7 +24,7 @@ const settle = (milliseconds: number): Promise<void> => new Promise((resolve) =>
 
 /** Polls a condition on what the clients saw (client events do not wake the fake's `waitFor`). */
 async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + patient(timeoutMs);
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await settle(20);
@@ -174,7 +175,7 @@ describe('fake Discord sharding: identify concurrency', () => {
       await Promise.all(clients.map((client) => client.destroy()));
       await fake.close();
     }
-  }, 20_000);
+  });
 });
 
 describe('fake Discord sharding: the global REST limit across clients', () => {

@@ -15,11 +15,12 @@ import type { CharacterRecord } from '../../src/core/records.js';
 import type { Core } from '../../src/core/core.js';
 import { sanitizePersonaName, type WebhookLease, WebhookPersonas } from '../../src/bot/personas/webhook-personas.js';
 import { startWithClient } from './harness.js';
+import { PATIENCE_MS } from '../support/patience.js';
 
 const silentLogger = pino({ level: 'silent' });
-/** Waits (up to 5 s) until the channel's pool holds `size` webhooks; it grows in the background. */
+/** Waits until the channel's pool holds `size` webhooks; it grows in the background. */
 async function poolReaches(personas: WebhookPersonas, channelId: string, size: number): Promise<void> {
-  for (const deadline = Date.now() + 5000; (await personas.poolSize(channelId)) !== size; ) {
+  for (const deadline = Date.now() + PATIENCE_MS; (await personas.poolSize(channelId)) !== size; ) {
     if (Date.now() > deadline) throw new Error(`the pool of ${channelId} holds ${await personas.poolSize(channelId)} webhooks, not ${size}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

@@ -143,7 +143,7 @@ describe('the embedded engine without its model', () => {
     api = await embedded(path.join(models, 'missing.gguf'));
     const user = await api.account('waiting');
     const id = (await api.call('POST', '/api/v0/conversations', { key: user.key, body: { characterId: user.characterId } })).body.id;
-    await expect.poll(async () => (await api.call('GET', '/readyz', { key: null })).body.chatModel?.state, { timeout: 10_000 }).toBe('failed');
+    await expect.poll(async () => (await api.call('GET', '/readyz', { key: null })).body.chatModel?.state, { timeout: 60_000 }).toBe('failed');
     const ready = await api.call('GET', '/readyz', { key: null });
     expect(ready.status).toBe(503);
     expect(ready.body.notReady).toEqual(['chat_model']);
@@ -190,6 +190,6 @@ describe('the rolling summary on the embedded engine', () => {
       summary = (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.summary;
     }
     // The summary is written in the background after a reply; wait for it if the last turn started it.
-    await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.summary, { timeout: 10_000 }).toBe(reply);
+    await expect.poll(async () => (await api.call('GET', `/api/v0/conversations/${id}`, { key: user.key })).body.summary, { timeout: 60_000 }).toBe(reply);
   });
 });

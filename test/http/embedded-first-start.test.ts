@@ -47,7 +47,7 @@ describe('the first start of the embedded engine', () => {
     expect(long.body.error.code).toBe('MODEL_LOADING');
 
     resume();
-    await expect.poll(async () => (await api!.call('GET', '/readyz', { key: null })).status, { timeout: 15_000 }).toBe(200);
+    await expect.poll(async () => (await api!.call('GET', '/readyz', { key: null })).status, { timeout: 60_000 }).toBe(200);
     const answer = await api.call('POST', `/api/v0/conversations/${conversation}/chat`, { key: user.key, body: { data: 'Are you there now?' } });
     expect(answer.body.data).toBe(reply);
     expect(await readdir(path.join(api.dataDir, 'models', 'owner', 'tiny-GGUF'))).toContain('tiny-Q4_K_M.gguf');
@@ -64,7 +64,7 @@ describe('the first start offline', () => {
     const closed = await freePort();
     api = await startHarness({ environment: { LLM_BASE_URL: '', LLM_MODEL: `hf:${file}`, HF_ENDPOINT: `http://127.0.0.1:${closed}`, LLM_GPU: 'off' } });
     const user = await api.account('offline');
-    await expect.poll(async () => (await api!.call('GET', '/readyz', { key: null })).body.chatModel?.state, { timeout: 10_000 }).toBe('failed');
+    await expect.poll(async () => (await api!.call('GET', '/readyz', { key: null })).body.chatModel?.state, { timeout: 60_000 }).toBe('failed');
     const ready = await api.call('GET', '/readyz', { key: null });
     expect(ready.status).toBe(503);
     expect(ready.body.chatModel.reason).toMatch(/reach|unreachable|connect/i);

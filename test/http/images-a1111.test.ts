@@ -43,7 +43,7 @@ describe('personalised images on AUTOMATIC1111', () => {
     expect(trained.status).toBe(201);
     const modelId = trained.body.model.id;
     const models = async () => (await harness.call('GET', `/api/v0/characters/${account.characterId}/images/models`, { key: account.key })).body.models;
-    await expect.poll(async () => (await models())[0].status, { timeout: 10_000 }).toBe('SUCCESS');
+    await expect.poll(async () => (await models())[0].status, { timeout: 60_000 }).toBe('SUCCESS');
     const balance = async () => (await harness.call('GET', `/api/v0/accounts/${account.id}/balance`, { key: account.key })).body.balance;
     const before = await balance();
 

@@ -64,7 +64,7 @@ describe('image jobs over HTTP on Replicate', () => {
 
   const job = async (key: string, jobId: string) => (await harness.call('GET', `/api/v0/jobs/${jobId}`, { key })).body.job;
   const finished = async (key: string, jobId: string) => {
-    await expect.poll(async () => (await job(key, jobId)).status, { timeout: 10_000 }).toMatch(/SUCCESS|FAILED|CANCELED/);
+    await expect.poll(async () => (await job(key, jobId)).status, { timeout: 60_000 }).toMatch(/SUCCESS|FAILED|CANCELED/);
     return job(key, jobId);
   };
   const balance = async (account: { id: string; key: string }) =>
@@ -226,7 +226,7 @@ describe('image jobs over HTTP on Replicate', () => {
     expect(started.body.model).toMatchObject({ status: 'IN_PROGRESS', jobId: started.body.jobId });
     expect(started.body.model.url).toBeUndefined();
     const models = async () => (await harness.call('GET', `/api/v0/characters/${account.characterId}/images/models`, { key: account.key })).body.models;
-    await expect.poll(async () => (await models())[0].status, { timeout: 10_000 }).toBe('SUCCESS');
+    await expect.poll(async () => (await models())[0].status, { timeout: 60_000 }).toBe('SUCCESS');
     const [model] = await models();
     expect(model.url).toContain('/files/');
     expect((await download(model.url)).length).toBeGreaterThan(0);

@@ -23,7 +23,7 @@ describe('characters learn from conversations', () => {
     expect(answer.status).toBe(200);
   };
   const aboutMe = async (key: string) => (await api.call('GET', '/api/v0/memories/about-me', { key })).body.memories as Array<{ id: string; text: string; status: string; origin: string; kind: string }>;
-  const learned = (key: string, text: string) => expect.poll(async () => (await aboutMe(key)).map((memory) => memory.text), { timeout: 15_000 }).toContain(text);
+  const learned = (key: string, text: string) => expect.poll(async () => (await aboutMe(key)).map((memory) => memory.text), { timeout: 60_000 }).toContain(text);
 
   beforeAll(async () => {
     api = await startHarness({
@@ -133,7 +133,7 @@ describe('characters learn from conversations', () => {
   it("proposes the owner's own facts as the character's memories, unused until the owner approves", async () => {
     const talk = await conversation(owner.key);
     await say(talk, owner.key, 'I grew up in Porto.');
-    await expect.poll(async () => (await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed`, { key: owner.key })).body.memories.length, { timeout: 15_000 }).toBe(1);
+    await expect.poll(async () => (await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed`, { key: owner.key })).body.memories.length, { timeout: 60_000 }).toBe(1);
     const [proposal] = (await api.call('GET', `/api/v0/characters/${owner.characterId}/memories/proposed`, { key: owner.key })).body.memories;
     expect(proposal).toMatchObject({ kind: 'own', status: 'pending', text: 'I grew up in Porto.' });
     // Others cannot review it.
@@ -163,13 +163,13 @@ describe('characters learn from conversations', () => {
       }>;
     const talk = await conversation(owner.key);
     await say(talk, owner.key, 'I play the cello.');
-    await expect.poll(async () => (await proposed()).map((memory) => memory.text), { timeout: 15_000 }).toEqual(['I play the cello.']);
+    await expect.poll(async () => (await proposed()).map((memory) => memory.text), { timeout: 60_000 }).toEqual(['I play the cello.']);
     const [cello] = await proposed();
     expect(cello!.replaces).toBeNull();
     await api.call('POST', `/api/v0/characters/${owner.characterId}/memories/proposed/${cello!.id}/approve`, { key: owner.key, body: {} });
 
     await say(talk, owner.key, 'I play the violin.');
-    await expect.poll(async () => (await proposed()).map((memory) => memory.text), { timeout: 15_000 }).toEqual(['I play the violin.']);
+    await expect.poll(async () => (await proposed()).map((memory) => memory.text), { timeout: 60_000 }).toEqual(['I play the violin.']);
     const [violin] = await proposed();
     // The owner sees what it would replace; until approved, the old memory is still the one used.
     expect(violin!.replaces).toEqual({ id: cello!.id, text: 'I play the cello.' });
@@ -204,7 +204,7 @@ describe('characters learn from conversations', () => {
     const talk = await conversation(bo.key);
     const before = api.llm.requests.filter((request) => isExtraction(request.body)).length;
     await say(talk, bo.key, 'My hat is red.');
-    await expect.poll(() => api.llm.requests.filter((request) => isExtraction(request.body)).length, { timeout: 15_000 }).toBeGreaterThan(before);
+    await expect.poll(() => api.llm.requests.filter((request) => isExtraction(request.body)).length, { timeout: 60_000 }).toBeGreaterThan(before);
     expect((await aboutMe(bo.key)).map((memory) => memory.text).join()).not.toContain('hat');
   });
 });
@@ -229,7 +229,7 @@ describe('learning within bounds', () => {
     await api.call('PUT', `/api/v0/characters/${user.characterId}/learning`, { key: user.key, body: { fromOwner: false } });
     // A long message: its extraction request alone would pass the day's 1,000 tokens.
     await api.call('POST', `/api/v0/conversations/${talk}/chat`, { key: user.key, body: { data: `My brother is called Leo. ${'We walk along the harbour every evening and talk about the boats. '.repeat(30)}` } });
-    await expect.poll(() => logLines.some((line) => line.msg === "the character's daily learning budget is spent; the batch waits for tomorrow"), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => logLines.some((line) => line.msg === "the character's daily learning budget is spent; the batch waits for tomorrow"), { timeout: 60_000 }).toBe(true);
     expect(api.llm.requests.filter((request) => isExtraction(request.body))).toEqual([]);
     expect((await api.call('GET', '/api/v0/memories/about-me', { key: user.key })).body.memories).toEqual([]);
   });
@@ -256,7 +256,7 @@ describe('learning off for one character', () => {
       const talk = (await api.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: owner.characterId } })).body.id;
       await api.call('POST', `/api/v0/conversations/${talk}/chat`, { key: person.key, body: { data: said } });
     }
-    await expect.poll(async () => (await api.call('GET', '/api/v0/memories/about-me', { key: person.key })).body.memories.map((memory: { text: string }) => memory.text), { timeout: 15_000 }).toEqual([
+    await expect.poll(async () => (await api.call('GET', '/api/v0/memories/about-me', { key: person.key })).body.memories.map((memory: { text: string }) => memory.text), { timeout: 60_000 }).toEqual([
       "person's aunt is called Ines.",
     ]);
     // Bram was never sent to the engine to learn from.

@@ -31,7 +31,7 @@ describe('a scene: several characters in one conversation, over HTTP', () => {
     await api.call('POST', `/api/v0/characters/${bob.characterId}/memories`, { key: bob.key, body: { text: 'Bob owes the baker ten coins.' } });
     const created = await api.call('POST', '/api/v0/conversations', { key: alice.key, body: { characterId: alice.characterId } });
     route = `/api/v0/conversations/${created.body.id}`;
-  }, 30_000);
+  });
   afterAll(async () => {
     await api?.close();
   });
@@ -199,5 +199,5 @@ describe("a scene's rolling summary", () => {
     const system = String(harness.llm.requests.filter(isChat).at(-1)!.body.messages![0]!.content);
     expect(system).toMatch(/^You are Bob\./);
     expect(system).toContain('Alice and Bob argued about boats.');
-  }, 60_000);
+  });
 });

@@ -31,7 +31,7 @@ describe('voice messages over HTTP, written down by a transcription server on th
     const created = await api.call('POST', '/api/v0/conversations', { key: person.key, body: { characterId: person.characterId } });
     route = `/api/v0/conversations/${created.body.id}`;
     voice = Buffer.from((await encodeVoiceMessage(tone(1.2))).file);
-  }, 30_000);
+  });
   afterAll(async () => {
     await api?.close();
     await stt?.close();
@@ -133,7 +133,7 @@ describe('voice messages over HTTP, written down by a transcription server on th
     expect(unknownType.status).toBe(400);
     expect(unknownType.body.error.message).toContain('mimeType');
     expect(stt.transcriptions).toHaveLength(asked);
-  }, 30_000);
+  });
 });
 
 describe('voice messages without a speech-to-text engine', () => {

@@ -6,6 +6,7 @@ import { EngineError } from '../../src/core/errors.js';
 import type { EngineFile, EngineRun, ImagePayload } from '../../src/core/ports.js';
 import { fakePicture } from '../fakes/images/fake-pictures.js';
 import { ustar } from '../fakes/images/ustar.js';
+import { patient } from '../support/patience.js';
 
 /** A small, fast payload in the core's names; sizes stay tiny so fakes answer at once. */
 export function samplePayload(overrides: Partial<ImagePayload> = {}): ImagePayload {
@@ -112,7 +113,7 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
 
 /** Waits until `condition` holds, polling every few milliseconds. */
 export async function waitFor(condition: () => boolean, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + patient(timeoutMs);
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 5));

@@ -77,7 +77,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       workers = Array.from({ length: processCount }, (_, index) => new Worker(database.url, `process-${index}`));
       await Promise.all(workers.map((worker) => worker.ready));
       store = await openSqlStore(database.url);
-    }, 60_000);
+    });
     afterAll(async () => {
       await Promise.all(workers.map((worker) => worker.stop()));
       await store?.close();
@@ -142,7 +142,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       const claimed = results.flatMap((result) => result.claimed).sort();
       expect(claimed).toEqual(jobs.map((job) => job.id).sort());
       for (const job of jobs) expect(await store.jobs.get(job.id)).toMatchObject({ status: 'SUCCESS', settled: true });
-    }, 60_000);
+    });
 
     it('puts each character into a scene and a channel cast once, whichever processes add it at once', async () => {
       const { owner, conversationId } = await ownerWithConversation('scene', 0);
@@ -175,7 +175,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(new Set(results.flatMap((result) => result.channelConversations))).toEqual(new Set([channel.conversationId]));
       expect(channelConversations).toContain(channel.conversationId);
       expect([...channel.characterIds].sort()).toEqual([...others].sort());
-    }, 60_000);
+    });
 
     it('never lets an account pass its character limit, whichever processes make characters at once', async () => {
       const { owner } = await ownerWithConversation('caster', 0);
@@ -184,7 +184,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(made.reduce((total, count) => total + count, 0)).toBe(6);
       const page = await store.characters.list({ accountId: owner.account.id, limit: 50 });
       expect(page.characters).toHaveLength(7);
-    }, 60_000);
+    });
 
     it('queues each conversation\'s messages once and completes each memory batch exactly once across processes', async () => {
       const conversationIds: string[] = [];
@@ -201,7 +201,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       for (const conversationId of conversationIds) {
         expect(await store.memoryBatches.enqueue(conversationId, 50, { id: randomUUID(), createdMicros: 1, runAfterMillis: 0 })).toBeUndefined();
       }
-    }, 60_000);
+    });
 
     it('stores a fact once when every process learns it at once, however each spells it', async () => {
       const { owner } = await ownerWithConversation('rememberer', 0);
@@ -221,7 +221,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(new Set(answers.map((answer) => answer.id)).size).toBe(1);
       const stored = await store.learnedMemories.about(person.account.id);
       expect(stored.map((memory) => memory.id)).toEqual([answers[0]!.id]);
-    }, 30_000);
+    });
 
     it('revokes a rotated key in every process at once', async () => {
       const records = newAccountRecords(uniqueUsername('keys'), 0);
@@ -234,7 +234,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(old).toEqual(workers.map(() => null));
       const fresh = await Promise.all(workers.map((worker) => worker.ask<string | null>({ type: 'check-key', keyHash: next })));
       expect(fresh).toEqual(workers.map(() => records.account.id));
-    }, 30_000);
+    });
 
     it("moves every process's change token with any process's commit, and on SQLite only then", async () => {
       const { owner, conversationId } = await ownerWithConversation('tokens', 0);
@@ -259,7 +259,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       expect(afterOwn[0]).not.toBe(afterOther[0]);
       expect(afterOwn[1]).not.toBe(afterOther[1]);
       if (name !== 'PostgreSQL') expect(await tokens()).toEqual(afterOwn);
-    }, 30_000);
+    });
 
     it('finishes and refunds the jobs of a process killed with SIGKILL once their lease expires', async () => {
       const payer = newAccountRecords(uniqueUsername('payer'), 10);
@@ -300,7 +300,7 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       const ledger = await store.ledger.transactions(payer.account.id);
       expect(ledger.filter((transaction) => transaction.type === 'refund')).toHaveLength(3);
       expect(sum(ledger)).toBe(10);
-    }, 30_000);
+    });
   });
 }
 

@@ -135,7 +135,7 @@ describe('the learner', () => {
         const before = (await store.memoryBatches.get(queued.id))!.leaseUntilMillis!;
         clock.millis += (leaseMs * 2) / 3;
         short.clock.millis = clock.millis;
-        await vi.waitFor(async () => expect((await store.memoryBatches.get(queued.id))!.leaseUntilMillis!).toBeGreaterThan(Math.max(before, clock.millis)), { timeout: 2_000, interval: 5 });
+        await vi.waitFor(async () => expect((await store.memoryBatches.get(queued.id))!.leaseUntilMillis!).toBeGreaterThan(Math.max(before, clock.millis)), { timeout: 60_000, interval: 5 });
         attempts.push((await store.memoryBatches.claim({ workerId: 'other', nowMillis: clock.millis, leaseMs }))?.id);
       }
       return undefined;

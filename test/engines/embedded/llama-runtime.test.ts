@@ -87,7 +87,7 @@ describe('embedded engine: before the model is ready', () => {
     const first = await offlineFirst.ready();
     expect(first).toMatchObject({ state: 'failed' });
     expect(first.state === 'failed' && first.reason).toContain('trying again in');
-    await expect.poll(() => offlineFirst.status.state, { timeout: 10_000 }).toBe('ready');
+    await expect.poll(() => offlineFirst.status.state, { timeout: 60_000 }).toBe('ready');
     expect(calls).toBe(2);
     expect((await createEmbeddedChatModel(offlineFirst, 'tiny').generate(says('x', 'back online?'))).text).toBe(reply);
   });

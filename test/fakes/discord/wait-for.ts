@@ -3,15 +3,17 @@
  * after every change the fake reports, and the wait ends on its first truthy value or a timeout.
  */
 import type { DiscordState } from './state.js';
+import { patient } from '../../support/patience.js';
 
 /** Event-driven wait: the predicate runs now and after every state change, never on a timer. */
 export function waitForState<T>(state: DiscordState, check: () => T | undefined | null | false, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let unsubscribe: () => void = () => undefined;
+    const boundMs = patient(timeoutMs);
     const timer = setTimeout(() => {
       unsubscribe();
-      reject(new Error(`fake Discord: waitFor timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
+      reject(new Error(`fake Discord: waitFor timed out after ${boundMs} ms`));
+    }, boundMs);
     const evaluate = (): boolean => {
       let value: T | undefined | null | false;
       try {
