@@ -35,6 +35,8 @@ export interface BotHarness {
   restart(): Promise<void>;
   /** The text of every message in a channel from the bot, oldest first (latest version of each). */
   botTexts(channelId: string): string[];
+  /** The service's log lines, parsed, when started with `logs: true` (at level debug); else empty. */
+  logs: Array<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,8 @@ export async function startBotHarness(
     owners?: string[];
     /** Also start the fake voice server (its certificate trusted in this process), with these options when given (e.g. `{ dave: true }`). */
     voice?: boolean | StartFakeVoiceOptions;
+    /** Keep the service's log lines (at level debug) in `logs`, for a test to wait on what it did. */
+    logs?: boolean;
   } = {},
 ): Promise<BotHarness> {
   const discord = await startFakeDiscord(options.discord);
@@ -79,10 +83,11 @@ export async function startBotHarness(
     LOG_LEVEL: 'silent',
     ...options.environment,
   });
+  const logs: Array<Record<string, unknown>> = [];
   // Again on another port if this one was taken before the service bound it; `restart` keeps it.
   const started = await onFreePort(async (port) => {
     const config = parseConfig(environment(port));
-    const logger = createLogger(config.logLevel);
+    const logger = options.logs ? createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) }) : createLogger(config.logLevel);
     return { config, logger, service: await startService(config, logger) };
   });
   const { config, logger } = started;
@@ -96,6 +101,7 @@ export async function startBotHarness(
     llm,
     url: () => service.url,
     storeUrl: config.storeUrl,
+    logs,
     async restart() {
       await service.stop();
       service = await startService(config, logger);

@@ -11,7 +11,6 @@ import type { APIUser } from 'discord-api-types/v10';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { durationMs } from '../../src/audio/pcm.js';
 import { liveOpusInstances } from '../../src/audio/opus-memory.js';
-import { DEFAULT_TURN_OPTIONS } from '../../src/audio/turn-detector.js';
 import { decodeWav } from '../../src/audio/wav.js';
 import type { PcmAudio } from '../../src/core/ports.js';
 import type { FakeRequestBody } from '../fakes/fake-openai.js';
@@ -112,6 +111,15 @@ function until<T>(check: () => T | undefined | null | false, timeoutMs = 15_000)
     evaluate();
   });
 }
+/** The service's log says `userId`'s turn is over, in a line after the first `since` (the harness keeps its log). */
+async function turnOver(bot: BotHarness, userId: string, since: number): Promise<void> {
+  await vi.waitFor(
+    () => {
+      if (!bot.logs.slice(since).some((line) => line['msg'] === 'voice turn over' && line['userId'] === userId)) throw new Error(`${userId}'s turn is not over yet`);
+    },
+    { timeout: 60_000, interval: 20 },
+  );
+}
 /** A transcription script that tells `until` when it was asked. */
 const hearing = (hear: (file: Buffer) => string) => (file: Buffer) => {
   notify();
@@ -155,6 +163,7 @@ describe('/voice talk: a conversation by voice in a call', () => {
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
     bot = await startBotHarness({
       voice: true,
+      logs: true,
       environment: { STT_ENGINE: 'openai', STT_BASE_URL: stt.apiURL, VOICE_TALK_LANGUAGE: 'en', VOICE_TALK_TRANSCRIPTION_TIMEOUT_MS: '2000' },
       // The story is long and comes slowly enough to still be written when it is interrupted.
       // Its last line only: in a scene, what the others said since a character last spoke comes
@@ -219,12 +228,15 @@ describe('/voice talk: a conversation by voice in a call', () => {
     const transcribed = stt.transcriptions.length;
     const requests = stt.loopback.requests.length;
     const before = chatRequests().length;
+    const turnsOver = bot.logs.filter((line) => line['msg'] === 'voice turn over').length;
     const spoken = await bot.voice!.speak(alice, { text: 'Is it early?' }, { pace: 'burst' });
     const sentAt = spoken.talk[0]!.firstPacketAt;
     await until(() => chatRequests().length > before);
-    // Asked before the silence threshold could have ended the turn (it starts counting at the
-    // last packet, sent after `sentAt`): the early transcript, not one asked at the turn's end.
-    expect(stt.loopback.requests[requests]!.receivedAt - sentAt).toBeLessThan(DEFAULT_TURN_OPTIONS.silenceMs);
+    // When the silence threshold ended the turn, its early transcript had been asked for and
+    // stood: the reply uses it, not one asked at the turn's end.
+    const over = bot.logs.filter((line) => line['msg'] === 'voice turn over').slice(turnsOver);
+    expect(over).toEqual([expect.objectContaining({ userId: alice.id, early: true })]);
+    expect(stt.loopback.requests.length).toBe(requests + 1);
     await replyHeard(sentAt, 'Aye. Is it early?');
     expect(stt.transcriptions.length).toBe(transcribed + 1);
     expect(lastUserLine(chatRequests()[before]!.body)).toBe('Is it early?');
@@ -388,12 +400,12 @@ describe('/voice talk: a conversation by voice in a call', () => {
     stt.script = { hear: hearing(words), delayMs: 1_500 };
     const before = chatRequests().length;
     const requests = stt.loopback.requests.length;
+    const turnsOver = bot.logs.length;
     await bot.voice!.speak(frank, { text: 'Frank was here, remember that.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'burst' });
-    const spokenAt = performance.now();
     await vi.waitFor(() => stt.loopback.requests[requests] ?? Promise.reject(new Error('not asked yet')), { timeout: 60_000, interval: 10 });
     stt.script = { hear: hearing(words) };
     // His turn is over and being written down when he opts out.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, spokenAt + DEFAULT_TURN_OPTIONS.silenceMs + 150 - performance.now())));
+    await turnOver(bot, frank.id, turnsOver);
     const ignored = bot.discord.sendSlashCommand({ user: frank, channelId: bot.discord.guild.textChannelId, name: 'voice', subcommandGroup: 'ignore', subcommand: 'me', options: {} });
     await ignored.response;
     await bot.discord.waitFor(() => latestAnswer(bot, ignored.interactionId).includes('no longer hear you'));
@@ -417,15 +429,16 @@ describe('/voice talk: a conversation by voice in a call', () => {
     };
     const requests = chatRequests().length;
     const transcribed = stt.transcriptions.length;
+    const turnsOver = bot.logs.length;
     await Promise.all([
       bot.voice!.speak(alice, { text: 'I am talking with a low voice right now.', voiceId: 'en-us+m3;pitch=15' }, { pace: 'realtime' }),
       bot.voice!.speak(bob, { text: 'And I am talking over you with a high voice.', voiceId: 'en-us+f3;pitch=85' }, { pace: 'realtime' }),
     ]);
-    const spokenAt = performance.now();
     await until(() => stt.transcriptions.length >= transcribed + 2);
     // Those requests go out 300 ms into the silence, before the turns are over: alice speaking
-    // again before her 600 ms had passed would carry her turn on, so wait for them to end.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, spokenAt + DEFAULT_TURN_OPTIONS.silenceMs + 100 - performance.now())));
+    // again before her turn was over would carry it on, so wait for both to end.
+    await turnOver(bot, alice.id, turnsOver);
+    await turnOver(bot, bob.id, turnsOver);
 
     nextWords = [`${characterName}, who said what?`];
     stt.script = { hear: hearing(() => nextWords.shift() ?? 'Something else.') };
