@@ -41,12 +41,18 @@ export class WorkerRegexRunner implements RegexKeyRunner {
   readonly #refused = new Map<string, string>();
   readonly #refusedLimit: number;
   #running: Running | undefined;
+  #late = 0;
   #sequence = 0;
   #busy = 0;
 
   constructor(private readonly options: WorkerRegexRunnerOptions) {
     this.boundMs = options.boundMs;
     this.#refusedLimit = options.refusedLimit ?? defaultRefusedLimit;
+  }
+
+  /** How many times a pattern outran the bound since this runner was made (each time its thread was ended). */
+  get lateRuns(): number {
+    return this.#late;
   }
 
   refusal(key: RegexKey): string | undefined {
@@ -153,6 +159,7 @@ export class WorkerRegexRunner implements RegexKeyRunner {
     }
     const key = request.keys[index];
     if (key) this.#refuse(key, ran);
+    this.#late++;
     this.#end(running);
   }
 

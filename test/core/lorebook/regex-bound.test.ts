@@ -35,7 +35,10 @@ describe('regular-expression keys bounded in time', () => {
       const guarded = entry({ keys: ['Sam'], secondaryKeys: [key], secondaryLogic: 'not_any' });
       try {
         const first = await timed([plain, safe, evil, guarded], regexes, hostile);
-        expect(first.ms).toBeLessThan(boundMs + 1_000);
+        // Unbounded, each pattern backtracks for minutes on this text: an answer within seconds is
+        // the bound's doing (no tighter figure: a busy machine may be slow to start the thread).
+        expect(first.ms).toBeLessThan(15_000);
+        expect(regexes.lateRuns).toBe(1);
         // Undecided is never "no match": the NOT entry stays out rather than guessed in.
         expect(first.ids).toEqual([plain.id, safe.id]);
         expect(warnings).toHaveLength(1);
@@ -43,12 +46,12 @@ describe('regular-expression keys bounded in time', () => {
         expect(JSON.stringify(warnings[0])).not.toContain('aaaa');
         expect(regexes.refusal(regexOf(key)!)).toMatch(/ran for more than/);
 
-        // A fresh thread; the refused pattern is not run again, so not waited for again.
+        // A fresh thread; the refused pattern is not run again, so nothing outruns its time again.
         const second = await timed([plain, safe, evil, guarded], regexes, hostile);
         expect(second.ids).toEqual([plain.id, safe.id]);
         const third = await timed([plain, safe, evil, guarded], regexes, 'Sam: hello');
         expect(third.ids).toEqual([plain.id, safe.id]);
-        expect(third.ms).toBeLessThan(boundMs / 2);
+        expect(regexes.lateRuns).toBe(1);
         expect(warnings).toHaveLength(1);
       } finally {
         regexes.close();
@@ -64,7 +67,9 @@ describe('regular-expression keys bounded in time', () => {
       const started = performance.now();
       const activation = await activateLorebook({ book: book([opener, slow], { recursiveScanning: true, maxRecursionSteps: 10 }), messages: ['Sam: hi'], contextTokens: 100_000, tokens: wordCounter(), regexes });
       expect(activation.entryIds).toEqual([opener.id]);
-      expect(performance.now() - started).toBeLessThan(boundMs + 1_000);
+      // One bound for every round: one late run, not one a round (minutes, unbounded).
+      expect(regexes.lateRuns).toBe(1);
+      expect(performance.now() - started).toBeLessThan(15_000);
     } finally {
       regexes.close();
     }
