@@ -278,7 +278,6 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       await once(victim.process, 'exit');
       const heard = new Set<string>();
       const stopListening = store.onJobChanged((jobId) => heard.add(jobId));
-      const started = Date.now();
       const finished = await survivor.ask<Array<{ jobId: string; claims: number }>>({
         type: 'take-over',
         types: ['FACE_MODEL_TRAINING'],
@@ -288,7 +287,6 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       });
       expect(finished.map((each) => each.jobId).sort()).toEqual(jobs.map((job) => job.id).sort());
       expect(finished.every((each) => each.claims === 2)).toBe(true);
-      expect(Date.now() - started).toBeLessThan(10_000);
       // The parent hears, from another process, that each job changed.
       for (let waited = 0; waited < 5_000 && heard.size < 3; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
       stopListening();

@@ -83,7 +83,8 @@ describe('regular-expression keys', () => {
     const evil = entry({ keys: ['/(a+)+$/'] });
     const started = performance.now();
     expect(await active([evil], `Sam: ${'a'.repeat(40)}!`)).toEqual([]);
-    expect(performance.now() - started).toBeLessThan(500);
+    // Run, it would backtrack for minutes: an answer within seconds means it was refused unrun.
+    expect(performance.now() - started).toBeLessThan(15_000);
     for (const pattern of ['(a+)+', '(a*)*b', '(?:\\w+\\s?)*$', '((ab)+c)+', '(x{2,})+']) expect(repetitionProblem(pattern), pattern).toBeDefined();
     for (const pattern of ['(cat|dog)s?', '[(a+)+]', '\\(a+\\)+', '(ab){2}', 'a+b*', '(a+)?']) expect(repetitionProblem(pattern), pattern).toBeUndefined();
   });
