@@ -20,12 +20,19 @@ export function isPng(bytes: Uint8Array): boolean {
   return bytes.byteLength >= signature.byteLength && signature.every((byte, index) => bytes[index] === byte);
 }
 
-/** Every chunk up to and including IEND; the data are views into `bytes`, not copies. */
-export function readPngChunks(bytes: Uint8Array): PngChunk[] {
+/**
+ * Every chunk up to and including IEND; the data are views into `bytes`, not copies. Past
+ * `maxChunks` the walk stops and the file is refused: 9 MB of empty chunks are 750,000 of
+ * them, each a checksum and an object, where a real image has a few dozen.
+ */
+export function readPngChunks(bytes: Uint8Array, maxChunks = Number.POSITIVE_INFINITY): PngChunk[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const chunks: PngChunk[] = [];
   let offset = signature.byteLength;
   while (offset < bytes.byteLength) {
+    if (chunks.length >= maxChunks) {
+      throw cardTooLarge(`The card's PNG has more than ${maxChunks.toLocaleString('en-US')} chunks, where an image has a few dozen`, 'pngChunks', maxChunks);
+    }
     if (offset + 12 > bytes.byteLength) throw cardDamaged('the PNG is cut short');
     const length = view.getUint32(offset);
     const end = offset + 12 + length;
@@ -97,10 +104,10 @@ export function textChunk(keyword: string, text: string): Uint8Array {
 
 /**
  * The PNG with every text chunk whose keyword is in `replaced` removed and `added` chunks
- * inserted before IEND; other chunks are copied as they are.
+ * inserted before IEND; other chunks are copied as they are. `chunks` are the PNG's, when they
+ * were already walked (a file is walked once).
  */
-export function replacePngTexts(bytes: Uint8Array, replaced: ReadonlySet<string>, added: readonly Uint8Array[]): Uint8Array {
-  const chunks = readPngChunks(bytes);
+export function replacePngTexts(bytes: Uint8Array, replaced: ReadonlySet<string>, added: readonly Uint8Array[], chunks = readPngChunks(bytes)): Uint8Array {
   const parts: Uint8Array[] = [bytes.subarray(0, signature.byteLength)];
   for (const chunk of chunks) {
     if (chunk.type === 'IEND') parts.push(...added);

@@ -12,7 +12,7 @@ import { readCardJson } from './read-card-json.js';
 
 export function readCardPng(bytes: Uint8Array, limits: CardLimits): CharacterCard {
   if (!isPng(bytes)) throw notACard('it is not a PNG image');
-  const chunks = readPngChunks(bytes);
+  const chunks = readPngChunks(bytes, limits.maxPngChunks);
   checkPixels(pngSize(chunks), limits);
   // Base64 takes four characters for three bytes.
   const maxTextBytes = Math.ceil((limits.maxJsonBytes * 4) / 3) + 4;
@@ -36,7 +36,7 @@ export function readCardPng(bytes: Uint8Array, limits: CardLimits): CharacterCar
     fields = readText(v2, limits);
   }
   const { assets: _assets, ...card } = fields;
-  return { ...card, avatar: { bytes: replacePngTexts(bytes, cardKeywords, []), mimeType: 'image/png' } };
+  return { ...card, avatar: { bytes: replacePngTexts(bytes, cardKeywords, [], chunks), mimeType: 'image/png' } };
 }
 
 function readText(text: PngText, limits: CardLimits) {

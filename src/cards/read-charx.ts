@@ -63,7 +63,7 @@ function mainIconPath(assets: unknown): string | undefined {
 function image(bytes: Uint8Array, limits: CardLimits): CardImage | null {
   let mimeType: ImageMimeType | undefined;
   if (isPng(bytes)) {
-    checkPixels(pngSize(readPngChunks(bytes)), limits);
+    checkPixels(pngSize(readPngChunks(bytes, limits.maxPngChunks)), limits);
     mimeType = 'image/png';
   } else if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) mimeType = 'image/jpeg';
   else if (Buffer.from(bytes.subarray(0, 4)).toString('latin1') === 'RIFF' && Buffer.from(bytes.subarray(8, 12)).toString('latin1') === 'WEBP') mimeType = 'image/webp';

@@ -68,6 +68,17 @@ describe('refused cards', () => {
     expect(error.details).toMatchObject({ limit: 'pixels', maximum: defaultCardLimits.maxPixels });
   });
 
+  it('a PNG of more chunks than the cap, by their count (a card of 750,000 empty chunks froze the service)', async () => {
+    const empty = chunk('teXt', new Uint8Array());
+    const card = chunk('tEXt', Buffer.from(`chara\0${base64(v2Json)}`, 'latin1'));
+    const many = (count: number) => declaredPng(4, 4, [...Array.from({ length: count }, () => empty), card]);
+    // IHDR, IDAT, the card and IEND are chunks too: 8,188 empty ones make 8,192 in all.
+    await expect(readCard(many(defaultCardLimits.maxPngChunks - 4), 'image/png')).resolves.toMatchObject({ name: 'Bram' });
+    const error = await refused(many(750_000), 'image/png', 'CARD_TOO_LARGE');
+    expect(error.details).toMatchObject({ limit: 'pngChunks', maximum: 8192 });
+    expect(error.message).toContain('8,192 chunks');
+  });
+
   it('a zTXt card that inflates past the cap', async () => {
     const bomb = deflateSync(Buffer.alloc(4 * 1024 * 1024, 0x41));
     const png = declaredPng(4, 4, [chunk('zTXt', Buffer.concat([Buffer.from('chara\0\0', 'latin1'), bomb]))]);

@@ -205,7 +205,7 @@ const characterOperations: Operation[] = [
     description:
       'A Character Card V1/V2/V3 as PNG (a ccv3 chunk, else chara; the image becomes the avatar), JSON, or CHARX (zip with card.json; its icon becomes the avatar), at most 10 MB. ' +
       'Every card field is kept (extensions of other apps byte for byte) and its lorebook becomes the character\'s. Refused cards create nothing: 422 NOT_A_CHARACTER_CARD, 422 CARD_VERSION_UNSUPPORTED, ' +
-      '400 INVALID_JSON, 413 CARD_TOO_LARGE (file, JSON, pixels or zip caps), 422 CARD_DAMAGED, 422 CARD_UNSAFE_PATH (a CHARX entry outside the zip\'s root); 409 CHARACTER_LIMIT_REACHED.',
+      '400 INVALID_JSON, 413 CARD_TOO_LARGE (file, JSON, pixels, more than 8,192 PNG chunks, or zip caps), 422 CARD_DAMAGED, 422 CARD_UNSAFE_PATH (a CHARX entry outside the zip\'s root); 409 CHARACTER_LIMIT_REACHED.',
     body: characters.importBody,
     answers: [created(characterAnswer)],
   },
