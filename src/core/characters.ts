@@ -272,6 +272,22 @@ export function characterDeleted(character: CharacterRecord): AppError {
   });
 }
 
+/**
+ * Refuses a character to answer in a conversation unless it may now: not deleted
+ * (`CHARACTER_DELETED`), and public or with its owner among the conversation's speakers
+ * (`CHARACTER_PRIVATE`). Visibility is checked again at every reply, not only when the
+ * character came in: one its owner made private stops answering in others' conversations and
+ * scenes, and goes on where its owner takes part (a thread or channel they brought it to).
+ */
+export function refuseUnlessItMaySpeak(character: CharacterRecord, speakerAccountIds: readonly string[]): void {
+  if (character.deletedMicros !== null) throw characterDeleted(character);
+  if (!character.isPublic && !speakerAccountIds.includes(character.accountId)) {
+    throw new AppError('CHARACTER_PRIVATE', `"${character.name}" was made private by its owner: it answers only in conversations its owner takes part in. This conversation can still be read.`, {
+      details: { characterId: character.id },
+    });
+  }
+}
+
 export function canSee(actor: Actor, character: CharacterRecord): boolean {
   return actor.type === 'admin' || character.isPublic || character.accountId === actor.accountId;
 }

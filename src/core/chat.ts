@@ -150,7 +150,8 @@ export class Chat {
    */
   async post(actor: Actor, conversationId: string, input: ChatInput, options: { asContext?: boolean } = {}): Promise<StoredMessage> {
     const conversation = await this.conversations.get(actor, conversationId);
-    return this.#post(actor, conversation, await this.conversations.answerer(conversation), input, options);
+    // Only stored, not answered: the character need not be one that may speak here now.
+    return this.#post(actor, conversation, await this.conversations.member(conversation), input, options);
   }
 
   async #post(actor: Actor, conversation: ConversationRecord, character: CharacterRecord, input: ChatInput, options: { asContext?: boolean } = {}): Promise<StoredMessage> {
@@ -410,7 +411,7 @@ export class Chat {
       const stored =
         replaces === undefined
           ? await this.conversations.appendMessage(conversation.id, { ...written, mimeType: 'text/plain', participantId: character.id, participantType: 'character', file: null })
-          : await this.conversations.addAlternative(conversation.id, replaces, written);
+          : await this.conversations.addAlternative(conversation.id, replaces, character.id, written);
       if (capped) this.logger.info({ ...log, limit }, 'reply cut at the reply limit');
       // Which memories the reply was written with: whoever may read it may see those they may read.
       if (plan.usedMemoryIds.length > 0) {

@@ -1,12 +1,12 @@
 import type { Actor } from './actor.js';
-import { type Characters, canSee, characterDeleted } from './characters.js';
+import { type Characters, canSee, characterDeleted, refuseUnlessItMaySpeak } from './characters.js';
 import { AppError, ValidationError, notFound } from './errors.js';
 import type { Clock, IdGenerator } from './ports.js';
 import type { AccountRecord, CharacterRecord, ConversationRecord, MessageRecord } from './records.js';
 import { ChangeTokenMemo } from './change-token-memo.js';
 import { characterMacroName, defaultUserName, expandMacros } from './macros.js';
 import { MessageSnapshots, snapshotBytes } from './message-snapshots.js';
-import type { MessageRange, RepositoryStore, StoredConversation, StoredMessage } from './repositories.js';
+import type { MessageRange, Repositories, RepositoryStore, StoredConversation, StoredMessage } from './repositories.js';
 
 /** A conversation as front ends show it: who speaks, and when it last changed. */
 export interface ConversationView {
@@ -176,15 +176,18 @@ export class Conversations {
   /**
    * Appends a message after every message appended before it in any process. A message nothing
    * may be learned from (`learn: false`) is marked so in the same transaction: no batch ever
-   * sees it unmarked.
+   * sees it unmarked. A character's message (a reply) is stored only while the character may
+   * still speak there (`refuseUnlessItMaySpeak`), checked in the transaction that stores it: one
+   * made private while it wrote is not stored.
    */
   async appendMessage(conversationId: string, message: NewMessage, options: { learn?: boolean } = {}): Promise<StoredMessage> {
     const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
     const stored =
-      options.learn === false
+      options.learn === false || message.participantType === 'character'
         ? await this.store.transaction(async (repositories) => {
+            if (message.participantType === 'character') await mayStillSpeak(repositories, conversationId, message.participantId);
             const appended = await repositories.conversations.append(conversationId, record);
-            await repositories.memoryBatches.markUnlearned(appended.id);
+            if (options.learn === false) await repositories.memoryBatches.markUnlearned(appended.id);
             return appended;
           })
         : await this.store.conversations.append(conversationId, record);
@@ -211,22 +214,34 @@ export class Conversations {
   }
 
   /**
-   * Adds a newly written alternative to a character's message and chooses it; only while it is
-   * the newest message (`NOT_NEWEST_REPLY`). Returns the alternative's id with the message.
+   * Adds a newly written alternative to `characterId`'s message and chooses it; only while it
+   * is the newest message (`NOT_NEWEST_REPLY`), and while that character may still speak there
+   * (checked in the same transaction, as `appendMessage` does). Returns the alternative's id
+   * with the message.
    */
-  async addAlternative(conversationId: string, messageId: string, written: { content: string; finishReason?: string }): Promise<StoredMessage> {
+  async addAlternative(conversationId: string, messageId: string, characterId: string, written: { content: string; finishReason?: string }): Promise<StoredMessage> {
     const alternative = { id: this.ids.uuid(), createdMicros: this.clock.nowMicros(), ...written };
-    return this.store.conversations.addAlternative(conversationId, messageId, alternative);
+    return this.store.transaction(async (repositories) => {
+      await mayStillSpeak(repositories, conversationId, characterId);
+      return repositories.conversations.addAlternative(conversationId, messageId, alternative);
+    });
   }
 
   /**
    * Chooses which alternative of the conversation's newest reply it goes on from (a swipe):
    * `NOT_FOUND` for a conversation the actor is not in or a message not in it,
-   * `NOT_NEWEST_REPLY` for any other message, `VALIDATION_FAILED` for an index out of range.
+   * `NOT_NEWEST_REPLY` for any other message, `VALIDATION_FAILED` for an index out of range,
+   * and, as for a new reply, `CHARACTER_PRIVATE` or `CHARACTER_DELETED` when its writer may no
+   * longer speak there.
    */
   async chooseAlternative(actor: Actor, conversationId: string, messageId: string, index: number): Promise<StoredMessage> {
     await this.get(actor, conversationId);
-    return this.store.conversations.chooseAlternative(conversationId, messageId, index);
+    // Who wrote a message never changes: read outside the transaction, which checks them now.
+    const found = await this.find(conversationId, messageId);
+    return this.store.transaction(async (repositories) => {
+      if (found?.participantType === 'character') await mayStillSpeak(repositories, conversationId, found.participantId);
+      return repositories.conversations.chooseAlternative(conversationId, messageId, index);
+    });
   }
 
   /** A listed message of the conversation, searching from the newest (the message asked about is usually recent). */
@@ -303,9 +318,17 @@ export class Conversations {
 
   /**
    * The character who answers in the conversation: `characterId` when given (it must be one of
-   * the scene's), else the one the conversation is with.
+   * the scene's), else the one the conversation is with; refused when it may not speak there
+   * now (`refuseUnlessItMaySpeak`: deleted, or made private by an owner not taking part).
    */
   async answerer(conversation: ConversationRecord, characterId?: string): Promise<CharacterRecord> {
+    const character = await this.member(conversation, characterId);
+    refuseUnlessItMaySpeak(character, conversation.speakerAccountIds);
+    return character;
+  }
+
+  /** The same character as `answerer`, not deleted, for what is not its reply (a message stored for it). */
+  async member(conversation: ConversationRecord, characterId?: string): Promise<CharacterRecord> {
     const chosen = characterId ?? conversation.characterId;
     if (!conversation.characterIds.includes(chosen)) {
       throw new AppError('CHARACTER_NOT_IN_CONVERSATION', `Character ${chosen} is not in this conversation; add it to the conversation's speakers first.`, {
@@ -331,6 +354,17 @@ export function greetingTexts(character: CharacterRecord, userName: string, conv
   const written = occasion === 'scene' && groupOnlyGreetings.some((text) => text.trim() !== '') ? groupOnlyGreetings : ordinary;
   const values = { character: characterMacroName(character), user: userName, pickSeed: conversationId };
   return written.filter((text) => text.trim() !== '').map((text) => expandMacros(text, values).trim()).filter((text) => text !== '');
+}
+
+/**
+ * Inside a transaction: refuses unless `characterId` may still speak in the conversation
+ * (`refuseUnlessItMaySpeak`), its row held until the transaction ends, so its owner's change
+ * waits for what is stored under the check.
+ */
+async function mayStillSpeak(repositories: Repositories, conversationId: string, characterId: string): Promise<void> {
+  const character = await repositories.characters.hold(characterId);
+  if (!character) throw notFound('Character', characterId);
+  refuseUnlessItMaySpeak(character, await repositories.conversations.speakers(conversationId));
 }
 
 /** The conversation's own character leads the scene, whatever the join order says. */

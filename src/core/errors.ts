@@ -29,6 +29,8 @@ export type ErrorCode =
   | 'PERSONAL_CHARACTER_REQUIRED'
   /** The character was deleted by its owner; its conversations can be read, not continued. */
   | 'CHARACTER_DELETED'
+  /** The character was made private: it answers only where its owner takes part; the conversation can be read. */
+  | 'CHARACTER_PRIVATE'
   /** The character's own texts leave no room in the chat model's context for any message. */
   | 'CHARACTER_TOO_LONG_FOR_CONTEXT'
   /** Only a character's newest message, with nothing after it, can be regenerated or swiped. */

@@ -64,6 +64,12 @@ export interface CharacterRepository {
   /** Characters are created with their account (`AccountRepository.create`) or here. */
   create(character: CharacterRecord): Promise<CharacterRecord>;
   get(characterId: string): Promise<CharacterRecord | undefined>;
+  /**
+   * Inside `RepositoryStore.transaction`: the character, its row held until the transaction
+   * ends, so a change to it (made private, deleted) waits for what is written under the check
+   * of what it was.
+   */
+  hold(characterId: string): Promise<CharacterRecord | undefined>;
   /** Replaces the character's fields; `NOT_FOUND` if absent. */
   update(character: CharacterRecord): Promise<CharacterRecord>;
   /**

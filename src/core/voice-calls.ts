@@ -89,6 +89,6 @@ export class VoiceCalls {
     }
     if (content === stored.content.trim()) return stored;
     this.logger.info({ ...log, storedLength: stored.content.length }, 'reply cut short while being spoken: the heard part is chosen');
-    return this.conversations.addAlternative(conversationId, stored.id, { content: content === '' ? '…' : content, finishReason });
+    return this.conversations.addAlternative(conversationId, stored.id, reply.characterId, { content: content === '' ? '…' : content, finishReason });
   }
 }

@@ -133,6 +133,22 @@ describe('many characters per account, over HTTP', () => {
     expect((await api.call('DELETE', `/api/v0/characters/${twin}`, { key: owner.key })).status).toBe(200);
     expect((await fetch(twinAvatarUrl)).status).toBe(200);
   });
+
+  it('answers /avatars/ without a valid signature 404 alike for a deleted character, a live private one and none, never naming it', async () => {
+    const owner = await api.account('avatar-hider');
+    const made = async (name: string) => (await api.call('POST', '/api/v0/characters', { key: owner.key, body: { name } })).body.character.id as string;
+    const [deleted, hidden] = [await made('Vanished Vera'), await made('Hidden Hugo')];
+    expect((await api.call('DELETE', `/api/v0/characters/${deleted}`, { key: owner.key })).status).toBe(200);
+    const fetched = async (id: string) => {
+      const response = await fetch(`${api.url}/avatars/${id}/${'A'.repeat(43)}.png`);
+      return { status: response.status, text: await response.text() };
+    };
+    const [ofDeleted, ofHidden, ofNone] = [await fetched(deleted), await fetched(hidden), await fetched(crypto.randomUUID())];
+    expect(ofDeleted.status).toBe(404);
+    expect(ofDeleted.text).not.toContain('Vanished');
+    expect(ofHidden).toEqual(ofDeleted);
+    expect(ofNone).toEqual(ofDeleted);
+  });
 });
 
 describe('lorebooks over HTTP', () => {

@@ -11,14 +11,16 @@ const maxAgeSeconds = 365 * 24 * 60 * 60;
 /**
  * Character avatars at URLs that do not expire (`GET /avatars/<characterId>/<signature>.<ext>`),
  * for Discord to fetch a persona's picture whenever it shows the message. Anything that is not
- * the character's current avatar, signed, answers 404 alike: nothing tells whether the character exists.
+ * the character's current avatar, signed, answers 404 alike: nothing tells whether the character
+ * exists, is private or was deleted.
  */
 export function avatarRoutes(core: Core, avatars: AvatarUrls) {
   const app = new Hono();
   app.get('/:characterId/:fileName', async (context) => {
     const gone = new AppError('NOT_FOUND', 'There is no such avatar.');
     const character = await core.characters.get(adminActor, context.req.param('characterId')).catch((error: unknown) => {
-      if (error instanceof AppError && error.code === 'NOT_FOUND') throw gone;
+      // A deleted character is gone like one that never was: its 410 would name it.
+      if (error instanceof AppError && (error.code === 'NOT_FOUND' || error.code === 'CHARACTER_DELETED')) throw gone;
       throw error;
     });
     if (!avatars.matches(character, context.req.param('fileName')) || !character.avatar) throw gone;

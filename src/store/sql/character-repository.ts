@@ -28,6 +28,14 @@ export class SqlCharacterRepository implements CharacterRepository {
     return row && characterRecord(row);
   }
 
+  async hold(characterId: string): Promise<CharacterRecord | undefined> {
+    // A share lock on PostgreSQL (an update waits for it, and it for an update in flight);
+    // SQLite's transactions hold the file's one write lock already.
+    const query = this.context.db.selectFrom('characters').selectAll().where('id', '=', characterId);
+    const row = await (this.context.dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
+    return row && characterRecord(row);
+  }
+
   async update(character: CharacterRecord): Promise<CharacterRecord> {
     const { id, account_id, created_micros, ...fields } = characterRow(character);
     const result = await this.context.db.updateTable('characters').set(fields).where('id', '=', id).executeTakeFirst();

@@ -61,6 +61,27 @@ export function manyCharactersContract(context: ContractContext): void {
       await expect(store.characters.list({ accountId: account.id, limit: 2, cursor: 'bm90IG91cnM' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
     });
 
+    it('holds a character read in a transaction: a change from another process waits until it ends', async () => {
+      const { account } = await createAccount('holder');
+      const character = await store.characters.create(characterRecord(account.id, 'Held', { isPublic: true }));
+      const order: string[] = [];
+      let changed: Promise<unknown> | undefined;
+      await store.transaction(async (repositories) => {
+        expect(await repositories.characters.hold(character.id)).toMatchObject({ id: character.id, isPublic: true });
+        expect(await repositories.characters.hold(randomUUID())).toBeUndefined();
+        changed = other.transaction(async (each) => {
+          const current = await each.characters.get(character.id);
+          await each.characters.update({ ...current!, isPublic: false });
+        }).then(() => order.push('changed'));
+        // Work of the holding transaction that comes well after the change was asked for.
+        for (let index = 0; index < 20; index++) await repositories.characters.get(character.id);
+        order.push('held');
+      });
+      await changed;
+      expect(order).toEqual(['held', 'changed']);
+      expect((await store.characters.get(character.id))?.isPublic).toBe(false);
+    });
+
     it('purges what belongs to a character and keeps its name, marked deleted', async () => {
       const { account } = await createAccount('deleter');
       const { account: person } = await createAccount('told');
