@@ -18,6 +18,7 @@ export type WorkerCommand =
   | { type: 'take-over'; types: JobType[]; count: number; leaseMs: number; deadlineMs: number }
   | { type: 'read-messages'; conversationId: string }
   | { type: 'append'; accountId: string; conversationId: string; content: string }
+  | { type: 'append-at-once'; accountId: string; conversationId: string; count: number }
   | { type: 'change-token' }
   | { type: 'cast'; conversationId: string; characterIds: string[]; channelId: string; guildId: string; channelConversationId: string }
   | { type: 'learn'; conversationIds: string[]; throughPosition: number }
@@ -172,6 +173,14 @@ async function handle(command: WorkerCommand): Promise<unknown> {
       return (await store.conversations.messages(command.conversationId)).map((message) => message.id);
     case 'append':
       return (await store.conversations.append(command.conversationId, messageRecord(command.accountId, command.content))).id;
+    case 'append-at-once': {
+      // What a process does with many chats at once: each message takes its time from this
+      // process's clock when it is made, then waits its turn for the pool and the database.
+      const appended = await Promise.all(
+        Array.from({ length: command.count }, (_, index) => store.conversations.append(command.conversationId, messageRecord(command.accountId, `${name}:${index}`))),
+      );
+      return appended.map((message) => message.id);
+    }
     case 'change-token':
       return (await store.changeToken()) ?? null;
   }

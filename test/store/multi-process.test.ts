@@ -144,6 +144,17 @@ function describeMultiProcess(name: string, processCount: number, createDatabase
       for (const job of jobs) expect(await store.jobs.get(job.id)).toMatchObject({ status: 'SUCCESS', settled: true });
     });
 
+    it('reads messages appended by many chats at once in every process oldest first, their created times in that order too', async () => {
+      const { owner, conversationId } = await ownerWithConversation('chatty', 0);
+      for (let round = 0; round < 3; round++) {
+        await Promise.all(workers.map((worker) => worker.ask<string[]>({ type: 'append-at-once', accountId: owner.account.id, conversationId, count: 12 })));
+      }
+      const messages = await store.conversations.messages(conversationId);
+      expect(messages).toHaveLength(3 * 12 * processCount);
+      const times = messages.map((message) => message.createdMicros);
+      expect(times).toEqual([...times].sort((left, right) => left - right));
+    });
+
     it('puts each character into a scene and a channel cast once, whichever processes add it at once', async () => {
       const { owner, conversationId } = await ownerWithConversation('scene', 0);
       const others: string[] = [];

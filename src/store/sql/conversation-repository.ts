@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { notFound } from '../../core/errors.js';
 import type {
   ConversationRepository,
@@ -122,10 +122,24 @@ export class SqlConversationRepository implements ConversationRepository {
     return result.numDeletedRows > 0n;
   }
 
+  /**
+   * Appends after every message before it, at a `created` time no earlier than theirs: clocks
+   * of several processes (or one process's appends finishing out of turn) would otherwise give
+   * the order and the times read two different stories. The time is the later of the message's
+   * own and the conversation's newest, read in the INSERT itself. On SQLite that one statement
+   * holds the file's write lock; on PostgreSQL appends hold the conversation's row
+   * `FOR NO KEY UPDATE` in turn (the foreign-key checks of other inserts, `FOR KEY SHARE`, do not
+   * wait for it), so each INSERT's snapshot, taken after the lock, sees the one before.
+   */
   append(conversationId: string, message: NewStoredMessage): Promise<StoredMessage> {
     const alternatives = message.alternatives ?? [];
-    if (alternatives.length < 2) return this.#insert(this.context.db, conversationId, message);
-    return atomic(this.context.db, (db) => this.#insert(db, conversationId, message));
+    if (alternatives.length < 2 && this.context.dialect !== 'postgres') return this.#insert(this.context.db, conversationId, message);
+    return atomic(this.context.db, async (db) => {
+      if (this.context.dialect === 'postgres') {
+        await db.selectFrom('conversations').select('id').where('id', '=', conversationId).forNoKeyUpdate().executeTakeFirst();
+      }
+      return this.#insert(db, conversationId, message);
+    });
   }
 
   addAlternative(conversationId: string, messageId: string, alternative: MessageAlternative): Promise<StoredMessage> {
@@ -155,7 +169,7 @@ export class SqlConversationRepository implements ConversationRepository {
           mime_type: message.mimeType,
           participant_id: message.participantId,
           participant_type: message.participantType,
-          created_micros: message.createdMicros,
+          created_micros: this.#notBeforeNewest(db, conversationId, message.createdMicros),
           file_key: message.file?.key ?? null,
           file_mime_type: message.file?.mimeType ?? null,
           file_width: message.file?.width ?? null,
@@ -173,6 +187,19 @@ export class SqlConversationRepository implements ConversationRepository {
       if (isForeignKeyViolation(error)) throw notFound('Conversation', conversationId);
       throw error;
     }
+  }
+
+  /** The later of `createdMicros` and the conversation's newest message's time, as SQL. */
+  #notBeforeNewest(db: SqlContext['db'], conversationId: string, createdMicros: number) {
+    const newest = db
+      .selectFrom('messages')
+      .select('created_micros')
+      .where('conversation_id', '=', conversationId)
+      .orderBy('position', 'desc')
+      .limit(1);
+    return this.context.dialect === 'postgres'
+      ? sql<number>`greatest(cast(${createdMicros} as bigint), coalesce((${newest}), 0))`
+      : sql<number>`max(${createdMicros}, coalesce((${newest}), 0))`;
   }
 
   async state(conversationId: string): Promise<ConversationState | undefined> {

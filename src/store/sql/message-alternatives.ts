@@ -91,10 +91,9 @@ export class SqlMessageAlternatives {
    * conversation's row is held until the transaction ends, so "nothing after it" stays true
    * until this commits.
    *
-   * On PostgreSQL an append is one INSERT whose foreign-key check takes the conversation's row
-   * `FOR KEY SHARE` until it commits: `FOR UPDATE` here waits for every append in flight (and
-   * they for this), and after the wait the next statement sees what they wrote. Appends stay one
-   * statement that never wait for each other, and the positions stay the identity column's. The
+   * On PostgreSQL an append holds the conversation's row `FOR NO KEY UPDATE` until it commits:
+   * `FOR UPDATE` here waits for every append in flight (and they for this), and after the wait
+   * the next statement sees what they wrote. The positions stay the identity column's. The
    * message's own row alone would not do: under READ COMMITTED an append committing between the
    * check and this commit went unseen. SQLite's transactions hold the file's one write lock.
    */

@@ -47,6 +47,27 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       expect(await other.conversations.countMessages(conversation.id)).toBe(100);
     });
 
+    it('gives every message a created time no earlier than the one before it, whatever clock it came with', async () => {
+      const { account, conversation } = await openConversation();
+      const base = Date.now() * 1000;
+      // A clock behind the conversation's newest message (another process's, or an append that
+      // took the pool late) stores the newest time, not its own.
+      const first = await store.conversations.append(conversation.id, { ...messageRecord(account.id, 'first'), createdMicros: base + 5_000_000 });
+      const late = await other.conversations.append(conversation.id, { ...messageRecord(account.id, 'late'), createdMicros: base });
+      const later = await store.conversations.append(conversation.id, { ...messageRecord(account.id, 'later'), createdMicros: base + 6_000_000 });
+      expect(first.createdMicros).toBe(base + 5_000_000);
+      expect(late.createdMicros).toBe(base + 5_000_000);
+      expect(later.createdMicros).toBe(base + 6_000_000);
+      // Concurrent appends with scattered clocks: read oldest first, the times never go back.
+      await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          (index % 2 ? other : store).conversations.append(conversation.id, { ...messageRecord(account.id, `m${index}`), createdMicros: base + 6_000_000 + ((index * 7919) % 40) * 1000 }),
+        ),
+      );
+      const times = (await other.conversations.messages(conversation.id)).map((message) => message.createdMicros);
+      expect(times).toEqual([...times].sort((left, right) => left - right));
+    });
+
     it('reads ranges and the newest page oldest first', async () => {
       const { account, conversation } = await openConversation();
       for (let index = 0; index < 10; index++) await store.conversations.append(conversation.id, messageRecord(account.id, `m${index}`));
