@@ -55,6 +55,8 @@ const knownFactsShown = 40;
 const maxBatchMessages = 40;
 /** After this many failed tries a batch is given up, with an error in the log. */
 const maxAttempts = 8;
+/** The wait before a failed batch is tried the first time again; each failure after doubles it. */
+const firstRetryMs = 30_000;
 const dayMillis = 24 * 60 * 60_000;
 /** How often an idle worker deletes old done batches. */
 const pruneEveryMs = 60 * 60_000;
@@ -158,7 +160,8 @@ export class Learner {
       }
       this.logger.warn({ err: error, batchId: batch?.id, conversationId: batch?.conversationId }, 'learning from a batch failed; it is tried again later');
       if (batch) {
-        const backoff = Math.min(this.options.maxBackoffMs, 30_000 * 2 ** Math.min(batch.attempts, 10));
+        // `attempts` counts claims, this failed one included: the first failure waits firstRetryMs.
+        const backoff = Math.min(this.options.maxBackoffMs, firstRetryMs * 2 ** Math.min(Math.max(batch.attempts - 1, 0), 10));
         await this.store.memoryBatches.retry(batch.id, this.workerId, this.clock.nowMillis() + backoff, failureText(error)).catch(() => undefined);
       }
       return batch !== undefined;

@@ -99,6 +99,27 @@ describe('the learner', () => {
     expect(await bench.learner.runOnce()).toBe(false);
   });
 
+  it('tries a failed batch again after 30 s, then 60 s, doubling: the attempt that failed is the first', async () => {
+    const { store, clock } = bench;
+    const { person, conversationId, say } = await scene(store, clock);
+    const said = await say(person.account.id, 'My sister is called Mia.');
+    const queued = (await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!;
+    bench.answer = () => 'not json';
+    const waits: number[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const failedAt = clock.millis;
+      expect(await bench.learner.runOnce()).toBe(true);
+      const batch = (await store.memoryBatches.get(queued.id))!;
+      expect(batch).toMatchObject({ status: 'queued', attempts: attempt + 1 });
+      waits.push(batch.runAfterMillis - failedAt);
+      // Not due a moment before its time; due at it.
+      clock.millis = batch.runAfterMillis - 1;
+      expect(await bench.learner.runOnce()).toBe(false);
+      clock.millis = batch.runAfterMillis;
+    }
+    expect(waits).toEqual([30_000, 60_000, 120_000]);
+  });
+
   it('stores nothing when the lease was lost while the engine answered, and leaves the batch to the worker that took it', async () => {
     const { store, clock } = bench;
     const { person, conversationId, say } = await scene(store, clock);
