@@ -15,6 +15,7 @@ import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOri
 import type { ConversationState, Repositories, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
 import { LearningSettings, learnable } from './learning-settings.js';
+import { keepable, secretsIn, withoutSecrets } from './secrets.js';
 
 export interface LearnerOptions {
   /** New messages that make a batch due at once. */
@@ -232,9 +233,11 @@ export class Learner {
     if (![...lessons.values()].some((lesson) => lesson !== undefined)) return undefined;
     const names = new Map<string, string>([...state.speakers.map((speaker): [string, string] => [speaker.id, speaker.username]), ...state.characters.map((each): [string, string] => [each.id, each.name])]);
     // Lines of people who turned learning off stay out of the prompt altogether.
+    // Secrets people said are withheld from the engine, and no fact repeating one is stored (secrets.ts).
     const lines: ExtractionLine[] = messages
       .filter((message) => message.participantType === 'character' || lessons.get(message.id) !== undefined)
-      .map((message) => ({ message, speaker: names.get(message.participantId) ?? 'someone' }));
+      .map((message) => ({ message: { ...message, content: withoutSecrets(message.content) }, speaker: names.get(message.participantId) ?? 'someone' }));
+    const secrets = messages.flatMap((message) => (message.participantType === 'account' ? secretsIn(message.content) : []));
     const known = await this.#known(character, lines, lessons, visibleOrigins);
     const request = extractionRequest(character.name, lines, known, this.options.maxAnswerTokens);
     const promptTokens = (await this.tokens.count(request.messages.map((message) => String(message.content)))).reduce((sum, count) => sum + count, 0);
@@ -245,7 +248,10 @@ export class Learner {
     }
     const answer = await this.#whileHeld(batch, () => this.model.generate(request, { signal: AbortSignal.timeout(this.options.requestTimeoutMs), background: true }));
     const parsed = parseExtraction(answer.text, lines, known);
-    const facts = await this.#notRefused(character, parsed.facts, lessons);
+    const safe = parsed.facts.filter((fact) => keepable(fact, secrets));
+    // Counted, never their words: they hold the secret.
+    if (safe.length < parsed.facts.length) this.logger.info({ characterId: character.id, withheld: parsed.facts.length - safe.length }, 'facts holding a password, key, code or card or bank number were left out');
+    const facts = await this.#notRefused(character, safe, lessons);
     const dropped = parsed.dropped;
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
     // One transaction: this character's facts, its part of the batch marked done, and the lease
