@@ -15,6 +15,7 @@ import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOri
 import type { ConversationState, Repositories, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
 import { LearningSettings, learnable } from './learning-settings.js';
+import { keepable, secretsIn, withoutSecrets } from './secrets.js';
 
 export interface LearnerOptions {
   /** New messages that make a batch due at once. */
@@ -55,6 +56,8 @@ const knownFactsShown = 40;
 const maxBatchMessages = 40;
 /** After this many failed tries a batch is given up, with an error in the log. */
 const maxAttempts = 8;
+/** The wait before a failed batch is tried the first time again; each failure after doubles it. */
+const firstRetryMs = 30_000;
 const dayMillis = 24 * 60 * 60_000;
 /** How often an idle worker deletes old done batches. */
 const pruneEveryMs = 60 * 60_000;
@@ -158,7 +161,8 @@ export class Learner {
       }
       this.logger.warn({ err: error, batchId: batch?.id, conversationId: batch?.conversationId }, 'learning from a batch failed; it is tried again later');
       if (batch) {
-        const backoff = Math.min(this.options.maxBackoffMs, 30_000 * 2 ** Math.min(batch.attempts, 10));
+        // `attempts` counts claims, this failed one included: the first failure waits firstRetryMs.
+        const backoff = Math.min(this.options.maxBackoffMs, firstRetryMs * 2 ** Math.min(Math.max(batch.attempts - 1, 0), 10));
         await this.store.memoryBatches.retry(batch.id, this.workerId, this.clock.nowMillis() + backoff, failureText(error)).catch(() => undefined);
       }
       return batch !== undefined;
@@ -229,9 +233,11 @@ export class Learner {
     if (![...lessons.values()].some((lesson) => lesson !== undefined)) return undefined;
     const names = new Map<string, string>([...state.speakers.map((speaker): [string, string] => [speaker.id, speaker.username]), ...state.characters.map((each): [string, string] => [each.id, each.name])]);
     // Lines of people who turned learning off stay out of the prompt altogether.
+    // Secrets people said are withheld from the engine, and no fact repeating one is stored (secrets.ts).
     const lines: ExtractionLine[] = messages
       .filter((message) => message.participantType === 'character' || lessons.get(message.id) !== undefined)
-      .map((message) => ({ message, speaker: names.get(message.participantId) ?? 'someone' }));
+      .map((message) => ({ message: { ...message, content: withoutSecrets(message.content) }, speaker: names.get(message.participantId) ?? 'someone' }));
+    const secrets = messages.flatMap((message) => (message.participantType === 'account' ? secretsIn(message.content) : []));
     const known = await this.#known(character, lines, lessons, visibleOrigins);
     const request = extractionRequest(character.name, lines, known, this.options.maxAnswerTokens);
     const promptTokens = (await this.tokens.count(request.messages.map((message) => String(message.content)))).reduce((sum, count) => sum + count, 0);
@@ -242,7 +248,10 @@ export class Learner {
     }
     const answer = await this.#whileHeld(batch, () => this.model.generate(request, { signal: AbortSignal.timeout(this.options.requestTimeoutMs), background: true }));
     const parsed = parseExtraction(answer.text, lines, known);
-    const facts = await this.#notRefused(character, parsed.facts, lessons);
+    const safe = parsed.facts.filter((fact) => keepable(fact, secrets));
+    // Counted, never their words: they hold the secret.
+    if (safe.length < parsed.facts.length) this.logger.info({ characterId: character.id, withheld: parsed.facts.length - safe.length }, 'facts holding a password, key, code or card or bank number were left out');
+    const facts = await this.#notRefused(character, safe, lessons);
     const dropped = parsed.dropped;
     if (dropped > 0) this.logger.info({ characterId: character.id, dropped }, 'facts citing no person’s message were dropped');
     // One transaction: this character's facts, its part of the batch marked done, and the lease

@@ -99,6 +99,61 @@ describe('the learner', () => {
     expect(await bench.learner.runOnce()).toBe(false);
   });
 
+  it('tries a failed batch again after 30 s, then 60 s, doubling: the attempt that failed is the first', async () => {
+    const { store, clock } = bench;
+    const { person, conversationId, say } = await scene(store, clock);
+    const said = await say(person.account.id, 'My sister is called Mia.');
+    const queued = (await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!;
+    bench.answer = () => 'not json';
+    const waits: number[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const failedAt = clock.millis;
+      expect(await bench.learner.runOnce()).toBe(true);
+      const batch = (await store.memoryBatches.get(queued.id))!;
+      expect(batch).toMatchObject({ status: 'queued', attempts: attempt + 1 });
+      waits.push(batch.runAfterMillis - failedAt);
+      // Not due a moment before its time; due at it.
+      clock.millis = batch.runAfterMillis - 1;
+      expect(await bench.learner.runOnce()).toBe(false);
+      clock.millis = batch.runAfterMillis;
+    }
+    expect(waits).toEqual([30_000, 60_000, 120_000]);
+  });
+
+  it('never stores a secret, whatever the engine proposes, and withholds it from the engine (issue 28, item 13)', async () => {
+    const { store, clock } = bench;
+    const { person, first, conversationId, say } = await scene(store, clock);
+    const name = person.account.username;
+    await say(person.account.id, 'My secret password is tangerine-42');
+    await say(person.account.id, 'My card is 4111 1111 1111 1111 and my PIN is 4821.');
+    const said = await say(person.account.id, 'My sister is called Mia.');
+    await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+    // An engine that proposes the secrets anyway, as they were said and in its own words.
+    const fact = (message: number, text: string) => ({ message, fact: `${name}${text}`, firstPerson: `I${text}`, importance: 3, replaces: null });
+    bench.answer = () =>
+      JSON.stringify({
+        facts: [
+          fact(1, "'s secret password is tangerine-42."),
+          fact(1, ' logs in with Tangerine-42.'),
+          fact(2, ' pays with the card 4111-1111-1111-1111.'),
+          fact(2, ' unlocks things with 4821.'),
+          fact(2, ' has a bank card.'),
+          fact(3, "'s sister is called Mia."),
+        ],
+      });
+    expect(await bench.learner.runOnce()).toBe(true);
+    const sent = bench.requests.filter((request) => String(request.messages[0]?.content).includes(first.name)).map((request) => request.messages.map((message) => String(message.content)).join('\n'));
+    expect(sent.length).toBeGreaterThan(0);
+    for (const text of sent) {
+      expect(text).not.toContain('tangerine-42');
+      expect(text).not.toContain('4111 1111');
+      expect(text).not.toContain('4821');
+      expect(text).toContain('My secret password is [withheld]');
+    }
+    const stored = (await store.learnedMemories.about(person.account.id)).filter((memory) => memory.characterId === first.id).map((memory) => memory.text);
+    expect(stored.sort()).toEqual([`${name} has a bank card.`, `${name}'s sister is called Mia.`]);
+  });
+
   it('stores nothing when the lease was lost while the engine answered, and leaves the batch to the worker that took it', async () => {
     const { store, clock } = bench;
     const { person, conversationId, say } = await scene(store, clock);
