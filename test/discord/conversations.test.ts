@@ -188,6 +188,26 @@ describe('Discord conversations, end to end through discord.js and the fake Disc
     expect(JSON.stringify(bot.llm.requests.at(-1)!.body.messages)).toContain('Bonjour');
   });
 
+  it('says so when the character someone talks with in DMs was made private by its owner, and asks the engine nothing', async () => {
+    const [dave, erin] = [bot.discord.createUser({ username: 'dave' }), bot.discord.createUser({ username: 'erin' })];
+    const edit = async (isPublic: boolean) => {
+      const edited = bot.discord.sendSlashCommand({ user: dave, channelId: bot.discord.guild.textChannelId, name: 'character', subcommand: 'edit', options: { name: 'Shy Dave', public: isPublic } });
+      await edited.response;
+      await bot.discord.waitFor(() => JSON.stringify(bot.discord.interactionResponses(edited.interactionId)).includes('Saved.'));
+    };
+    await edit(true);
+    const dm = bot.discord.openDm(erin);
+    const started = bot.discord.sendSlashCommand({ user: erin, channelId: dm, name: 'chat', options: { character: 'Shy Dave', message: 'Hi Dave' } });
+    await started.response;
+    await bot.discord.waitFor(() => bot.botTexts(dm).includes('Echo: Hi Dave'), 10_000);
+    await edit(false);
+    const asked = bot.llm.requests.length;
+    bot.discord.sendMessage({ channelId: dm, author: erin, content: 'Are you there?' });
+    const refusal = await bot.discord.waitFor(() => bot.botTexts(dm).find((text) => text.startsWith('⚠️')), 10_000);
+    expect(refusal).toContain('"Shy Dave" was made private by its owner');
+    expect(bot.llm.requests.length).toBe(asked);
+  });
+
   it('keeps threads working after a restart', async () => {
     const thread = await openThread(alice);
     await bot.restart();

@@ -15,10 +15,12 @@ import type { VoiceActivityAggressiveness, VoiceActivityDetectors } from '../../
 import { encodeWav } from '../../audio/wav.js';
 import { type Actor, adminActor } from '../../core/actor.js';
 import type { Core } from '../../core/core.js';
+import { AppError } from '../../core/errors.js';
 import type { AccountRecord, CharacterRecord } from '../../core/records.js';
 import type { Logger, PcmAudio, Transcription, TranscriptionRequest } from '../../core/ports.js';
 import { INTERRUPTED, UNHEARD } from '../../core/voice-calls.js';
 import { existingCharacters } from '../characters.js';
+import { explainError } from '../explain-error.js';
 import { type CallAnswerer, callAnswerer } from './call-answerer.js';
 import { SpokenReply } from './spoken-reply.js';
 
@@ -116,6 +118,8 @@ export class TalkSession {
   #idleTimer: NodeJS.Timeout | undefined;
   #reply: SpokenReply | undefined;
   #characterSpeaking = false;
+  /** Characters whose refusal to speak (made private, deleted) was told in the call's chat: once each. */
+  readonly #toldRefusals = new Set<string>();
   #working = false;
   #ended = false;
 
@@ -478,7 +482,10 @@ export class TalkSession {
     // The call may end while the reply is being asked for: it stops then, and nothing plays.
     const release = follow(this.#ending.signal, abort);
     try {
-      const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id });
+      const reply = await core.chat.respond(actor, this.conversationId, messageId, { stream: true, signal: abort.signal, characterId: character.id }).catch(async (error: unknown) => {
+        await this.#tellRefusal(character, error);
+        throw error;
+      });
       if (this.#ended) {
         reply.done.catch(() => undefined);
         return;
@@ -491,6 +498,20 @@ export class TalkSession {
     } finally {
       release();
     }
+  }
+
+  /**
+   * A character that may no longer speak here (its owner made it private, or deleted it) is
+   * silent: the call's chat says why, once, rather than leaving people talking to nobody.
+   */
+  async #tellRefusal(character: CharacterRecord, error: unknown): Promise<void> {
+    if (!(error instanceof AppError) || (error.code !== 'CHARACTER_PRIVATE' && error.code !== 'CHARACTER_DELETED') || this.#toldRefusals.has(character.id)) return;
+    this.#toldRefusals.add(character.id);
+    const channel = this.guild.channels.cache.get(this.voiceChannelId);
+    if (!channel?.isSendable()) return;
+    await channel
+      .send({ content: `⚠️ ${explainError(error)}`, allowedMentions: { parse: [] } })
+      .catch((failure: unknown) => this.dependencies.logger.info({ err: failure, channelId: channel.id }, 'could not tell the call why a character is silent'));
   }
 
   /**

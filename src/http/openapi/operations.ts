@@ -105,13 +105,13 @@ const conversationOperations: Operation[] = [
     'chat',
     conversations.chatBody,
     { whole: 'Send a message and wait for the reply', streamed: 'Send a message and stream the reply' },
-    '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice. `characterId` chooses which of the conversation\'s characters answers (422 CHARACTER_NOT_IN_CONVERSATION for one not in it).',
+    '`data` is text, or with an image `mimeType` the image as base64 or a data: URL. `allow: ["audio/mp3"]` answers in the character\'s voice. `characterId` chooses which of the conversation\'s characters answers (422 CHARACTER_NOT_IN_CONVERSATION for one not in it). 403 CHARACTER_PRIVATE when the answering character was made private and its owner takes no part in the conversation (checked at every reply; nothing is stored).',
   ),
   ...replyOperations(
     'regenerate',
     conversations.regenerateBody,
     { whole: 'Answer the last message again', streamed: 'Answer the last message again, streamed' },
-    'When the newest message is a reply to it, the new reply is added to that message\'s `swipes` and chosen (the earlier ones stay to swipe back to); otherwise it is a new message. 409 CONFLICT when there is no message yet; 409 GREETING_NOT_REGENERATED when the newest message is a character\'s greeting (the conversation\'s opening, or a character joining a scene): greetings are swiped (see `swipe`), not rewritten.',
+    'When the newest message is a reply to it, the new reply is added to that message\'s `swipes` and chosen (the earlier ones stay to swipe back to); otherwise it is a new message. 409 CONFLICT when there is no message yet; 409 GREETING_NOT_REGENERATED when the newest message is a character\'s greeting (the conversation\'s opening, or a character joining a scene): greetings are swiped (see `swipe`), not rewritten. 403 CHARACTER_PRIVATE as for `chat`.',
   ),
   {
     method: 'post', path: '/api/v0/conversations/:conversationId/messages/:messageId/swipe', tag: 'Conversations', summary: 'Choose which alternative of the newest reply the conversation goes on from',
@@ -122,6 +122,7 @@ const conversationOperations: Operation[] = [
       ok(answer('SwipeAnswer', { message: resources.message }), 'The message, showing the chosen alternative'),
       { status: 400, description: 'VALIDATION_FAILED: `index` is not an integer within the message\'s `swipes`', body: resources.errorBody },
       { status: 404, description: 'NOT_FOUND: no such conversation for you, or no such message in it', body: resources.errorBody },
+      { status: 403, description: 'CHARACTER_PRIVATE: the character that wrote it was made private, and its owner takes no part in the conversation', body: resources.errorBody },
       { status: 409, description: 'NOT_NEWEST_REPLY: the message is not the conversation\'s newest, or not a character\'s', body: resources.errorBody },
     ],
   },
