@@ -7,7 +7,7 @@ const data = {
   name: 'speak',
   description: "Hear a character say something: in your voice channel, or as an mp3",
   options: [
-    { type: ApplicationCommandOptionType.String, name: 'text', description: 'What to say', required: true, max_length: 4000 },
+    { type: ApplicationCommandOptionType.String, name: 'text', description: 'What to say (at most 1000 characters by default)', required: true, max_length: 4000 },
     { type: ApplicationCommandOptionType.String, name: 'character', description: 'Who says it (yours by default)', autocomplete: true },
   ],
 } as const satisfies RESTPostAPIChatInputApplicationCommandsJSONBody;
@@ -24,6 +24,8 @@ export default {
     const character = option ? await resolveCharacter(context.core, actor, option) : await context.core.characters.get(actor, account.characterId);
     speech.requireVoice(character);
     const text = interaction.options.getString('text', true);
+    // Bounded in length and counted per person (SPEECH_MAX_TEXT_CHARACTERS, SPEECH_RATE_LIMIT_PER_MINUTE), before the bot joins.
+    await speech.admit(actor, text);
     const voiceChannelId = interaction.inCachedGuild() ? interaction.guild.voiceStates.cache.get(interaction.user.id)?.channelId : undefined;
     if (!interaction.inCachedGuild() || !voiceChannelId) {
       // Not in a voice channel: the speech comes as a file to play.

@@ -129,6 +129,11 @@ const variables = {
   TTS_BASE_URL: httpUrl(),
   TTS_API_KEY: text(),
   TTS_MODEL: textOr('tts-1'),
+  /** The longest text a person may ask to hear (/speak, POST …/speak). */
+  SPEECH_MAX_TEXT_CHARACTERS: integer(1000, 1, 100_000),
+  SPEECH_RATE_LIMIT_PER_MINUTE: integer(20, 1, 1_000_000),
+  SPEECH_CACHE_RETENTION_DAYS: integer(30, 1, 36_500),
+  SPEECH_CACHE_MAX_MEGABYTES: integer(1024, 1, 100_000_000),
   /** Unset: voice messages are refused, saying what to set. */
   STT_ENGINE: z.preprocess(blankToUndefined, z.enum(['openai'], { error: 'must be openai, or unset for no speech to text' }).optional()),
   STT_BASE_URL: httpUrl(),
@@ -305,6 +310,14 @@ function toConfig(values: Variables, workingDirectory: string) {
       engine: values.TTS_ENGINE,
       elevenLabs: { apiKey: values.ELEVENLABS_API_KEY, baseUrl: values.ELEVENLABS_BASE_URL, model: values.ELEVENLABS_MODEL },
       openai: { baseUrl: values.TTS_BASE_URL, apiKey: values.TTS_API_KEY, model: values.TTS_MODEL },
+      /** Texts a person may ask to hear a minute per account (shared across processes on PostgreSQL). */
+      ratePerMinute: values.SPEECH_RATE_LIMIT_PER_MINUTE,
+      /** How long a text may be, and how long and how much spoken audio is kept to be reused. */
+      bounds: {
+        maxTextCharacters: values.SPEECH_MAX_TEXT_CHARACTERS,
+        cacheRetentionMs: values.SPEECH_CACHE_RETENTION_DAYS * 24 * 60 * 60_000,
+        cacheMaxBytes: values.SPEECH_CACHE_MAX_MEGABYTES * 1024 * 1024,
+      },
     },
     /** Speech to text for voice messages; off (they are refused, saying what to set) without an engine. */
     speechToText: {

@@ -31,7 +31,7 @@ import { DiskFileStore } from './store/file-store.js';
 import { withChatMetrics } from './metrics/chat-metrics.js';
 import { startMetricsServer } from './metrics/metrics-server.js';
 import { Metrics } from './metrics/metrics.js';
-import { openRateLimits } from './rate-limits.js';
+import { openRateLimits, useLimit } from './rate-limits.js';
 import { openSqlStore } from './store/sql/sql-store.js';
 import { WorkerRegexRunner } from './engines/regex/worker-regex-runner.js';
 
@@ -78,7 +78,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
     tokenCounter,
     imageCodec: createSharpImageCodec({ ...defaultImageLimits, maxPixels: config.uploadImageMaxPixels }),
     embedder,
-    speech: { engine: speechEngine, encoder: createAudioEncoder() },
+    speech: { engine: speechEngine, encoder: createAudioEncoder(), limit: useLimit(rateLimits, 'speech', config.speech.ratePerMinute) },
     speechToText: transcriber && { transcriber, inspector: { inspect: inspectAudio } },
     images: { engine: imageEngine, trainer: faceTrainer },
     links: signer,
@@ -94,6 +94,7 @@ export async function startService(config: Config, logger: Logger, entry: Servic
       workerName: `${os.hostname()}:${process.pid}`,
       learning: config.learning,
       characters: config.characters,
+      speech: config.speech.bounds,
     },
   });
   // Batches of messages to learn from, claimed by lease from the shared queue like image jobs.

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { UseLimit } from './core/ports.js';
 
 /**
  * Per-key limits on costly actions (chats, images, Discord messages and commands), made by
@@ -61,5 +62,22 @@ export async function openRateLimits(storeUrl: string, onConnectionError: (error
     limiter: (name, perMinute) =>
       new RateLimiterPostgres({ storeClient: pool, storeType: 'pool', tableName, tableCreated: true, keyPrefix: name, points: perMinute, duration: 60 }),
     close: () => pool.end(),
+  };
+}
+
+/** The core's port over a limiter of these limits: `perMinute` uses of `name` a minute per key. */
+export function useLimit(limits: RateLimits, name: string, perMinute: number): UseLimit {
+  const limiter = limits.limiter(name, perMinute);
+  return {
+    perMinute,
+    async take(key) {
+      try {
+        await limiter.consume(key);
+        return undefined;
+      } catch (rejection) {
+        if (rejection instanceof RateLimiterRes) return rejection.msBeforeNext;
+        throw rejection;
+      }
+    },
   };
 }

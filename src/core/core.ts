@@ -17,9 +17,9 @@ import { LearnedRecall } from './learning/recall.js';
 import { Lorebooks } from './lorebooks.js';
 import { LorebookUse } from './lorebook/used-entries.js';
 import { Memories } from './memories.js';
-import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, RegexKeyRunner, SpeechEngine, SpeechToText, TokenCounter } from './ports.js';
+import type { AudioEncoder, ChatModel, Clock, Embedder, FaceTrainer, FileLinks, FileStore, IdGenerator, ImageCodec, ImageEngine, Logger, RegexKeyRunner, SpeechEngine, SpeechToText, TokenCounter, UseLimit } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
-import { Speech } from './speech.js';
+import { Speech, type SpeechOptions, defaultSpeechOptions } from './speech.js';
 import { LearningTokenEstimator } from './tokens.js';
 
 /** Everything the core needs from outside, passed in by `src/main.ts` (or a test). */
@@ -35,8 +35,11 @@ export interface CoreDependencies {
   embedder?: Embedder | undefined;
   /** Speech to text for voice messages; without it they are refused with `TRANSCRIPTION_UNAVAILABLE`. */
   speechToText?: SpeechToText | undefined;
-  /** Text to speech; without it characters cannot be given voices. */
-  speech?: { engine: SpeechEngine; encoder: AudioEncoder } | undefined;
+  /**
+   * Text to speech; without it characters cannot be given voices. `limit` counts the texts
+   * each account asks to hear (SPEECH_RATE_LIMIT_PER_MINUTE); none without it.
+   */
+  speech?: { engine: SpeechEngine; encoder: AudioEncoder; limit?: UseLimit | undefined } | undefined;
   /** Image generation and face training; either may be absent (then a clear 503 says what to set). */
   images?: { engine?: ImageEngine | undefined; trainer?: FaceTrainer | undefined } | undefined;
   /** Signed URLs of stored files, for engines that fetch them (face archives, training photos). */
@@ -57,6 +60,8 @@ export interface CoreDependencies {
     characters?: Partial<CharactersOptions> | undefined;
     /** How long files let go of are kept, and how often worker processes sweep them. */
     files?: Partial<FileSweepOptions> | undefined;
+    /** How long a text may be, and how long and how much spoken audio is kept (issue 28). */
+    speech?: Partial<Omit<SpeechOptions, 'limit'>> | undefined;
     /** Names this process in the leases it takes on shared queues. */
     workerName?: string | undefined;
   };
@@ -96,7 +101,12 @@ export const defaultImageOptions = {
 
 export function createCore(dependencies: CoreDependencies): Core {
   const { repositories, clock, ids, logger, options } = dependencies;
-  const fileSweep = new FileSweep(repositories, dependencies.files, clock, logger, { ...defaultFileSweepOptions, ...options.files });
+  const speechOptions: SpeechOptions = { ...defaultSpeechOptions, ...options.speech, limit: dependencies.speech?.limit };
+  const fileSweep = new FileSweep(repositories, dependencies.files, clock, logger, {
+    ...defaultFileSweepOptions,
+    speechCache: { retentionMs: speechOptions.cacheRetentionMs, maxBytes: speechOptions.cacheMaxBytes },
+    ...options.files,
+  });
   // Every use case stores through it: a file stored again is safe from the sweep for a while.
   const files = new RenewingFileStore(dependencies.files, repositories, clock);
   const ledger = new Ledger(repositories, clock, ids);
@@ -129,7 +139,7 @@ export function createCore(dependencies: CoreDependencies): Core {
   // On when the configuration says (main passes LEARNING); a core built without it learns nothing.
   if (options.learning?.enabled ?? false) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
   const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids, (memoryIds) => recall.forget(memoryIds));
-  const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder, logger) : undefined;
+  const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder, logger, clock, speechOptions) : undefined;
   if (speech) characters.onDeleted = (characterId) => speech.forgetVoice(characterId);
   const answers = new Answers(repositories, files, conversations, chat, speech);
   const imageOptions = { ...defaultImageOptions, ...defaultJobRunnerOptions, ...options.images };

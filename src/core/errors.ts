@@ -57,6 +57,8 @@ export type ErrorCode =
   | 'CARD_UNSAFE_PATH'
   /** Text sent as JSON does not parse. */
   | 'INVALID_JSON'
+  /** A text asked to be spoken is longer than SPEECH_MAX_TEXT_CHARACTERS; `details` has both lengths. */
+  | 'SPEECH_TEXT_TOO_LONG'
   | 'ENGINE_FAILED'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_UNAVAILABLE'

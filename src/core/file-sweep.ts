@@ -7,9 +7,13 @@
  * it; and a worker removes what was released longer ago than the grace period and nothing
  * holds, in the transaction that takes the release, so a renew waits for the file to be gone
  * and the store writes it anew.
+ *
+ * Spoken audio is let go of the same way, once the cache no longer keeps it (retention, then
+ * size: `SpeechOptions`).
  */
 import type { Clock, FileStore, Logger, StoredFile } from './ports.js';
 import type { RepositoryStore } from './repositories.js';
+import { defaultSpeechOptions } from './speech.js';
 
 export interface FileSweepOptions {
   /**
@@ -21,9 +25,16 @@ export interface FileSweepOptions {
   everyMs: number;
   /** Releases taken per transaction. */
   batch: number;
+  /** Spoken audio is kept while asked for within `retentionMs`, and while within `maxBytes` together. */
+  speechCache: { retentionMs: number; maxBytes: number };
 }
 
-export const defaultFileSweepOptions: FileSweepOptions = { graceMs: 60 * 60_000, everyMs: 10 * 60_000, batch: 100 };
+export const defaultFileSweepOptions: FileSweepOptions = {
+  graceMs: 60 * 60_000,
+  everyMs: 10 * 60_000,
+  batch: 100,
+  speechCache: { retentionMs: defaultSpeechOptions.cacheRetentionMs, maxBytes: defaultSpeechOptions.cacheMaxBytes },
+};
 
 /** The file store the use cases get: each file stored renews its release, if it has one. */
 export class RenewingFileStore implements FileStore {
@@ -94,6 +105,7 @@ export class FileSweep {
 
   /** Removes the files released over `graceMs` ago that nothing holds; answers how many went. */
   async sweepOnce(): Promise<number> {
+    await this.#letGoOfSpeech();
     const releasedBefore = this.clock.nowMicros() - this.options.graceMs * 1000;
     let removed = 0;
     for (;;) {
@@ -106,6 +118,24 @@ export class FileSweep {
       removed += unheld.length;
       if (unheld.length > 0) this.logger.debug({ removed: unheld.length }, 'released files removed');
       if (taken < this.options.batch || this.#stopped) return removed;
+    }
+  }
+
+  /** Releases the files of the spoken audio the cache keeps no more: from now, they go a grace period later. */
+  async #letGoOfSpeech(): Promise<void> {
+    const { retentionMs, maxBytes } = this.options.speechCache;
+    for (;;) {
+      const nowMicros = this.clock.nowMicros();
+      const taken = await this.store.transaction(async ({ speechAudio, fileReleases }) => {
+        const expired = await speechAudio.takeExpired(nowMicros - retentionMs * 1000, maxBytes, this.options.batch);
+        for (const accountId of new Set(expired.map((audio) => audio.accountId))) {
+          const keys = expired.filter((audio) => audio.accountId === accountId).map((audio) => audio.fileKey);
+          await fileReleases.release(keys, accountId, nowMicros);
+        }
+        return expired.length;
+      });
+      if (taken > 0) this.logger.debug({ released: taken }, 'spoken audio let go of');
+      if (taken < this.options.batch || this.#stopped) return;
     }
   }
 }

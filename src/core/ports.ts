@@ -348,6 +348,17 @@ export interface AudioEncoder {
   mp3(pcm: PcmAudio): Promise<Uint8Array>;
 }
 
+/**
+ * Uses of a costly action counted per key (an account) over a rolling minute. Where the store
+ * is shared (PostgreSQL) the count is kept in it, so the limit holds across processes.
+ */
+export interface UseLimit {
+  /** The uses a key has a minute. */
+  readonly perMinute: number;
+  /** Takes one use for `key`: undefined when it is allowed, else the milliseconds until one is. */
+  take(key: string): Promise<number | undefined>;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Images
 

@@ -15,6 +15,7 @@ import type {
   TransactionRecord,
 } from './records.js';
 import type { Lorebook, LorebookEntry, LorebookSettings } from './lorebook/lorebook.js';
+import type { StoredFile } from './ports.js';
 
 /**
  * Repository ports: persistence per aggregate, in domain types. Each adapter holds every
@@ -126,6 +127,30 @@ export interface FileReleaseRepository {
    * ends: remove the files before it commits.
    */
   takeUnheld(releasedBeforeMicros: number, limit: number): Promise<{ taken: number; unheld: string[] }>;
+}
+
+/** An audio spoken and kept to be reused, and who owns the character that spoke it. */
+export interface SpeechAudioRecord {
+  file: StoredFile;
+  accountId: string;
+}
+
+/**
+ * Spoken audio kept to be reused: the same engine, voice and text (their `hash`) are spoken
+ * once. A row holds its file; the sweep takes the rows to let go of, then releases their files.
+ */
+export interface SpeechAudioRepository {
+  /** The audio kept for `hash`, now asked for again at `nowMicros` (its retention starts anew). */
+  use(hash: string, nowMicros: number): Promise<StoredFile | undefined>;
+  /** Keeps an audio just stored; the same hash recorded again (another process) is the newer. */
+  record(hash: string, audio: SpeechAudioRecord, nowMicros: number): Promise<void>;
+  /**
+   * Removes up to `limit` audios, and answers them: first those last asked for before
+   * `usedBeforeMicros`, then, while those left are together over `maxBytes`, the ones asked for
+   * longest ago. Inside the transaction that releases their files. Two sweepers at once
+   * answer each audio to one of them.
+   */
+  takeExpired(usedBeforeMicros: number, maxBytes: number, limit: number): Promise<Array<{ fileKey: string; accountId: string }>>;
 }
 
 export interface CharacterListOptions {
@@ -707,6 +732,7 @@ export interface Repositories {
   lorebooks: LorebookRepository;
   replyMemories: ReplyMemoryRepository;
   fileReleases: FileReleaseRepository;
+  speechAudio: SpeechAudioRepository;
 }
 
 /** The store: repositories, and transactions across them. */

@@ -4,7 +4,8 @@ import { castVoices } from './cast-voices.js';
 import type { Actor } from './actor.js';
 import type { Characters } from './characters.js';
 import { AppError, ValidationError } from './errors.js';
-import type { AudioEncoder, CallOptions, FileStore, Logger, PcmAudio, SpeechEngine, SpeechVoice, StoredFile, VoiceSample } from './ports.js';
+import { createSystemClock } from './clock.js';
+import type { AudioEncoder, CallOptions, Clock, FileStore, Logger, PcmAudio, SpeechEngine, SpeechVoice, StoredFile, UseLimit, VoiceSample } from './ports.js';
 import type { CharacterRecord } from './records.js';
 import type { RepositoryStore } from './repositories.js';
 
@@ -19,9 +20,25 @@ function clonedVoiceKey(characterId: string): string {
 
 export type VoiceTraining = { voiceId: string } | { name?: string; samples: readonly VoiceSample[] };
 
+export interface SpeechOptions {
+  /** The longest text a person may ask to hear (`/speak`, `POST …/speak`), in characters. */
+  maxTextCharacters: number;
+  /** A kept audio no one asked for this long is let go of by the file sweep. */
+  cacheRetentionMs: number;
+  /** The kept audio together; past it the sweep lets go of those asked for longest ago. */
+  cacheMaxBytes: number;
+  /** Texts an account may ask to hear a minute, counted across processes where the store is shared; none without. */
+  limit?: UseLimit | undefined;
+}
+
+export const defaultSpeechOptions: SpeechOptions = { maxTextCharacters: 1000, cacheRetentionMs: 30 * 24 * 60 * 60_000, cacheMaxBytes: 1024 * 1024 * 1024 };
+
 /**
  * Characters' voices: choosing a preset or cloning one from samples, and speaking text as
- * mp3. The same voice and text reuse the stored audio instead of synthesising again.
+ * mp3. The same voice and text reuse the stored audio instead of synthesising again, while
+ * it is kept (`SpeechOptions`: the file sweep lets go of it). What people ask to hear is
+ * bounded in length and counted per account (`admit`); replies spoken as part of a chat are
+ * counted as chats.
  */
 export class Speech {
   /** Syntheses running in this process, so one text asked for twice at once is spoken once. */
@@ -34,6 +51,8 @@ export class Speech {
     private readonly engine: SpeechEngine,
     private readonly encoder: AudioEncoder,
     private readonly logger?: Logger,
+    private readonly clock: Clock = createSystemClock(),
+    private readonly options: SpeechOptions = defaultSpeechOptions,
   ) {}
 
   get provider(): string {
@@ -90,10 +109,41 @@ export class Speech {
     }
   }
 
-  /** The character's speech of `text` as a stored mp3; 409 VOICE_NOT_TRAINED before it has a voice. */
+  /**
+   * The character's speech of `text` as a stored mp3, asked for by `actor` (see `admit`); 409
+   * VOICE_NOT_TRAINED before it has a voice.
+   */
   async speak(actor: Actor, characterId: string, text: string): Promise<StoredFile> {
     const character = await this.characters.get(actor, characterId);
+    this.requireVoice(character);
+    await this.admit(actor, text);
     return this.speakAs(character, text);
+  }
+
+  /**
+   * Lets a person's request to hear `text` through, or refuses it: 400 SPEECH_TEXT_TOO_LONG
+   * past `maxTextCharacters` (before it counts), 429 RATE_LIMITED past the account's uses a
+   * minute. Front ends call it (or `speak`) before speaking what a person asked for.
+   */
+  async admit(actor: Actor, text: string): Promise<void> {
+    const characters = [...text].length;
+    const { maxTextCharacters, limit } = this.options;
+    if (characters > maxTextCharacters) {
+      throw new AppError(
+        'SPEECH_TEXT_TOO_LONG',
+        `The text to speak is ${characters} characters; at most ${maxTextCharacters} characters are spoken at once (SPEECH_MAX_TEXT_CHARACTERS). Send a shorter text, or it in parts.`,
+        { details: { characters, maxCharacters: maxTextCharacters } },
+      );
+    }
+    if (!limit) return;
+    const waitMs = await limit.take(actor.type === 'admin' ? 'admin' : actor.accountId);
+    if (waitMs === undefined) return;
+    const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+    throw new AppError(
+      'RATE_LIMITED',
+      `Too much speech: at most ${limit.perMinute} texts a minute per account (SPEECH_RATE_LIMIT_PER_MINUTE). Try again in ${retryAfterSeconds} s.`,
+      { details: { retryAfterSeconds } },
+    );
   }
 
   /** The character's voice id, or 409 VOICE_NOT_TRAINED saying how to give it one. */
@@ -142,7 +192,7 @@ export class Speech {
     const hash = createHash('sha256').update(`${this.engine.provider}\n${voiceId}\n${spoken}`).digest('hex');
     const running = this.#speaking.get(hash);
     if (running) return running;
-    const speaking = this.#speak(hash, spoken, voiceId).finally(() => this.#speaking.delete(hash));
+    const speaking = this.#speak(hash, spoken, voiceId, character.accountId).finally(() => this.#speaking.delete(hash));
     this.#speaking.set(hash, speaking);
     return speaking;
   }
@@ -156,16 +206,18 @@ export class Speech {
   }
 
   /**
-   * The audio index is a fact in the database, so every process reuses what any of them spoke;
-   * files are content-addressed, so two processes speaking one text at once store one file.
+   * The audio kept is in the database, so every process reuses what any of them spoke; files
+   * are content-addressed, so two processes speaking one text at once store one file. Asking
+   * for it again starts its retention anew.
    */
-  async #speak(hash: string, spoken: string, voiceId: string): Promise<StoredFile> {
-    const key = `speech:${hash}`;
-    const known = await this.store.facts.get<StoredFile>(key);
+  async #speak(hash: string, spoken: string, voiceId: string, accountId: string): Promise<StoredFile> {
+    const known = await this.store.speechAudio.use(hash, this.clock.nowMicros());
     if (known) return known;
     const pcm = await this.engine.synthesize({ text: spoken, voiceId });
+    // Stored before it is recorded: the store renews a release of the same bytes, so the sweep
+    // leaves the file alone until the row holds it.
     const file = await this.files.put(await this.encoder.mp3(pcm), 'audio/mpeg');
-    await this.store.facts.set(key, file);
+    await this.store.speechAudio.record(hash, { file, accountId }, this.clock.nowMicros());
     return file;
   }
 }

@@ -11,6 +11,7 @@ import { learnedMemoriesContract } from './contract/learned-memories.js';
 import { manyCharactersContract } from './contract/many-characters.js';
 import { memoryBatchesContract } from './contract/memory-batches.js';
 import { messageAlternativesContract } from './contract/message-alternatives.js';
+import { speechAudioContract } from './contract/speech-audio.js';
 import { newAccountRecords, uniqueUsername } from './repository-fixtures.js';
 
 /** One database under test. `open` may be called many times: each store is a separate pool, as another process would hold. */
@@ -65,5 +66,6 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     manyCharactersContract(context);
     messageAlternativesContract(context);
     fileReleasesContract(context);
+    speechAudioContract(context);
   });
 }

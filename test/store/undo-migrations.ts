@@ -4,7 +4,10 @@
  * one, on older data.
  */
 
-/** Migration 0014 (file releases, and the Discord messages of a reply). */
+/** Migration 0016 (spoken audio as rows, not facts); its audio is not put back as facts. */
+export const undo0016 = ['drop table speech_audio', "delete from kysely_migration where name >= '0016'"];
+
+/** Migration 0014 (file releases, and the Discord messages of a reply), after 0016 was undone. */
 export const undo0014 = [
   'drop table file_releases',
   'drop index discord_character_messages_reply',

@@ -99,7 +99,7 @@ function describe(operation: Operation): OpenApiOperation {
   const responses: OpenApiOperation['responses'] = Object.fromEntries(operation.answers.map((answer) => [String(answer.status), response(answer)]));
   if (operation.rateLimited) {
     responses['429'] = {
-      description: 'RATE_LIMITED: more than RATE_LIMIT_PER_MINUTE requests of this kind a minute',
+      description: `RATE_LIMITED: more than ${typeof operation.rateLimited === 'string' ? operation.rateLimited : 'API_RATE_LIMIT_PER_MINUTE'} requests of this kind a minute`,
       headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
       content: { 'application/json': { schema: { $ref: schemaUri('Error') } } },
     };

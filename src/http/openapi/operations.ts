@@ -47,8 +47,8 @@ export interface Operation {
   answers: Answer[];
   /** What the caller shows instead of an API key: nothing, or the metrics token. */
   access?: 'open' | 'metricsToken';
-  /** Counted against RATE_LIMIT_PER_MINUTE: may answer 429 with Retry-After. */
-  rateLimited?: boolean;
+  /** Counted against API_RATE_LIMIT_PER_MINUTE (or the setting named): may answer 429 with Retry-After. */
+  rateLimited?: boolean | string;
 }
 
 const ok = (body: z.ZodType, description = 'Done') => ({ status: 200, description, body });
@@ -254,7 +254,8 @@ const characterOperations: Operation[] = [
   },
   {
     method: 'post', path: '/api/v0/characters/:characterId/speak', tag: 'Characters', summary: 'Speak a text in the character\'s voice',
-    body: characters.speakBody,
+    description: 'At most SPEECH_MAX_TEXT_CHARACTERS (1000) characters: longer is 400 SPEECH_TEXT_TOO_LONG, with `details.characters` and `details.maxCharacters`. The same voice and text reuse the stored audio while it is kept (SPEECH_CACHE_RETENTION_DAYS, SPEECH_CACHE_MAX_MEGABYTES).',
+    body: characters.speakBody, rateLimited: 'SPEECH_RATE_LIMIT_PER_MINUTE',
     answers: [ok(answer('Speech', { url: z.string().describe('A signed URL of the mp3') }))],
   },
   {

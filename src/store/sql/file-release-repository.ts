@@ -57,22 +57,23 @@ export class SqlFileReleaseRepository implements FileReleaseRepository {
 }
 
 /**
- * Whether any row holds a file: a character's avatar, a message's file, a face model's archive
- * (each an indexed lookup), or an output of the account's image jobs (which a person may have
- * made an avatar of).
+ * Whether any row holds a file: a character's avatar, a message's file, a face model's archive,
+ * a spoken audio kept (each an indexed lookup), or an output or the photos of the account's
+ * image jobs (which a person may have made an avatar of); of every account's with `accountId` ''.
  */
 async function isHeld(db: Kysely<Database>, key: string, accountId: string): Promise<boolean> {
+  const pattern = `%${escapeLike(key)}%`;
+  let jobs = db
+    .selectFrom('jobs')
+    .select('id')
+    .where(sql<boolean>`(output_files like ${pattern} escape '\\' or photos like ${pattern} escape '\\')`);
+  if (accountId !== '') jobs = jobs.where('account_id', '=', accountId);
   const holders = await Promise.all([
     db.selectFrom('characters').select('id').where('avatar_key', '=', key).limit(1).executeTakeFirst(),
     db.selectFrom('messages').select('id').where('file_key', '=', key).limit(1).executeTakeFirst(),
     db.selectFrom('face_models').select('id').where('archive_key', '=', key).limit(1).executeTakeFirst(),
-    db
-      .selectFrom('jobs')
-      .select('id')
-      .where('account_id', '=', accountId)
-      .where(sql<boolean>`output_files like ${`%${escapeLike(key)}%`} escape '\\'`)
-      .limit(1)
-      .executeTakeFirst(),
+    db.selectFrom('speech_audio').select('hash').where('file_key', '=', key).limit(1).executeTakeFirst(),
+    jobs.limit(1).executeTakeFirst(),
   ]);
   return holders.some((holder) => holder !== undefined);
 }

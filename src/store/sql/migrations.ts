@@ -54,6 +54,8 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
   /** Byte order, so `>= prefix and < prefix || U+FFFF` is an index range in both dialects. */
   const byteOrderedText = dialect === 'sqlite' ? sql`text` : sql`text collate "C"`;
   const notNull = (column: ColumnDefinitionBuilder) => column.notNull();
+  /** A field of the JSON text in column `value`, as text. */
+  const jsonText = (field: string) => (dialect === 'sqlite' ? `json_extract(value, '$.${field}')` : `(value::jsonb ->> '${field}')`);
 
   return {
     '0001-initial': {
@@ -525,6 +527,30 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .column('reply_message_id')
           .where(sql.ref('reply_message_id'), 'is not', null)
           .execute();
+      },
+    },
+    '0016-speech-audio': {
+      // Issue 28, item 4: spoken audio was indexed in `facts` and kept forever. Each now has a
+      // row with its size and when it was last asked for, so the sweep keeps the cache within
+      // SPEECH_CACHE_RETENTION_DAYS and SPEECH_CACHE_MAX_MEGABYTES; a row holds its file.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('speech_audio')
+          .addColumn('hash', 'text', (column) => column.primaryKey())
+          .addColumn('file_key', 'text', notNull)
+          .addColumn('mime_type', 'text', notNull)
+          .addColumn('bytes', 'bigint', notNull)
+          .addColumn('account_id', 'text', notNull)
+          .addColumn('used_micros', 'bigint', notNull)
+          .execute();
+        await db.schema.createIndex('speech_audio_used').on('speech_audio').column('used_micros').execute();
+        await db.schema.createIndex('speech_audio_file').on('speech_audio').column('file_key').execute();
+        // What was spoken before: asked for now, as far as retention goes; '' as no one's
+        // (the release of its file then looks at every account's image jobs).
+        await sql`insert into speech_audio (hash, file_key, mime_type, bytes, account_id, used_micros)
+          select substr(key, 8), ${sql.raw(jsonText('key'))}, ${sql.raw(jsonText('mimeType'))}, cast(${sql.raw(jsonText('size'))} as bigint), '', ${Date.now() * 1000}
+          from facts where key like 'speech:%'`.execute(db);
+        await sql`delete from facts where key like 'speech:%'`.execute(db);
       },
     },
   };

@@ -43,6 +43,7 @@ export interface Database {
   reply_memories: ReplyMemoriesTable;
   unlearned_messages: UnlearnedMessagesTable;
   file_releases: FileReleasesTable;
+  speech_audio: SpeechAudioTable;
 }
 
 export interface AccountsTable {
@@ -400,4 +401,17 @@ export interface FileReleasesTable {
   account_id: string;
   /** When it was let go of, or last stored again. */
   released_micros: number;
+}
+
+/** An audio spoken once, kept to be reused until the sweep lets go of it (SPEECH_CACHE_*). */
+export interface SpeechAudioTable {
+  /** SHA-256 of the engine, the voice and the text said aloud. */
+  hash: string;
+  file_key: string;
+  mime_type: string;
+  bytes: number;
+  /** The owner of the character that spoke it: whose image jobs the release narrows to; '' for any. */
+  account_id: string;
+  /** When it was last asked for. */
+  used_micros: number;
 }

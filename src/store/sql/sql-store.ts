@@ -10,6 +10,7 @@ import { SqlConversationRepository } from './conversation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
 import { SqlFileReleaseRepository } from './file-release-repository.js';
+import { SqlSpeechAudioRepository } from './speech-audio-repository.js';
 import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
 import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
@@ -115,6 +116,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly memoryBatches;
   readonly replyMemories;
   readonly fileReleases;
+  readonly speechAudio;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -141,6 +143,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.memoryBatches = repositories.memoryBatches;
     this.replyMemories = repositories.replyMemories;
     this.fileReleases = repositories.fileReleases;
+    this.speechAudio = repositories.speechAudio;
   }
 
   onJobChanged(listener: (jobId: string) => void): () => void {
@@ -181,5 +184,6 @@ function repositoriesFor(context: SqlContext): Repositories {
     lorebooks: new SqlLorebookRepository(context),
     replyMemories: new SqlReplyMemoryRepository(context),
     fileReleases: new SqlFileReleaseRepository(context),
+    speechAudio: new SqlSpeechAudioRepository(context),
   };
 }
