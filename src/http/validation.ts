@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { AppError, ValidationError } from '../core/errors.js';
+import { nulFields } from './nul-characters.js';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -26,12 +27,21 @@ export async function readJson<Schema extends z.ZodType>(context: Context, schem
       throw ValidationError.field('body', `is not valid JSON (${(error as Error).message})`);
     }
   }
+  refuseNul(body, '', 'body');
   return check(schema, body, '');
 }
 
 /** Checks query parameters against `schema`. */
 export function readQuery<Schema extends z.ZodType>(context: Context, schema: Schema): z.output<Schema> {
-  return check(schema, context.req.query(), 'query.');
+  const query = context.req.query();
+  refuseNul(query, 'query.', 'query');
+  return check(schema, query, 'query.');
+}
+
+/** Text holding a NUL (U+0000) anywhere is refused before the schema reads it. */
+function refuseNul(value: unknown, prefix: string, rootName: string): void {
+  const issues = nulFields(value, prefix, rootName);
+  if (issues.length > 0) throw new ValidationError(issues);
 }
 
 function check<Schema extends z.ZodType>(schema: Schema, value: unknown, prefix: string): z.output<Schema> {

@@ -16,6 +16,7 @@ import {
   SqliteQueryCompiler,
 } from 'kysely';
 import { sharedReadings } from './shared-readings.js';
+import { refuseNulText } from './sql-context.js';
 
 export interface NodeSqliteDialectOptions {
   /** A file path, or `:memory:`. */
@@ -238,6 +239,7 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 
   #execute<R>(query: CompiledQuery): QueryResult<R> {
+    refuseNulText(query.parameters);
     const { statement, returnsRows, reads } = this.#prepare(query.sql);
     // Counted before running: a statement that fails half-way may still have written.
     if (!reads) this.#writes += 1;
@@ -250,6 +252,7 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    refuseNulText(query.parameters);
     const { statement, reads } = this.#prepare(query.sql);
     if (!reads) this.#writes += 1;
     for (const row of statement.iterate(...query.parameters.map(toSqlite))) {

@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely, SelectQueryBuilder } from 'kysely';
+import { AppError } from '../../core/errors.js';
 import type { SqlDialectName } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -65,6 +66,22 @@ export class PreparedQuery<Row> {
     compiled = { query, slots };
     this.#compiled.set(context.dialect, compiled);
     return compiled;
+  }
+}
+
+/**
+ * The last guard for text holding a NUL (U+0000), run on every statement's values by both
+ * drivers: SQLite would store the text cut at it and PostgreSQL refuses it with an error of its
+ * own. The API refuses such text first, naming the field; this keeps any other way in (a card's
+ * text, a Discord message) from storing a part, and says why.
+ */
+export function refuseNulText(parameters: readonly unknown[]): void {
+  for (const parameter of parameters) {
+    if (typeof parameter === 'string' && parameter.includes('\u0000')) {
+      throw new AppError('VALIDATION_FAILED', 'The text holds a NUL character (U+0000), which is never stored; remove it and send again.', {
+        details: { character: 'U+0000' },
+      });
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { SqlLorebookRepository } from './lorebook-repository.js';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Repositories, RepositoryStore } from '../../core/repositories.js';
 import { SqlAccountRepository } from './account-repository.js';
@@ -18,7 +18,7 @@ import { SqlMemoryBatchRepository } from './memory-batch-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
 import type { Database } from './schema.js';
-import type { SqlContext } from './sql-context.js';
+import { type SqlContext, refuseNulText } from './sql-context.js';
 import { SqlDiscordChannelRepository } from './discord-channel-repository.js';
 import { SqlDiscordVoiceRuleRepository } from './discord-voice-rule-repository.js';
 import { SqlDiscordLinkRepository, SqlFaceModelRepository, SqlFactRepository, SqlJobDeliveryRepository } from './small-repositories.js';
@@ -79,9 +79,36 @@ function connect(url: string, options: SqlStoreOptions): Connected {
     } as pg.PoolConfig);
     // Without a listener an idle connection's failure (a server restart) would crash the process.
     pool.on('error', (error) => options.onConnectionError?.(error));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres', changeToken: postgresChangeToken(pool) };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: refusingNulText(pool) }) }), dialect: 'postgres', changeToken: postgresChangeToken(pool) };
   }
   throw new Error(`The store URL must start with sqlite:// or postgres://; got "${url.split(':')[0]}:…".`);
+}
+
+/**
+ * The pool as Kysely sees it, each client's queries checked for text holding a NUL first (see
+ * `refuseNulText`). One wrapper per client: Kysely keeps a connection per client object.
+ */
+function refusingNulText(pool: pg.Pool): PostgresPool {
+  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let wrapper = wrappers.get(client);
+      if (!wrapper) {
+        wrapper = {
+          // A streamed query (a cursor) is passed on as it is: the store streams only reads.
+          query: ((query: string, parameters?: readonly unknown[]) => {
+            if (parameters) refuseNulText(parameters);
+            return client.query(query, parameters as unknown[]);
+          }) as unknown as PostgresPoolClient['query'],
+          release: () => client.release(),
+        };
+        wrappers.set(client, wrapper);
+      }
+      return wrapper;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /**

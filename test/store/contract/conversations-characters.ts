@@ -217,6 +217,24 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       ]);
     });
 
+    it('refuses text holding a NUL (U+0000) whole, never storing a part of it', async () => {
+      const { account, character } = await createAccount('nul');
+      const conversation = await store.conversations.create(
+        { id: randomUUID(), accountId: account.id, characterId: character.id, createdMicros: 1, updatedMicros: 1, summary: null, summaryThroughPosition: null },
+        account.id,
+      );
+      const refused = await outcomes<unknown>([
+        store.conversations.append(conversation.id, messageRecord(account.id, 'before\u0000after')),
+        other.characters.update({ ...character, description: 'A quiet\u0000 cut' }),
+        store.memories.add(character.id, { id: randomUUID(), text: 'Likes\u0000tea', createdMicros: 1 }, 10),
+      ]);
+      expect(refused.values).toEqual([]);
+      expect(refused.codes).toEqual(['VALIDATION_FAILED', 'VALIDATION_FAILED', 'VALIDATION_FAILED']);
+      expect(await other.conversations.messages(conversation.id)).toEqual([]);
+      expect((await other.characters.get(character.id))?.description).toBe(character.description);
+      expect(await other.memories.list(character.id)).toEqual([]);
+    });
+
     it('holds at most the maximum of memories under concurrent adds', async () => {
       const { character } = await createAccount('memory');
       const adds = Array.from({ length: 12 }, (_, index) =>
