@@ -4,6 +4,14 @@
  * one, on older data.
  */
 
+/** Migration 0017 (learning per person: unlearned per character, notices, spending). */
+export const undo0017 = [
+  'drop table memory_person_spending',
+  'drop table learning_notices',
+  'drop table unlearned_message_characters',
+  "delete from kysely_migration where name = '0017-learning-per-person'",
+];
+
 /** Migration 0014 (file releases, and the Discord messages of a reply). */
 export const undo0014 = [
   'drop table file_releases',
