@@ -1,3 +1,4 @@
+import type { LearningExclusion, LearningGate } from './learning/learning-gate.js';
 import type { Actor } from './actor.js';
 import { type Characters, canSee, characterDeleted, refuseUnlessItMaySpeak } from './characters.js';
 import { AppError, ValidationError, notFound } from './errors.js';
@@ -182,12 +183,15 @@ export class Conversations {
    */
   async appendMessage(conversationId: string, message: NewMessage, options: { learn?: boolean } = {}): Promise<StoredMessage> {
     const record = { ...message, id: this.ids.uuid(), createdMicros: this.clock.nowMicros() };
+    // A person's message said while learning is off for them (or for everyone) is marked too.
+    const excluded: LearningExclusion =
+      options.learn === false ? 'all' : message.participantType === 'account' && this.learningGate ? await this.learningGate.excluded(conversationId, message.participantId) : [];
     const stored =
-      options.learn === false || message.participantType === 'character'
+      excluded.length > 0 || message.participantType === 'character'
         ? await this.store.transaction(async (repositories) => {
             if (message.participantType === 'character') await mayStillSpeak(repositories, conversationId, message.participantId);
             const appended = await repositories.conversations.append(conversationId, record);
-            if (options.learn === false) await repositories.memoryBatches.markUnlearned(appended.id);
+            if (excluded.length > 0) await repositories.memoryBatches.markUnlearned(appended.id, excluded === 'all' ? undefined : excluded);
             return appended;
           })
         : await this.store.conversations.append(conversationId, record);
@@ -256,6 +260,9 @@ export class Conversations {
 
   /** Hears every message stored through this use case (learning notices them); never awaited. */
   onAppended: ((message: StoredMessage) => void) | undefined;
+
+  /** Whom a person's message may never teach, asked as it is stored (none asked: it may teach all). */
+  learningGate: LearningGate | undefined;
 
   /** Deletes every message of the conversation, and the summary that speaks of them. */
   async clear(actor: Actor, conversationId: string): Promise<void> {

@@ -12,6 +12,7 @@ import { FileSweep, type FileSweepOptions, RenewingFileStore, defaultFileSweepOp
 import { Files } from './files.js';
 import { Ledger } from './ledger.js';
 import { LearnedMemories } from './learning/learned-memories.js';
+import { LearningGate } from './learning/learning-gate.js';
 import { Learner, type LearnerOptions, defaultLearnerOptions } from './learning/learner.js';
 import { LearnedRecall } from './learning/recall.js';
 import { Lorebooks } from './lorebooks.js';
@@ -138,6 +139,8 @@ export function createCore(dependencies: CoreDependencies): Core {
   const learner = new Learner(repositories, dependencies.chatModel, tokenCounter, clock, ids, logger, options.workerName ?? 'core', { ...defaultLearnerOptions, ...options.learning }, dependencies.embedder);
   // On when the configuration says (main passes LEARNING); a core built without it learns nothing.
   if (options.learning?.enabled ?? false) conversations.onAppended = (message) => learner.noticed(message.conversationId, message.position);
+  // What is said while learning is off is marked so as it is stored: turned on later, it is never learned.
+  conversations.learningGate = new LearningGate(repositories, options.learning?.enabled ?? false);
   const learnedMemories = new LearnedMemories(repositories, characters, conversations, clock, ids, (memoryIds) => recall.forget(memoryIds));
   const speech = dependencies.speech ? new Speech(repositories, files, characters, dependencies.speech.engine, dependencies.speech.encoder, logger, clock, speechOptions) : undefined;
   if (speech) characters.onDeleted = (characterId) => speech.forgetVoice(characterId);

@@ -687,10 +687,16 @@ export interface MemoryBatchRepository {
    */
   pruneDone(createdBeforeMicros: number, limit?: number): Promise<number>;
   get(batchId: string): Promise<MemoryBatchRecord | undefined>;
-  /** Marks a stored message as one nothing is learned from (memory-scope.ts, rule 7); it goes with the message. */
-  markUnlearned(messageId: string): Promise<void>;
+  /**
+   * Marks a stored message as one nothing is learned from (memory-scope.ts, rule 7; or said while
+   * learning was off), or with `characterIds`, one those characters learn nothing from (its
+   * author had learning off for them); it goes with the message.
+   */
+  markUnlearned(messageId: string, characterIds?: readonly string[]): Promise<void>;
   /** Those of `messageIds` marked as nothing to learn from. */
   unlearned(messageIds: readonly string[]): Promise<Set<string>>;
+  /** Those of `messageIds` marked for some characters only, with those characters. */
+  unlearnedBy(messageIds: readonly string[]): Promise<Map<string, Set<string>>>;
   /**
    * Adds `tokens` to what extraction spent for `characterId` on `day` (YYYY-MM-DD) unless that
    * would pass `limit`; atomic across processes. Answers whether they fit.

@@ -18,7 +18,8 @@ export interface Harness {
   call(method: string, route: string, options?: { body?: unknown; key?: string | null; raw?: RequestInit['body']; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   /** Creates an account through the API; returns it with its key. */
   account(username: string): Promise<{ id: string; characterId: string; key: string }>;
-  restart(): Promise<void>;
+  /** Stops the service and starts it again on the same data, with `environment` changed (LEARNING=on, say). */
+  restart(environment?: Record<string, string>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -37,7 +38,7 @@ export async function startHarness(
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'likeness-http-'));
   // Again on another port if this one was taken before the service bound it; `restart` keeps it.
   const started = await onFreePort(async (port) => {
-    const config = parseConfig({
+    const environment = {
       PORT: String(port),
       // Engines on loopback fetch our signed URLs (face archives, training photos).
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
@@ -51,11 +52,12 @@ export async function startHarness(
       LLM_HEADERS_TIMEOUT_MS: '1500',
       LOG_LEVEL: 'silent',
       ...options.environment,
-    });
+    };
+    const config = parseConfig(environment);
     const logger = options.logDestination ? createLogger('info', options.logDestination) : createLogger(config.logLevel);
-    return { config, logger, service: await startService(config, logger) };
+    return { environment, config, logger, service: await startService(config, logger) };
   });
-  const { config, logger } = started;
+  const { environment, config, logger } = started;
   let service: RunningService = started.service;
   const url = service.url;
 
@@ -89,9 +91,9 @@ export async function startHarness(
       if (created.status !== 201) throw new Error(`account creation failed: ${JSON.stringify(created.body)}`);
       return { id: created.body.account.id, characterId: created.body.account.characterId, key: created.body.apiKey };
     },
-    async restart() {
+    async restart(changed) {
       await service.stop();
-      service = await startService(config, logger);
+      service = await startService(changed ? parseConfig({ ...environment, ...changed }) : config, logger);
     },
     async close() {
       await service.stop();

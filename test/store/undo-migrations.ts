@@ -4,7 +4,15 @@
  * one, on older data.
  */
 
-/** Migration 0016 (spoken audio as rows, not facts); its audio is not put back as facts. */
+/** Migration 0017 (learning per person: unlearned per character, notices, spending). */
+export const undo0017 = [
+  'drop table memory_person_spending',
+  'drop table learning_notices',
+  'drop table unlearned_message_characters',
+  "delete from kysely_migration where name = '0017-learning-per-person'",
+];
+
+/** Migration 0016 (spoken audio as rows, not facts), after 0017 was undone; its audio is not put back as facts. */
 export const undo0016 = ['drop table speech_audio', "delete from kysely_migration where name >= '0016'"];
 
 /** Migration 0014 (file releases, and the Discord messages of a reply), after 0016 was undone. */

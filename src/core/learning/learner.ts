@@ -194,8 +194,11 @@ export class Learner {
       (message) => message.content.trim() !== '',
     );
     // Rule 7 (memory-scope.ts): what was only kept as context, or written by the admin as someone, teaches nothing.
-    const unlearned = await this.store.memoryBatches.unlearned(said.filter((message) => message.participantType === 'account').map((message) => message.id));
+    const spoken = said.filter((message) => message.participantType === 'account').map((message) => message.id);
+    const unlearned = await this.store.memoryBatches.unlearned(spoken);
     const messages = said.filter((message) => !unlearned.has(message.id));
+    // Said while its author had learning off for some of the characters: those learn nothing from it.
+    const unlearnedBy = await this.store.memoryBatches.unlearnedBy(spoken.filter((id) => !unlearned.has(id)));
     if (messages.length === 0) return {};
     // A batch covering a long history (the first after learning was turned on) learns from its
     // newest messages only: one request's worth, not a prompt the engine would refuse forever.
@@ -205,7 +208,8 @@ export class Learner {
     // batch runs only those whose facts are not stored yet, so no budget is spent twice.
     const done = new Set(await this.store.memoryBatches.doneCharacters(batch.id));
     for (const character of state.characters.filter((each) => !done.has(each.id))) {
-      const deferred = await this.#learnFor(batch, character, state, messages, originOf(place), usableOrigins(place));
+      const heard = messages.filter((message) => !unlearnedBy.get(message.id)?.has(character.id));
+      const deferred = await this.#learnFor(batch, character, state, heard, originOf(place), usableOrigins(place));
       if (deferred) return deferred;
     }
     return {};

@@ -201,8 +201,30 @@ export class SqlMemoryBatchRepository implements MemoryBatchRepository {
     return Number(result.numDeletedRows);
   }
 
-  async markUnlearned(messageId: string): Promise<void> {
-    await this.context.db.insertInto('unlearned_messages').values({ message_id: messageId }).onConflict((conflict) => conflict.column('message_id').doNothing()).execute();
+  async markUnlearned(messageId: string, characterIds?: readonly string[]): Promise<void> {
+    if (characterIds === undefined) {
+      await this.context.db.insertInto('unlearned_messages').values({ message_id: messageId }).onConflict((conflict) => conflict.column('message_id').doNothing()).execute();
+      return;
+    }
+    if (characterIds.length === 0) return;
+    await this.context.db
+      .insertInto('unlearned_message_characters')
+      .values([...new Set(characterIds)].map((characterId) => ({ message_id: messageId, character_id: characterId })))
+      .onConflict((conflict) => conflict.columns(['message_id', 'character_id']).doNothing())
+      .execute();
+  }
+
+  async unlearnedBy(messageIds: readonly string[]): Promise<Map<string, Set<string>>> {
+    const found = new Map<string, Set<string>>();
+    for (let start = 0; start < messageIds.length; start += 500) {
+      const rows = await this.context.db
+        .selectFrom('unlearned_message_characters')
+        .select(['message_id', 'character_id'])
+        .where('message_id', 'in', messageIds.slice(start, start + 500))
+        .execute();
+      for (const row of rows) found.set(row.message_id, (found.get(row.message_id) ?? new Set()).add(row.character_id));
+    }
+    return found;
   }
 
   async unlearned(messageIds: readonly string[]): Promise<Set<string>> {

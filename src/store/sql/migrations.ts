@@ -16,7 +16,9 @@ const migrationLockKey = 0x6c696b656e657373n;
 export async function migrateToLatest(db: Kysely<unknown>, dialect: SqlDialectName): Promise<void> {
   const migrations = migrationsFor(dialect);
   const run = async (connection: Kysely<unknown>): Promise<void> => {
-    const migrator = new Migrator({ db: connection, provider: { getMigrations: async () => migrations } });
+    // Unordered: branches add migrations side by side (0015, 0016 and 0017 were written at once),
+    // so a database may have run a later one before an earlier one reaches it; each stands alone.
+    const migrator = new Migrator({ db: connection, provider: { getMigrations: async () => migrations }, allowUnorderedMigrations: true });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   };
@@ -551,6 +553,35 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           select substr(key, 8), ${sql.raw(jsonText('key'))}, ${sql.raw(jsonText('mimeType'))}, cast(${sql.raw(jsonText('size'))} as bigint), '', ${Date.now() * 1000}
           from facts where key like 'speech:%'`.execute(db);
         await sql`delete from facts where key like 'speech:%'`.execute(db);
+      },
+    },
+    '0017-learning-per-person': {
+      // Issue 28: what learning keeps per person and character. The messages a person said while
+      // learning was off for one character of a conversation (off for all: unlearned_messages);
+      // once per person and character, that they were told it learns (held here, so two
+      // processes never both tell); and each person's share of a character's daily budget.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('unlearned_message_characters')
+          .addColumn('message_id', 'text', (column) => column.notNull().references('messages.id').onDelete('cascade'))
+          .addColumn('character_id', 'text', notNull)
+          .addPrimaryKeyConstraint('unlearned_message_characters_key', ['message_id', 'character_id'])
+          .execute();
+        await db.schema
+          .createTable('learning_notices')
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('told_micros', 'bigint', notNull)
+          .addPrimaryKeyConstraint('learning_notices_key', ['account_id', 'character_id'])
+          .execute();
+        await db.schema
+          .createTable('memory_person_spending')
+          .addColumn('character_id', 'text', (column) => column.notNull().references('characters.id').onDelete('cascade'))
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('day', 'text', notNull)
+          .addColumn('tokens', 'bigint', notNull)
+          .addPrimaryKeyConstraint('memory_person_spending_key', ['character_id', 'account_id', 'day'])
+          .execute();
       },
     },
   };

@@ -44,6 +44,9 @@ export interface Database {
   unlearned_messages: UnlearnedMessagesTable;
   file_releases: FileReleasesTable;
   speech_audio: SpeechAudioTable;
+  unlearned_message_characters: UnlearnedMessageCharactersTable;
+  learning_notices: LearningNoticesTable;
+  memory_person_spending: MemoryPersonSpendingTable;
 }
 
 export interface AccountsTable {
@@ -393,6 +396,27 @@ export interface ReplyMemoriesTable {
 /** A message nothing is learned from (kept only as context, or written by the admin as someone). */
 export interface UnlearnedMessagesTable {
   message_id: string;
+}
+
+/** A message one character learns nothing from: its author had learning off for that character when they said it. */
+export interface UnlearnedMessageCharactersTable {
+  message_id: string;
+  character_id: string;
+}
+
+/** A person told, once, that a character learns from what they say. */
+export interface LearningNoticesTable {
+  account_id: string;
+  character_id: string;
+  told_micros: number;
+}
+
+/** What extraction spent on a person's lines for a character on a day (within LEARNING_DAILY_TOKENS_PER_PERSON). */
+export interface MemoryPersonSpendingTable {
+  character_id: string;
+  account_id: string;
+  day: string;
+  tokens: number;
 }
 
 /** A file a deleted character let go of: removed by the sweep once unheld a grace period after `released_micros`. */

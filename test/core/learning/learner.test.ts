@@ -8,6 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Characters } from '../../../src/core/characters.js';
+import { Conversations } from '../../../src/core/conversations.js';
+import { LearningGate } from '../../../src/core/learning/learning-gate.js';
+import { LearningSettings } from '../../../src/core/learning/learning-settings.js';
 import { Learner, defaultLearnerOptions } from '../../../src/core/learning/learner.js';
 import type { ChatModel, ChatRequest, Logger } from '../../../src/core/ports.js';
 import type { RepositoryStore } from '../../../src/core/repositories.js';
@@ -152,6 +156,33 @@ describe('the learner', () => {
     }
     const stored = (await store.learnedMemories.about(person.account.id)).filter((memory) => memory.characterId === first.id).map((memory) => memory.text);
     expect(stored.sort()).toEqual([`${name} has a bank card.`, `${name}'s sister is called Mia.`]);
+  });
+
+  it('never learns what was said while learning was off, whatever the clock of the process that stored it said (issue 28, item 15)', async () => {
+    const { store, clock } = bench;
+    const { person, first, second, conversationId } = await scene(store, clock);
+    // The process storing messages runs a minute ahead of the one recording the person's choice.
+    const ahead = { nowMillis: () => clock.millis + 60_000, nowMicros: () => (clock.millis + 60_000) * 1000 };
+    const conversations = new Conversations(store, undefined as unknown as Characters, ahead, { uuid: randomUUID });
+    conversations.learningGate = new LearningGate(store, true);
+    const settings = new LearningSettings(store);
+    const say = (content: string) => conversations.appendMessage(conversationId, { content, mimeType: 'text/plain', participantId: person.account.id, participantType: 'account', file: null });
+    await settings.setChoice(person.account.id, { off: true, offForCharacterIds: [] }, clock.nowMicros());
+    await say('My dog is called Rex.');
+    clock.millis += 1_000;
+    await settings.setChoice(person.account.id, { off: false, offForCharacterIds: [second.id] }, clock.nowMicros());
+    await say('My hat is called Fez.');
+    clock.millis += 1_000;
+    await settings.setChoice(person.account.id, { off: false, offForCharacterIds: [] }, clock.nowMicros());
+    const said = await say('My cat is called Tom.');
+    await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+    expect(await bench.learner.runOnce()).toBe(true);
+    const learned = await store.learnedMemories.about(person.account.id);
+    const by = (characterId: string) => learned.filter((memory) => memory.characterId === characterId).map((memory) => memory.text.replace(`${person.account.username}'s `, '')).sort();
+    // Fez was said while learning was off for the second character only: the first learns it.
+    expect(by(first.id)).toEqual(['cat is called Tom.', 'hat is called Fez.']);
+    expect(by(second.id)).toEqual(['cat is called Tom.']);
+    expect(bench.requests.map((request) => request.messages.map((message) => String(message.content)).join()).join()).not.toContain('Rex');
   });
 
   it('stores nothing when the lease was lost while the engine answered, and leaves the batch to the worker that took it', async () => {

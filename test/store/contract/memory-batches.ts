@@ -268,6 +268,19 @@ export function memoryBatchesContract(context: ContractContext): void {
       expect(await other.memoryBatches.unlearned([kept])).toEqual(new Set());
     });
 
+    it('keeps which characters learn nothing from a message, apart from the messages nothing is learned from', async () => {
+      const { conversationId, accountId, characterId } = await openConversation();
+      const append = async () => (await store.conversations.append(conversationId, { id: randomUUID(), content: 'hi', mimeType: 'text/plain', participantId: accountId, participantType: 'account', createdMicros: 1, file: null })).id;
+      const [some, none] = [await append(), await append()];
+      await store.memoryBatches.markUnlearned(some, [characterId, 'another-character', characterId]);
+      await other.memoryBatches.markUnlearned(some, [characterId]);
+      await store.memoryBatches.markUnlearned(none, []);
+      expect(await other.memoryBatches.unlearnedBy([some, none, randomUUID()])).toEqual(new Map([[some, new Set([characterId, 'another-character'])]]));
+      expect(await other.memoryBatches.unlearned([some, none])).toEqual(new Set());
+      await store.conversations.clear(conversationId, 2);
+      expect(await other.memoryBatches.unlearnedBy([some])).toEqual(new Map());
+    });
+
     it('spends tokens per character and day only within the limit, across concurrent spenders', async () => {
       const { characterId } = await openConversation();
       const { characterId: otherCharacterId } = await openConversation();
