@@ -10,6 +10,7 @@ import type { Logger } from '../../../core/ports.js';
 import { checkGgufHeader } from './gguf-header.js';
 import { ModelFileError } from './model-file-error.js';
 import { availableCores, defaultParallel } from './machine.js';
+import { gateSampling } from './sampling-gate.js';
 import { SlotPool } from './slot-pool.js';
 
 export const EMBEDDED_PROVIDER = 'embedded';
@@ -182,6 +183,7 @@ export class LlamaRuntime {
       threads,
     });
     try {
+      gateSampling(context);
       // The model's own template, worked out once (it costs a few hundred ms) and shared by every slot.
       const chatWrapper = resolveChatWrapper(model);
       const slots: LlamaSlot[] = [];
