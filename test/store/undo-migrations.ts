@@ -13,7 +13,7 @@ export const undo0017 = [
 ];
 
 /** Migration 0016 (spoken audio as rows, not facts), after 0017 was undone; its audio is not put back as facts. */
-export const undo0016 = ['drop table speech_audio', "delete from kysely_migration where name >= '0016'"];
+export const undo0016 = ['drop table speech_audio', "delete from kysely_migration where name = '0016-speech-audio'"];
 
 /** Migration 0014 (file releases, and the Discord messages of a reply), after 0016 was undone. */
 export const undo0014 = [
