@@ -4,7 +4,10 @@
  * one, on older data.
  */
 
-/** Migration 0014 (file releases, and the Discord messages of a reply). */
+/** Migration 0015 (conversation invitations). */
+export const undo0015 = ['drop table conversation_invitations', "delete from kysely_migration where name >= '0015'"];
+
+/** Migration 0014 (file releases, and the Discord messages of a reply), after 0015 was undone. */
 export const undo0014 = [
   'drop table file_releases',
   'drop index discord_character_messages_reply',
