@@ -12,20 +12,20 @@ export default {
   ephemeral: true,
   async execute(interaction, context) {
     const { actor, account } = await context.accountOf(interaction.user);
-    const conversations = await context.core.conversations.listFor(actor, account.id);
+    const { conversations, nextCursor } = await context.core.conversations.listFor(actor, account.id, { limit: 25 });
     if (conversations.length === 0) {
       await answer(interaction, 'You have no conversations yet. Start one with /chat.');
       return;
     }
     const lines: string[] = [];
-    for (const conversation of conversations.slice(0, 25)) {
+    for (const conversation of conversations) {
       const view = await context.core.conversations.view(conversation);
       const link = await context.links.forConversation(conversation.id);
       // A voice call's conversation (and a character channel's) has no thread link.
       const where = link ? (link.guildId ? `<#${link.channelId}>` : 'in DMs') : 'in a voice call or channel';
       lines.push(`**${view.character.name}** — ${where} · <t:${Math.floor(view.updatedMicros / 1_000_000)}:R>`);
     }
-    const more = conversations.length > 25 ? `\n…and ${conversations.length - 25} older ones.` : '';
+    const more = nextCursor === undefined ? '' : '\n…and older ones.';
     await answer(interaction, { embeds: [new EmbedBuilder().setTitle('Your conversations').setDescription(lines.join('\n') + more)] });
   },
 } satisfies Command;

@@ -146,16 +146,21 @@ export class Conversations {
     };
   }
 
-  /** The conversations `accountId` takes part in, newest first. */
-  async listFor(actor: Actor, accountId: string): Promise<ConversationRecord[]> {
+  /**
+   * The conversations `accountId` takes part in, the one it joined last first, `limit` at a
+   * time; `nextCursor` (absent on the last page) asks for the next.
+   */
+  async listFor(actor: Actor, accountId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ conversations: ConversationRecord[]; nextCursor?: string }> {
     if (actor.type === 'account' && actor.accountId !== accountId) throw notFound('Account', accountId);
-    const stored = await this.store.conversations.listFor(accountId);
-    return Promise.all(
-      stored.map(async (conversation) => {
+    if (page.cursor !== undefined && !/^\d{1,15}$/.test(page.cursor)) throw ValidationError.field('query.cursor', 'is not a cursor this API gave out');
+    const listed = await this.store.conversations.listFor(accountId, page);
+    const conversations = await Promise.all(
+      listed.conversations.map(async (conversation) => {
         const [speakers, characterIds] = await Promise.all([this.store.conversations.speakers(conversation.id), this.store.conversations.characters(conversation.id)]);
         return conversationRecord(conversation, speakers, characterIds);
       }),
     );
+    return listed.nextCursor === null ? { conversations } : { conversations, nextCursor: listed.nextCursor };
   }
 
   /** Messages oldest first, in the order every process agrees on. */
@@ -271,10 +276,13 @@ export class Conversations {
   }
 
   /**
-   * Lets another account speak in the conversation (several people in one thread). The admin
-   * or any account already speaking may add one; the new speaker then sees the whole history.
+   * Makes an account a speaker of the conversation (several people in one thread); it then
+   * sees the whole history. Only the admin: the bot, adding a person who wrote where the
+   * conversation is. An account is never added by another: it accepts an invitation
+   * (`ConversationSpeakers`).
    */
   async addSpeaker(actor: Actor, conversationId: string, accountId: string): Promise<ConversationRecord> {
+    if (actor.type === 'account') throw new AppError('FORBIDDEN', 'A person joins a conversation only by accepting an invitation: invite them instead.');
     const conversation = await this.get(actor, conversationId);
     if (conversation.speakerAccountIds.includes(accountId)) return conversation;
     if (!(await this.store.accounts.get(accountId))) throw ValidationError.field('accountId', `account ${accountId} does not exist`);

@@ -3,6 +3,7 @@ import { Answers } from './answers.js';
 import { Characters, type CharactersOptions, defaultCharactersOptions } from './characters.js';
 import { Chat, type ChatOptions, defaultChatOptions } from './chat.js';
 import { Conversations } from './conversations.js';
+import { ConversationSpeakers } from './conversation-speakers.js';
 import { VoiceCalls } from './voice-calls.js';
 import { Images, type ImagesOptions } from './images/images.js';
 import { JobRunner, type JobRunnerOptions, type JobWorker, defaultJobRunnerOptions } from './images/job-runner.js';
@@ -77,6 +78,8 @@ export interface Core {
   lorebookUse: LorebookUse;
   memories: Memories;
   conversations: Conversations;
+  /** Who speaks in a conversation: invitations, joining, leaving. */
+  speakers: ConversationSpeakers;
   chat: Chat;
   answers: Answers;
   speech: Speech | undefined;
@@ -153,5 +156,5 @@ export function createCore(dependencies: CoreDependencies): Core {
   const jobs = new Jobs(repositories, clock, ids);
   const runner = new JobRunner(jobs, repositories, files, ledger, clock, ids, logger, workers, imageOptions);
   const images = new Images(repositories, files, characters, jobs, runner, clock, ids, imageOptions, dependencies.imageCodec);
-  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories, voiceCalls: new VoiceCalls(chat, conversations, dependencies.speechToText, logger), fileSweep };
+  return { accounts, characters, lorebooks, lorebookUse: new LorebookUse(repositories, conversations), memories, conversations, speakers: new ConversationSpeakers(repositories, conversations, clock), chat, answers, speech, images, files: new Files(files), chatModel: dependencies.chatModel, learner, learnedMemories, voiceCalls: new VoiceCalls(chat, conversations, dependencies.speechToText, logger), fileSweep };
 }

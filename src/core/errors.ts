@@ -23,6 +23,10 @@ export type ErrorCode =
   | 'CHARACTER_NOT_IN_CONVERSATION'
   /** The character a conversation is with cannot be taken out of it. */
   | 'MAIN_CHARACTER_REQUIRED'
+  /** The account that opened a conversation cannot leave it or be taken out of it. */
+  | 'CONVERSATION_OWNER_REQUIRED'
+  /** An account already has as many conversation invitations waiting as it may; it must accept or decline some first. */
+  | 'INVITATION_LIMIT_REACHED'
   /** An account already holds `MAX_CHARACTERS_PER_ACCOUNT` characters. */
   | 'CHARACTER_LIMIT_REACHED'
   /** The account's own character (its personal model) is deleted only with the account. */

@@ -294,12 +294,17 @@ export interface MessageSnapshot {
 export interface ConversationRepository {
   create(conversation: StoredConversation, firstSpeakerAccountId: string): Promise<StoredConversation>;
   get(conversationId: string): Promise<StoredConversation | undefined>;
-  /** The conversations the account speaks in, newest first. */
-  listFor(accountId: string): Promise<StoredConversation[]>;
+  /**
+   * The conversations the account speaks in, the one it joined last first, `limit` at a time;
+   * `cursor` is one this method gave out.
+   */
+  listFor(accountId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ conversations: StoredConversation[]; nextCursor: string | null }>;
   /** Speaker account ids in the order they joined; the opener first. */
   speakers(conversationId: string): Promise<string[]>;
   /** Adds a speaker; false when it already was one. */
   addSpeaker(conversationId: string, accountId: string, joinedMicros: number): Promise<boolean>;
+  /** Takes a speaker out (their messages stay); false when it was none. The opener is the caller's to protect. */
+  removeSpeaker(conversationId: string, accountId: string): Promise<boolean>;
   /** Character ids of the conversation in the order they joined; its own character first. */
   characters(conversationId: string): Promise<string[]>;
   /** Puts a character into the conversation (a scene); false when it already was in it. */
@@ -343,6 +348,32 @@ export interface ConversationRepository {
   clear(conversationId: string, updatedMicros: number): Promise<void>;
   /** Stores a summary of the messages through `throughPosition`. */
   setSummary(conversationId: string, summary: string | null, throughPosition: number | null): Promise<void>;
+}
+
+/** An invitation to speak in a conversation, waiting for the invited account to accept or decline it. */
+export interface ConversationInvitation {
+  conversationId: string;
+  /** Who is invited. */
+  accountId: string;
+  invitedByAccountId: string;
+  createdMicros: number;
+}
+
+/** Invitations to conversations: nobody is made a speaker by someone else without saying yes. */
+export interface ConversationInvitationRepository {
+  /**
+   * Stores the invitation unless the invited account already has `maxPending` waiting (then
+   * `INVITATION_LIMIT_REACHED`); one already waiting for that conversation is answered as it
+   * is. Counting and inserting hold the invited account's row, so concurrent invitations from
+   * any process never pass the limit.
+   */
+  invite(invitation: ConversationInvitation, maxPending: number): Promise<ConversationInvitation>;
+  /** The account's invitations waiting, oldest first. */
+  listFor(accountId: string): Promise<ConversationInvitation[]>;
+  /** Makes the invited account a speaker and removes the invitation, in one transaction; false when there was none. */
+  accept(conversationId: string, accountId: string, joinedMicros: number): Promise<boolean>;
+  /** Removes the invitation (declined or withdrawn); false when there was none. */
+  remove(conversationId: string, accountId: string): Promise<boolean>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,6 +755,7 @@ export interface Repositories {
   characters: CharacterRepository;
   memories: MemoryRepository;
   conversations: ConversationRepository;
+  invitations: ConversationInvitationRepository;
   ledger: LedgerRepository;
   jobs: JobRepository;
   faceModels: FaceModelRepository;

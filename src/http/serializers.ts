@@ -2,7 +2,7 @@ import { isoMicros } from '../core/clock.js';
 import type { SyncAnswer } from '../core/answers.js';
 import type { ConversationRead, ConversationView } from '../core/conversations.js';
 import type { ImagePayload } from '../core/ports.js';
-import type { StoredMessage } from '../core/repositories.js';
+import type { ConversationInvitation, StoredMessage } from '../core/repositories.js';
 import type {
   AccountRecord,
   CharacterRecord,
@@ -88,6 +88,16 @@ export class Serializers {
       ],
       created: isoMicros(conversation.createdMicros),
       updated: isoMicros(view.updatedMicros),
+    };
+  }
+
+  /** An invitation waiting: the invited account joins with `POST …/speakers {accountId: itself}`. */
+  invitation(invitation: ConversationInvitation) {
+    return {
+      conversationId: invitation.conversationId,
+      accountId: invitation.accountId,
+      invitedByAccountId: invitation.invitedByAccountId,
+      created: isoMicros(invitation.createdMicros),
     };
   }
 

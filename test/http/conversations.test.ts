@@ -258,7 +258,9 @@ describe('conversations API', () => {
     const outsider = await api.account('outsider');
     const id = await conversation();
     expect((await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: outsider.key, body: { accountId: outsider.id } })).status).toBe(404);
-    const added = await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: user.key, body: { accountId: friend.id } });
+    // The friend is invited, and speaks once they accept.
+    expect((await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: user.key, body: { accountId: friend.id } })).status).toBe(202);
+    const added = await api.call('POST', `/api/v0/conversations/${id}/speakers`, { key: friend.key, body: { accountId: friend.id } });
     expect(added.status).toBe(200);
     expect(added.body.conversation.speakers.map((speaker: { name: string; type: string }) => `${speaker.type}:${speaker.name}`)).toEqual([
       'account:talker',

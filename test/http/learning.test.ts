@@ -69,6 +69,7 @@ describe('characters learn from conversations', () => {
     expect((await aboutMe(ana.key)).map((memory) => memory.text)).toContain("ana's sister is called Mia.");
     const shared = await conversation(ana.key);
     await api.call('POST', `/api/v0/conversations/${shared}/speakers`, { key: ana.key, body: { accountId: bo.id } });
+    await api.call('POST', `/api/v0/conversations/${shared}/speakers`, { key: bo.key, body: { accountId: bo.id } });
     await say(shared, ana.key, 'Hello everyone.');
     expect(lastSystemPrompt()).not.toContain('Mia');
     // What ana says here may be used here.
@@ -119,6 +120,7 @@ describe('characters learn from conversations', () => {
     expect((await api.call('PUT', '/api/v0/memories/learning', { key: bo.key, body: { enabled: false } })).body.learning).toEqual({ enabled: false, disabledCharacterIds: [] });
     const talk = await conversation(ana.key);
     await api.call('POST', `/api/v0/conversations/${talk}/speakers`, { key: ana.key, body: { accountId: bo.id } });
+    await api.call('POST', `/api/v0/conversations/${talk}/speakers`, { key: bo.key, body: { accountId: bo.id } });
     await say(talk, bo.key, 'My dog is called Rex.');
     await say(talk, ana.key, 'My cat is called Tom.');
     // Ana's fact is learned, so the batches of this conversation were worked through.

@@ -219,6 +219,7 @@ describe('lorebooks over HTTP', () => {
     const conversationId = (await api.call('POST', '/api/v0/conversations', { key: reader.key, body: { characterId: teller.characterId } })).body.id as string;
     // The owner sees a reply's entries where they may read the reply: here, as one of the people in it.
     await api.call('POST', `/api/v0/conversations/${conversationId}/speakers`, { key: reader.key, body: { accountId: teller.id } });
+    await api.call('POST', `/api/v0/conversations/${conversationId}/speakers`, { key: teller.key, body: { accountId: teller.id } });
     await api.call('POST', `/api/v0/conversations/${conversationId}/chat`, { key: reader.key, body: { data: 'Tell me about the harbour.' } });
     const messages = (await api.call('GET', `/api/v0/conversations/${conversationId}`, { key: reader.key })).body.messages;
     const reply = messages.at(-1).id as string;

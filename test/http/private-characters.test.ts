@@ -78,6 +78,19 @@ describe('a character made private, over HTTP', () => {
     expect((await api.call('POST', `${route}/chat`, { key: stranger.key, body: { data: 'and you?' } })).status).toBe(200);
   });
 
+  it('lets it answer where its owner takes part, once the owner accepted to: being invited is not enough', async () => {
+    const characterId = (await api.call('POST', '/api/v0/characters', { key: owner.key, body: { name: 'Picky Pia', is_public: true } })).body.character.id as string;
+    const route = `/api/v0/conversations/${(await api.call('POST', '/api/v0/conversations', { key: stranger.key, body: { characterId } })).body.id}`;
+    await setPublic(characterId, false);
+    expect((await api.call('POST', `${route}/speakers`, { key: stranger.key, body: { accountId: owner.id } })).status).toBe(202);
+    expectPrivate(await api.call('POST', `${route}/chat`, { key: stranger.key, body: { data: 'Pia?' } }));
+    expect((await api.call('POST', `${route}/speakers`, { key: owner.key, body: { accountId: owner.id } })).status).toBe(200);
+    expect((await api.call('POST', `${route}/chat`, { key: stranger.key, body: { data: 'Pia, your owner is here.' } })).status).toBe(200);
+    // Once the owner leaves, it stops again.
+    expect((await api.call('DELETE', `${route}/speakers/${owner.id}`, { key: owner.key })).status).toBe(200);
+    expectPrivate(await api.call('POST', `${route}/chat`, { key: stranger.key, body: { data: 'Pia?' } }));
+  });
+
   it('stores no reply once the character was made private while it was being written (checked in the storing transaction)', async () => {
     const characterId = (await api.call('POST', '/api/v0/characters', { key: owner.key, body: { name: 'Racing Rita', is_public: true } })).body.character.id as string;
     const conversationId = (await api.call('POST', '/api/v0/conversations', { key: stranger.key, body: { characterId } })).body.id as string;

@@ -3,14 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { migrationDatabases } from './migration-databases.js';
 import { newAccountRecords } from './repository-fixtures.js';
-import { undo0010, undo0011, undo0012, undo0013, undo0014, undo0016, undo0017 } from './undo-migrations.js';
+import { undo0010, undo0011, undo0012, undo0013, undo0014, undo0015, undo0016, undo0017 } from './undo-migrations.js';
 
 /**
  * Statements that put a database back where it was before migration 0005, with its
  * conversations: 0005 and every later migration undone, as Kysely runs them in order.
  */
 const undo0005 = [
-  ...undo0017, ...undo0016,
+  ...undo0017, ...undo0016, ...undo0015,
   ...undo0014,
   ...undo0013,
   ...undo0012,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { migrationDatabases } from './migration-databases.js';
 import { messageRecord, newAccountRecords } from './repository-fixtures.js';
-import { undo0010, undo0011, undo0012, undo0013, undo0014, undo0016, undo0017 } from './undo-migrations.js';
+import { undo0010, undo0011, undo0012, undo0013, undo0014, undo0015, undo0016, undo0017 } from './undo-migrations.js';
 
 /**
  * Migration 0010 on a database where which memories a reply used were kept as facts
@@ -25,7 +25,7 @@ describe.each(migrationDatabases)('migration 0010-learning-progress-and-records 
 
       const [first, second, orphaned, goneReply] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
       await run([
-        ...undo0017, ...undo0016,
+        ...undo0017, ...undo0016, ...undo0015,
         ...undo0014,
         ...undo0013,
         ...undo0012,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { openSqlStore } from '../../src/store/sql/sql-store.js';
 import { migrationDatabases } from './migration-databases.js';
 import { newAccountRecords } from './repository-fixtures.js';
-import { undo0010, undo0011, undo0012, undo0013, undo0014, undo0016, undo0017 } from './undo-migrations.js';
+import { undo0010, undo0011, undo0012, undo0013, undo0014, undo0015, undo0016, undo0017 } from './undo-migrations.js';
 
 /**
  * Migration 0012 on a database holding regenerated replies as they were kept before: a new row
@@ -25,7 +25,7 @@ describe.each(migrationDatabases)('migration 0012-message-alternatives on $diale
       const row = (id: string, content: string, type: 'account' | 'character', created: number, superseded: number | null, finish: string | null = null) =>
         `insert into messages (id, conversation_id, content, mime_type, participant_id, participant_type, created_micros, finish_reason, superseded_micros) values ('${id}', '${conversation.id}', '${content}', 'text/plain', '${type === 'account' ? records.account.id : records.character.id}', '${type}', ${created}, ${finish === null ? 'null' : `'${finish}'`}, ${superseded ?? 'null'})`;
       await run([
-        ...undo0017, ...undo0016,
+        ...undo0017, ...undo0016, ...undo0015,
         ...undo0014,
         ...undo0013,
         ...undo0012,
@@ -95,7 +95,7 @@ describe.each(migrationDatabases)('migration 0012-message-alternatives on $diale
   it('keeps which memories each older reply of a chain used (facts until 0010), under that alternative', async () => {
     const [memoryA, memoryB, memoryC] = [randomUUID(), randomUUID(), randomUUID()];
     // 0010 moves the facts into rows under each reply's own row; 0012 then folds the chain's rows into one message.
-    const { store, ids, drop } = await regeneratedTwice([...undo0017, ...undo0016, ...undo0014, ...undo0013, ...undo0012, ...undo0011, ...undo0010], (ids) => [
+    const { store, ids, drop } = await regeneratedTwice([...undo0017, ...undo0016, ...undo0015, ...undo0014, ...undo0013, ...undo0012, ...undo0011, ...undo0010], (ids) => [
       `insert into facts (key, value) values ('reply-memories:${ids.first}', '${JSON.stringify([memoryA, memoryB])}')`,
       `insert into facts (key, value) values ('reply-memories:${ids.second}', '${JSON.stringify([memoryB])}')`,
       `insert into facts (key, value) values ('reply-memories:${ids.third}', '${JSON.stringify([memoryC])}')`,
@@ -112,7 +112,7 @@ describe.each(migrationDatabases)('migration 0012-message-alternatives on $diale
 
   it('keeps the rows of a database that ran 0010 and 0011 before 0012: memories and lorebook entries', async () => {
     const [memory, entryA, entryB] = [randomUUID(), randomUUID(), randomUUID()];
-    const { store, ids, drop } = await regeneratedTwice([...undo0017, ...undo0016, ...undo0014, ...undo0013, ...undo0012], (ids) => [
+    const { store, ids, drop } = await regeneratedTwice([...undo0017, ...undo0016, ...undo0015, ...undo0014, ...undo0013, ...undo0012], (ids) => [
       `insert into reply_memories (message_id, alternative_id, memory_id) values ('${ids.first}', '${ids.first}', '${memory}')`,
       `insert into reply_lorebook_entries (message_id, alternative_id, entry_id) values ('${ids.first}', '${ids.first}', '${entryA}')`,
       `insert into reply_lorebook_entries (message_id, alternative_id, entry_id) values ('${ids.second}', '${ids.second}', '${entryB}')`,

@@ -15,7 +15,10 @@ export const undo0017 = [
 /** Migration 0016 (spoken audio as rows, not facts), after 0017 was undone; its audio is not put back as facts. */
 export const undo0016 = ['drop table speech_audio', "delete from kysely_migration where name = '0016-speech-audio'"];
 
-/** Migration 0014 (file releases, and the Discord messages of a reply), after 0016 was undone. */
+/** Migration 0015 (conversation invitations), after 0016 was undone. */
+export const undo0015 = ['drop table conversation_invitations', "delete from kysely_migration where name = '0015-conversation-invitations'"];
+
+/** Migration 0014 (file releases, and the Discord messages of a reply), after 0015 was undone. */
 export const undo0014 = [
   'drop table file_releases',
   'drop index discord_character_messages_reply',

@@ -93,9 +93,21 @@ const conversationOperations: Operation[] = [
     answers: [created(answer('ConversationCreated', { id: z.uuid() }))],
   },
   {
-    method: 'get', path: '/api/v0/conversations', tag: 'Conversations', summary: 'List conversations, newest first',
+    method: 'get', path: '/api/v0/conversations', tag: 'Conversations', summary: 'List conversations, the one joined last first',
+    description: 'Paged with `limit` (1–200, default 50) and `cursor`: pass `nextCursor` back until it is absent.',
     query: conversations.listQuery,
-    answers: [ok(answer('ConversationList', { conversations: z.array(resources.conversation) }))],
+    answers: [ok(answer('ConversationList', { conversations: z.array(resources.conversation), nextCursor: z.string().optional() }))],
+  },
+  {
+    method: 'get', path: '/api/v0/conversations/invitations', tag: 'Conversations', summary: 'Invitations to conversations waiting for you',
+    description: 'Oldest first; at most 50 wait at once (a 51st answers 409 INVITATION_LIMIT_REACHED to whoever invites). The admin key names the account in `accountId`.',
+    query: conversations.invitationsQuery,
+    answers: [ok(answer('InvitationList', { invitations: z.array(resources.invitation) }))],
+  },
+  {
+    method: 'delete', path: '/api/v0/conversations/:conversationId/invitations/:accountId', tag: 'Conversations', summary: 'Decline or withdraw an invitation',
+    description: 'The invited account declines, or a speaker withdraws it. 404 when there is none.',
+    answers: [ok(answer('Success', {}))],
   },
   {
     method: 'get', path: '/api/v0/conversations/:conversationId', tag: 'Conversations', summary: 'Read a conversation with its messages',
@@ -128,13 +140,13 @@ const conversationOperations: Operation[] = [
   },
   {
     method: 'post', path: '/api/v0/conversations/:conversationId/speakers', tag: 'Conversations', summary: 'Add an account or a character to a conversation',
-    description: '`accountId`: a person who may read and write. `characterId`: a character (own or public) joining the scene; chat with `characterId` to have it answer. Adding one twice changes nothing.',
+    description: '`accountId`: nobody is added by another. Another account is invited (202, at most 50 invitations wait per account: 409 INVITATION_LIMIT_REACHED), and joins by naming itself here, which accepts (404 without an invitation). The admin key adds at once. `characterId`: a character (own or public) joining the scene; chat with `characterId` to have it answer. Adding one twice changes nothing.',
     body: conversations.speakerBody,
-    answers: [ok(conversationAnswer)],
+    answers: [ok(conversationAnswer, 'Joined (or already there)'), { status: 202, description: 'Invited: it joins once it accepts', body: answer('InvitationAnswer', { invitation: resources.invitation }) }],
   },
   {
-    method: 'delete', path: '/api/v0/conversations/:conversationId/speakers/:characterId', tag: 'Conversations', summary: 'Take a character out of a conversation',
-    description: 'Its lines stay in the history. 409 MAIN_CHARACTER_REQUIRED for the character the conversation is with.',
+    method: 'delete', path: '/api/v0/conversations/:conversationId/speakers/:speakerId', tag: 'Conversations', summary: 'Leave a conversation, or take a person or character out of it',
+    description: 'An account: anyone may leave; the account that opened the conversation may take others out (403 FORBIDDEN for anyone else) and stays (409 CONVERSATION_OWNER_REQUIRED). A character: out of the scene; 409 MAIN_CHARACTER_REQUIRED for the one the conversation is with. Their lines stay in the history.',
     answers: [ok(conversationAnswer)],
   },
   {

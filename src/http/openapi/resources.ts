@@ -82,6 +82,10 @@ const conversationFields = { id: uuid, speakers: z.array(speaker), created: micr
 
 export const conversation = z.object(conversationFields).register(documented, { id: 'Conversation' });
 
+export const invitation = z
+  .object({ conversationId: uuid, accountId: uuid.describe('Who is invited'), invitedByAccountId: uuid, created: micros })
+  .register(documented, { id: 'ConversationInvitation', description: 'Waiting for the invited account: it joins with `POST …/speakers {accountId: itself}`, or declines with `DELETE …/invitations/:accountId`.' });
+
 export const message = z
   .object({
     id: uuid,

@@ -7,7 +7,7 @@ import type { HttpEnv, RouteDependencies } from '../context.js';
 import { callerLeaving, streamReply } from '../stream-reply.js';
 import type { ChatInput } from '../../core/chat.js';
 import { ValidationError } from '../../core/errors.js';
-import { decodeBase64, readJson, readQuery, refuseLongerThan, uuid, uuidParam } from '../validation.js';
+import { decodeBase64, pageQuery, readJson, readQuery, refuseLongerThan, uuid, uuidParam } from '../validation.js';
 
 export const createBody = z.object({
   characterId: uuid,
@@ -22,7 +22,9 @@ export const chatBody = z.object({
   characterId: uuid.optional().describe("Who answers: one of the conversation's characters; default the one it is with"),
 });
 
-export const listQuery = z.object({ accountId: uuid.optional() });
+export const listQuery = pageQuery.extend({ accountId: uuid.optional() });
+
+export const invitationsQuery = z.object({ accountId: uuid.optional() });
 
 export const regenerateBody = z.object({ allow: chatBody.shape.allow });
 
@@ -31,7 +33,7 @@ export const swipeBody = z.object({
 });
 
 export const speakerBody = z.union([
-  z.object({ accountId: uuid }).strict().describe('An account that may read and write'),
+  z.object({ accountId: uuid }).strict().describe('Yourself, accepting an invitation; another account, invited (it joins once it accepts)'),
   z.object({ characterId: uuid }).strict().describe('A character (own or public) joining the scene'),
 ]);
 
@@ -74,9 +76,17 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     const actor = context.get('actor');
     const query = readQuery(context, listQuery);
     const accountId = accountInScope(actor, query.accountId, 'query.accountId');
-    const conversations = await core.conversations.listFor(actor, accountId);
-    const views = await Promise.all(conversations.map((conversation) => core.conversations.view(conversation)));
-    return context.json({ success: true, conversations: views.map((view) => serializers.conversation(view)) });
+    const page = await core.conversations.listFor(actor, accountId, { limit: query.limit, cursor: query.cursor });
+    const views = await Promise.all(page.conversations.map((conversation) => core.conversations.view(conversation)));
+    return context.json({ success: true, conversations: views.map((view) => serializers.conversation(view)), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  });
+
+  // Before `/:conversationId`: the invitations waiting for the caller (the admin names whose).
+  app.get('/invitations', async (context) => {
+    const actor = context.get('actor');
+    const accountId = accountInScope(actor, readQuery(context, invitationsQuery).accountId, 'query.accountId');
+    const invitations = await core.speakers.invitations(actor, accountId);
+    return context.json({ success: true, invitations: invitations.map((invitation) => serializers.invitation(invitation)) });
   });
 
   app.get('/:conversationId', async (context) => {
@@ -136,19 +146,27 @@ export function conversationRoutes(dependencies: RouteDependencies) {
     const conversationId = uuidParam(context, 'conversationId');
     const body = await readJson(context, speakerBody);
     const actor = context.get('actor');
-    const conversation =
-      'characterId' in body
-        ? await core.conversations.addCharacter(actor, conversationId, body.characterId)
-        : await core.conversations.addSpeaker(actor, conversationId, body.accountId);
+    if ('characterId' in body) {
+      const conversation = await core.conversations.addCharacter(actor, conversationId, body.characterId);
+      return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
+    }
+    // Nobody is added by another: another account is invited, and joins once it accepts.
+    const added = await core.speakers.add(actor, conversationId, body.accountId);
+    if ('invited' in added) return context.json({ success: true, invitation: serializers.invitation(added.invited) }, 202);
+    return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(added.joined)) });
+  });
+
+  // A person leaving (or taken out by the opener), or a character taken out of the scene; their lines stay.
+  app.delete('/:conversationId/speakers/:speakerId', async (context) => {
+    const conversationId = uuidParam(context, 'conversationId');
+    const conversation = await core.speakers.removeParticipant(context.get('actor'), conversationId, uuidParam(context, 'speakerId'));
     return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
   });
 
-  // Takes a character out of the scene; its lines stay. The conversation's own character stays.
-  app.delete('/:conversationId/speakers/:characterId', async (context) => {
-    const conversationId = uuidParam(context, 'conversationId');
-    const characterId = uuidParam(context, 'characterId');
-    const conversation = await core.conversations.removeCharacter(context.get('actor'), conversationId, characterId);
-    return context.json({ success: true, conversation: serializers.conversation(await core.conversations.view(conversation)) });
+  // The invited person declines, or a speaker withdraws the invitation.
+  app.delete('/:conversationId/invitations/:accountId', async (context) => {
+    await core.speakers.uninvite(context.get('actor'), uuidParam(context, 'conversationId'), uuidParam(context, 'accountId'));
+    return context.json({ success: true });
   });
 
   app.post('/:conversationId/clear', async (context) => {

@@ -59,15 +59,21 @@ export class SqlConversationRepository implements ConversationRepository {
     return row && conversationRecord(row);
   }
 
-  async listFor(accountId: string): Promise<StoredConversation[]> {
-    const rows = await this.context.db
+  async listFor(accountId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ conversations: StoredConversation[]; nextCursor: string | null }> {
+    // The index on (account_id, position) serves the page: one more row says whether more follow.
+    let query = this.context.db
       .selectFrom('conversation_speakers')
       .innerJoin('conversations', 'conversations.id', 'conversation_speakers.conversation_id')
       .selectAll('conversations')
+      .select('conversation_speakers.position as speaker_position')
       .where('conversation_speakers.account_id', '=', accountId)
       .orderBy('conversation_speakers.position', 'desc')
-      .execute();
-    return rows.map(conversationRecord);
+      .limit(page.limit + 1);
+    if (page.cursor !== undefined) query = query.where('conversation_speakers.position', '<', Number(page.cursor));
+    const rows = await query.execute();
+    const shown = rows.slice(0, page.limit);
+    const last = shown.at(-1);
+    return { conversations: shown.map(conversationRecord), nextCursor: rows.length > page.limit && last ? String(last.speaker_position) : null };
   }
 
   async speakers(conversationId: string): Promise<string[]> {
@@ -87,6 +93,11 @@ export class SqlConversationRepository implements ConversationRepository {
       .onConflict((conflict) => conflict.columns(['conversation_id', 'account_id']).doNothing())
       .executeTakeFirst();
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  async removeSpeaker(conversationId: string, accountId: string): Promise<boolean> {
+    const result = await this.context.db.deleteFrom('conversation_speakers').where('conversation_id', '=', conversationId).where('account_id', '=', accountId).executeTakeFirst();
+    return result.numDeletedRows > 0n;
   }
 
   async characters(conversationId: string): Promise<string[]> {

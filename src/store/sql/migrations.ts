@@ -531,6 +531,21 @@ function migrationsFor(dialect: SqlDialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0015-conversation-invitations': {
+      // Issue 28: a person joins a conversation only by themselves (writing in its thread, through
+      // the bot) or by accepting an invitation; a speaker invites, and waits for them.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('conversation_invitations')
+          .addColumn('conversation_id', 'text', (column) => column.notNull().references('conversations.id').onDelete('cascade'))
+          .addColumn('account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('invited_by_account_id', 'text', (column) => column.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('created_micros', 'bigint', notNull)
+          .addPrimaryKeyConstraint('conversation_invitations_key', ['conversation_id', 'account_id'])
+          .execute();
+        await db.schema.createIndex('conversation_invitations_account').on('conversation_invitations').columns(['account_id', 'created_micros']).execute();
+      },
+    },
     '0016-speech-audio': {
       // Issue 28, item 4: spoken audio was indexed in `facts` and kept forever. Each now has a
       // row with its size and when it was last asked for, so the sweep keeps the cache within

@@ -12,6 +12,7 @@ export interface Database {
   memories: MemoriesTable;
   conversations: ConversationsTable;
   conversation_speakers: ConversationSpeakersTable;
+  conversation_invitations: ConversationInvitationsTable;
   conversation_characters: ConversationCharactersTable;
   messages: MessagesTable;
   message_alternatives: MessageAlternativesTable;
@@ -134,6 +135,14 @@ export interface ConversationSpeakersTable {
   conversation_id: string;
   account_id: string;
   joined_micros: number;
+}
+
+export interface ConversationInvitationsTable {
+  conversation_id: string;
+  /** Who is invited. */
+  account_id: string;
+  invited_by_account_id: string;
+  created_micros: number;
 }
 
 export interface ConversationCharactersTable {

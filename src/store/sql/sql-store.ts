@@ -7,6 +7,7 @@ import type { Repositories, RepositoryStore } from '../../core/repositories.js';
 import { SqlAccountRepository } from './account-repository.js';
 import { SqlCharacterRepository, SqlMemoryRepository } from './character-repository.js';
 import { SqlConversationRepository } from './conversation-repository.js';
+import { SqlConversationInvitationRepository } from './conversation-invitation-repository.js';
 import { SqlJobRepository } from './job-repository.js';
 import { type JobSignalListener, PostgresJobSignals, SqlSignalRepository, SqliteJobSignals } from './job-signals.js';
 import { SqlFileReleaseRepository } from './file-release-repository.js';
@@ -129,6 +130,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly characters;
   readonly memories;
   readonly conversations;
+  readonly invitations;
   readonly ledger;
   readonly jobs;
   readonly faceModels;
@@ -156,6 +158,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.characters = repositories.characters;
     this.memories = repositories.memories;
     this.conversations = repositories.conversations;
+    this.invitations = repositories.invitations;
     this.ledger = repositories.ledger;
     this.jobs = repositories.jobs;
     this.faceModels = repositories.faceModels;
@@ -197,6 +200,7 @@ function repositoriesFor(context: SqlContext): Repositories {
     characters: new SqlCharacterRepository(context),
     memories: new SqlMemoryRepository(context),
     conversations: new SqlConversationRepository(context),
+    invitations: new SqlConversationInvitationRepository(context),
     ledger: new SqlLedgerRepository(context),
     jobs: new SqlJobRepository(context),
     faceModels: new SqlFaceModelRepository(context),

@@ -123,8 +123,58 @@ export function conversationsAndCharactersContract(context: ContractContext): vo
       expect(results.filter(Boolean)).toHaveLength(1);
       expect(await other.conversations.speakers(conversation.id)).toEqual([account.id, guest.id]);
       const second = await store.conversations.create({ ...conversation, id: randomUUID() }, account.id);
-      expect((await store.conversations.listFor(account.id)).map((each) => each.id)).toEqual([second.id, conversation.id]);
-      expect((await store.conversations.listFor(guest.id)).map((each) => each.id)).toEqual([conversation.id]);
+      expect((await store.conversations.listFor(account.id, { limit: 50 })).conversations.map((each) => each.id)).toEqual([second.id, conversation.id]);
+      expect((await store.conversations.listFor(guest.id, { limit: 50 })).conversations.map((each) => each.id)).toEqual([conversation.id]);
+    });
+
+    it('pages the conversations an account speaks in, the one joined last first, and lets a speaker go', async () => {
+      const { account, conversation } = await openConversation();
+      const opened = [conversation.id];
+      for (let index = 0; index < 4; index++) opened.push((await store.conversations.create({ ...conversation, id: randomUUID() }, account.id)).id);
+      const listed: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await (pages % 2 ? other : store).conversations.listFor(account.id, { limit: 2, ...(cursor ? { cursor } : {}) });
+        listed.push(...page.conversations.map((each) => each.id));
+        cursor = page.nextCursor ?? undefined;
+        pages += 1;
+      } while (cursor && pages < 10);
+      expect(listed).toEqual([...opened].reverse());
+      expect(pages).toBe(3);
+
+      const guest = (await createAccount('leaver')).account;
+      await store.conversations.addSpeaker(conversation.id, guest.id, 1);
+      expect(await other.conversations.removeSpeaker(conversation.id, guest.id)).toBe(true);
+      expect(await store.conversations.removeSpeaker(conversation.id, guest.id)).toBe(false);
+      expect(await store.conversations.speakers(conversation.id)).toEqual([account.id]);
+      expect((await store.conversations.listFor(guest.id, { limit: 50 })).conversations).toEqual([]);
+    });
+
+    it('keeps invitations until answered, once per conversation, never past the limit however many processes invite', async () => {
+      const { account, conversation } = await openConversation();
+      const invited = (await createAccount('invitee')).account;
+      const conversations = [conversation.id];
+      for (let index = 0; index < 5; index++) conversations.push((await store.conversations.create({ ...conversation, id: randomUUID() }, account.id)).id);
+      const invitation = (conversationId: string, createdMicros = 1) => ({ conversationId, accountId: invited.id, invitedByAccountId: account.id, createdMicros });
+      // The same conversation twice is one invitation; five conversations at once under a limit of 3 pass 3.
+      expect(await store.invitations.invite(invitation(conversations[0]!, 1), 3)).toEqual(invitation(conversations[0]!, 1));
+      expect(await other.invitations.invite(invitation(conversations[0]!, 2), 3)).toEqual(invitation(conversations[0]!, 1));
+      const { values, codes } = await outcomes(conversations.slice(1).map((id, index) => (index % 2 ? other : store).invitations.invite(invitation(id, 10 + index), 3)));
+      expect(values).toHaveLength(2);
+      expect(codes).toEqual(Array(3).fill('INVITATION_LIMIT_REACHED'));
+      const waiting = await other.invitations.listFor(invited.id);
+      expect(waiting.map((each) => each.conversationId)[0]).toBe(conversations[0]);
+      expect(waiting).toHaveLength(3);
+      await expect(store.invitations.invite({ ...invitation(randomUUID()), accountId: randomUUID() }, 3)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+      // Accepting makes a speaker once; declining removes; neither twice.
+      expect(await store.invitations.accept(conversations[0]!, invited.id, 5)).toBe(true);
+      expect(await other.invitations.accept(conversations[0]!, invited.id, 6)).toBe(false);
+      expect(await store.conversations.speakers(conversations[0]!)).toEqual([account.id, invited.id]);
+      expect(await store.invitations.remove(waiting[1]!.conversationId, invited.id)).toBe(true);
+      expect(await other.invitations.remove(waiting[1]!.conversationId, invited.id)).toBe(false);
+      expect((await store.invitations.listFor(invited.id)).map((each) => each.conversationId)).toEqual([waiting[2]!.conversationId]);
     });
 
     it('reads a conversation state in one call: character, speakers in order, and the last position', async () => {
