@@ -121,6 +121,16 @@ export interface FileReleaseRepository {
    * ends: remove the files before it commits.
    */
   takeUnheld(releasedBeforeMicros: number, limit: number): Promise<{ taken: number; unheld: string[] }>;
+  /**
+   * Of `keys`, files found on disk, records a release from `nowMicros` (of no one's: every
+   * account's image jobs are looked at when it is due) of each that no character, message, face
+   * model or spoken audio holds and no release records yet, and answers those: what a process
+   * killed between storing a file and referencing it left. Image jobs are not looked at here
+   * (see `heldByJobs`); the sweep looks at everything again before it removes a file.
+   */
+  adoptUnheld(keys: readonly string[], nowMicros: number): Promise<string[]>;
+  /** The keys of every image job's outputs and photos, read once for a whole scan of the files. */
+  heldByJobs(): Promise<Set<string>>;
 }
 
 /** An audio spoken and kept to be reused, and who owns the character that spoke it. */
