@@ -48,9 +48,13 @@ function entry(index: number): LorebookEntry {
   };
 }
 
-/** A PNG card of at least `targetBytes`. */
-export function makePngCard(targetBytes = 2 * 1024 * 1024): { png: Uint8Array; entries: number } {
-  const image = new PNG({ width: 256, height: 256 });
+/**
+ * A PNG card of at least `targetBytes`, or of `maxEntries` entries when they come first;
+ * `avatarSide` is the side of the image of noise.
+ */
+export function makePngCard(targetBytes = 2 * 1024 * 1024, options: { avatarSide?: number; maxEntries?: number } = {}): { png: Uint8Array; entries: number } {
+  const { avatarSide = 256, maxEntries = Number.POSITIVE_INFINITY } = options;
+  const image = new PNG({ width: avatarSide, height: avatarSide });
   randomBytes(image.data.byteLength).copy(image.data);
   const avatar = PNG.sync.write(image);
   const card = (count: number): CardContents => ({
@@ -61,10 +65,10 @@ export function makePngCard(targetBytes = 2 * 1024 * 1024): { png: Uint8Array; e
     lorebook: { settings: { ...defaultLorebookSettings, scanDepth: 4 }, entries: Array.from({ length: count }, (_, index) => entry(index)) },
   });
   // Each entry adds about 3 KB to the file (V3 and V2, each in base64); start below and grow.
-  let count = Math.max(1, Math.floor((targetBytes - avatar.byteLength) / 3_500));
+  let count = Math.min(maxEntries, Math.max(1, Math.floor((targetBytes - avatar.byteLength) / 3_500)));
   let png = writeCardPng(card(count), avatar);
-  while (png.byteLength < targetBytes) {
-    count += Math.max(1, Math.ceil((targetBytes - png.byteLength) / 3_500));
+  while (png.byteLength < targetBytes && count < maxEntries) {
+    count = Math.min(maxEntries, count + Math.max(1, Math.ceil((targetBytes - png.byteLength) / 3_500)));
     png = writeCardPng(card(count), avatar);
   }
   return { png, entries: count };

@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { benchmarkAppends } from './append-throughput.js';
+import { benchmarkHostileCards } from './card-hostile.js';
 import { benchmarkConversationRead } from './conversation-read.js';
 import { benchmarkDiscordPersonas } from './discord-personas.js';
 import { benchmarkDiscordStreams } from './discord-streams.js';
@@ -50,6 +51,7 @@ try {
   if (selected('lorebook')) results.lorebook = await benchmarkLorebook(await mkdir(path.join(scratch, 'lorebook'), { recursive: true }).then(() => path.join(scratch, 'lorebook')));
   if (selected('embedded')) results.embedded = await benchmarkEmbedded(path.join(scratch, 'embedded'));
   if (selected('discord-images')) results.discordImages = await benchmarkDiscordImages(path.join(scratch, 'discord-images'));
+  if (selected('cards')) results.hostileCards = await benchmarkHostileCards(path.join(scratch, 'cards'));
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

@@ -116,6 +116,7 @@ const variables = {
   /** Characters learn from conversations (each person can still turn it off for themselves). */
   LEARNING: oneOf(['on', 'off'], 'on'),
   LEARNING_DAILY_TOKENS: integer(200_000, 1_000, 1_000_000_000),
+  LEARNING_DAILY_TOKENS_PER_PERSON: integer(50_000, 1_000, 1_000_000_000),
   MAX_CHARACTERS_PER_ACCOUNT: integer(20, 1, 100_000),
   LOREBOOK_REGEX_BOUND_MS: integer(50, 5, 10_000),
   LEARNING_BATCH_MESSAGES: integer(6, 1, 200),
@@ -288,10 +289,11 @@ function toConfig(values: Variables, workingDirectory: string) {
     /** Largest width × height of an image people send (chat, avatar, face photos). */
     uploadImageMaxPixels: values.UPLOAD_IMAGE_MAX_PIXELS,
     embeddingsModel: values.EMBEDDINGS_MODEL,
-    /** Learning from conversations: off stops it for everyone; the budget is per character and day, in engine tokens. */
+    /** Learning from conversations: off stops it for everyone; the budget is per character and day, and per person with it, in engine tokens. */
     learning: {
       enabled: values.LEARNING === 'on',
       dailyTokensPerCharacter: values.LEARNING_DAILY_TOKENS,
+      dailyTokensPerPerson: values.LEARNING_DAILY_TOKENS_PER_PERSON,
       batchMessages: values.LEARNING_BATCH_MESSAGES,
       quietMs: values.LEARNING_QUIET_SECONDS * 1000,
     },

@@ -37,3 +37,6 @@ export const defaultCardLimits: CardLimits = {
     ratioAllowanceBytes: 1024 * 1024,
   },
 };
+
+/** The card file sizes the front ends take: within the API's 15 MB body once in base64, and Discord's attachments. */
+export const importCardLimits: CardLimits = { ...defaultCardLimits, maxFileBytes: 10 * 1024 * 1024 };

@@ -11,6 +11,9 @@ export const cardKeywords: ReadonlySet<string> = new Set(['chara', 'ccv3']);
 
 export type CardMimeType = 'image/png' | 'application/json' | 'application/zip';
 
+/** The formats a card file may come in, by the MIME type the caller names. */
+export const cardMimeTypes: readonly CardMimeType[] = ['image/png', 'application/json', 'application/zip'];
+
 export interface CardImage {
   bytes: Uint8Array;
   mimeType: ImageMimeType;

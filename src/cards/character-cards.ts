@@ -7,25 +7,23 @@ import type { Actor } from '../core/actor.js';
 import type { Core } from '../core/core.js';
 import { isImageMimeType } from '../core/media.js';
 import type { CharacterRecord } from '../core/records.js';
-import { type CardLimits, defaultCardLimits } from './card-limits.js';
-import type { CardContents, CardMimeType } from './card-types.js';
-import { readCard } from './read-card.js';
+import { importCardLimits } from './card-limits.js';
+import type { CardContents, CardMimeType, CharacterCard } from './card-types.js';
+import { cardThread } from './card-thread.js';
 import { writeCardJson, writeCardPng, writeCharx } from './write-card.js';
 
 export type CardFormat = 'png' | 'json' | 'charx';
 
 export const cardFormats: readonly CardFormat[] = ['png', 'json', 'charx'];
 
-/** The formats a card file may come in, by the MIME type the caller names. */
-export const cardMimeTypes: readonly CardMimeType[] = ['image/png', 'application/json', 'application/zip'];
+export { cardMimeTypes } from './card-types.js';
 
-/** The card file sizes the front ends take: within the API's 15 MB body once in base64, and Discord's attachments. */
-export const importCardLimits: CardLimits = { ...defaultCardLimits, maxFileBytes: 10 * 1024 * 1024 };
+export { importCardLimits } from './card-limits.js';
 
 /**
  * Makes a character of `accountId` from a card file: its fields, its lorebook and its image as
- * the avatar. A refused card (not a card, a bomb, too large, a book past its limits) creates
- * nothing.
+ * the avatar. The file is read in the card thread, off the event loop. A refused card (not a
+ * card, a bomb, too large, a book past its limits) creates nothing.
  */
 export async function importCard(
   core: Core,
@@ -34,7 +32,11 @@ export async function importCard(
   file: { bytes: Uint8Array; mimeType: CardMimeType },
   options: { isPublic?: boolean | undefined } = {},
 ): Promise<CharacterRecord> {
-  const card = await readCard(file.bytes, file.mimeType, importCardLimits);
+  return characterOfCard(core, actor, accountId, await cardThread.readFile(file.bytes, file.mimeType, importCardLimits), options);
+}
+
+/** Makes a character of `accountId` from a card already read (the API's import reads its body and card in the card thread). */
+export function characterOfCard(core: Core, actor: Actor, accountId: string, card: CharacterCard, options: { isPublic?: boolean | undefined } = {}): Promise<CharacterRecord> {
   return core.characters.create(
     actor,
     accountId,

@@ -10,8 +10,16 @@
  *
  * Spoken audio is let go of the same way, once the cache no longer keeps it (retention, then
  * size: `SpeechOptions`).
+ *
+ * And a process killed between storing a file and referencing it (or mid-write) leaves a file
+ * nothing recorded: now and then the sweep scans the files for those last written over a grace
+ * period ago, records a release of each nothing holds (so it goes a grace period later, as if
+ * let go of then, unless stored again meanwhile), and removes partial writes.
  */
 import type { Clock, FileStore, Logger, StoredFile } from './ports.js';
+
+/** Keys looked up per query while scanning. */
+const scanBatch = 500;
 import type { RepositoryStore } from './repositories.js';
 import { defaultSpeechOptions } from './speech.js';
 
@@ -25,6 +33,8 @@ export interface FileSweepOptions {
   everyMs: number;
   /** Releases taken per transaction. */
   batch: number;
+  /** How often a worker process scans the files for those nothing recorded (at its first sweep, then). */
+  scanEveryMs: number;
   /** Spoken audio is kept while asked for within `retentionMs`, and while within `maxBytes` together. */
   speechCache: { retentionMs: number; maxBytes: number };
 }
@@ -33,6 +43,7 @@ export const defaultFileSweepOptions: FileSweepOptions = {
   graceMs: 60 * 60_000,
   everyMs: 10 * 60_000,
   batch: 100,
+  scanEveryMs: 60 * 60_000,
   speechCache: { retentionMs: defaultSpeechOptions.cacheRetentionMs, maxBytes: defaultSpeechOptions.cacheMaxBytes },
 };
 
@@ -73,6 +84,8 @@ export class FileSweep {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
+  /** When this process last scanned the files (clock millis); never yet when undefined. */
+  #scannedMillis: number | undefined;
 
   constructor(
     private readonly store: RepositoryStore,
@@ -106,6 +119,11 @@ export class FileSweep {
   /** Removes the files released over `graceMs` ago that nothing holds; answers how many went. */
   async sweepOnce(): Promise<number> {
     await this.#letGoOfSpeech();
+    const now = this.clock.nowMillis();
+    if (this.#scannedMillis === undefined || now - this.#scannedMillis >= this.options.scanEveryMs) {
+      this.#scannedMillis = now;
+      await this.scanOnce();
+    }
     const releasedBefore = this.clock.nowMicros() - this.options.graceMs * 1000;
     let removed = 0;
     for (;;) {
@@ -119,6 +137,38 @@ export class FileSweep {
       if (unheld.length > 0) this.logger.debug({ removed: unheld.length }, 'released files removed');
       if (taken < this.options.batch || this.#stopped) return removed;
     }
+  }
+
+  /**
+   * Scans the files for those last written over `graceMs` ago that nothing holds or has let go
+   * of, and records their release from now; removes partial writes begun over `graceMs` ago.
+   */
+  async scanOnce(): Promise<{ released: number; partials: number }> {
+    const found = { released: 0, partials: 0 };
+    if (!this.files.scan) return found;
+    const nowMillis = this.clock.nowMillis();
+    // Most files only a job holds (images made over the API): read once, not looked up per file.
+    const byJobs = await this.store.fileReleases.heldByJobs();
+    let batch: string[] = [];
+    const adopt = async () => {
+      const released = await this.store.fileReleases.adoptUnheld(batch, this.clock.nowMicros());
+      if (released.length > 0) this.logger.info({ files: released.length }, 'files nothing recorded found; they go a grace period from now unless stored again');
+      found.released += released.length;
+      batch = [];
+    };
+    for await (const file of this.files.scan(nowMillis - this.options.graceMs)) {
+      if (this.#stopped) break;
+      if (file.kind === 'partial') {
+        await file.remove();
+        found.partials += 1;
+      } else if (!byJobs.has(file.key)) {
+        batch.push(file.key);
+        if (batch.length >= scanBatch) await adopt();
+      }
+    }
+    await adopt();
+    if (found.partials > 0) this.logger.info({ partials: found.partials }, 'partial writes removed');
+    return found;
   }
 
   /** Releases the files of the spoken audio the cache keeps no more: from now, they go a grace period later. */

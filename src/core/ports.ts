@@ -24,7 +24,16 @@ export interface FileStore {
   typeOf(key: string): string | undefined;
   /** Removes a file nothing holds any more; a key it does not hold is no error. */
   remove(key: string): Promise<void>;
+  /**
+   * Every file this store holds last written before `modifiedBeforeMillis`, and every write
+   * that never finished (a process killed mid-write) begun before it; for the sweep, which
+   * finds in them the files nothing recorded. A store that cannot list leaves it out.
+   */
+  scan?(modifiedBeforeMillis: number): AsyncIterable<ScannedFile>;
 }
+
+/** What `FileStore.scan` finds: a stored file by its key, or a partial write to remove. */
+export type ScannedFile = { kind: 'stored'; key: string } | { kind: 'partial'; name: string; remove(): Promise<void> };
 
 /** Links to stored files that someone outside (an engine, a client) can fetch for a while. */
 export interface FileLinks {

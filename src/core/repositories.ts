@@ -127,6 +127,16 @@ export interface FileReleaseRepository {
    * ends: remove the files before it commits.
    */
   takeUnheld(releasedBeforeMicros: number, limit: number): Promise<{ taken: number; unheld: string[] }>;
+  /**
+   * Of `keys`, files found on disk, records a release from `nowMicros` (of no one's: every
+   * account's image jobs are looked at when it is due) of each that no character, message, face
+   * model or spoken audio holds and no release records yet, and answers those: what a process
+   * killed between storing a file and referencing it left. Image jobs are not looked at here
+   * (see `heldByJobs`); the sweep looks at everything again before it removes a file.
+   */
+  adoptUnheld(keys: readonly string[], nowMicros: number): Promise<string[]>;
+  /** The keys of every image job's outputs and photos, read once for a whole scan of the files. */
+  heldByJobs(): Promise<Set<string>>;
 }
 
 /** An audio spoken and kept to be reused, and who owns the character that spoke it. */
@@ -735,6 +745,32 @@ export interface MemoryBatchRepository {
   spend(characterId: string, day: string, tokens: number, limit: number): Promise<boolean>;
 }
 
+/** Tokens of one extraction request: the character's, and each person's share (their lines'). */
+export interface LearningSpending {
+  characterId: string;
+  tokens: number;
+  people: ReadonlyArray<{ accountId: string; tokens: number }>;
+}
+
+/** Whose daily budget a reservation did not fit: the character's, and which people's. */
+export type LearningReservation = { reserved: true } | { reserved: false; character: boolean; people: string[] };
+
+/** What learning keeps per person and character: their share of its daily budget, and that they were told it learns. */
+export interface LearningPerPersonRepository {
+  /**
+   * Adds `spending` to what was spent on `day` (YYYY-MM-DD), for the character within
+   * `limits.character` and for each person within `limits.person`: all of it or none, atomically
+   * across processes. Not inside a transaction (a short one rolls its own back).
+   */
+  reserve(day: string, spending: LearningSpending, limits: { character: number; person: number }): Promise<LearningReservation>;
+  /** Adds `spending` (negative where the engine reported less than reserved) whatever the limits; never below zero. */
+  correct(day: string, spending: LearningSpending): Promise<void>;
+  /** Tokens spent on `day` for the character, or for one person's lines with it. */
+  spent(day: string, characterId: string, accountId?: string): Promise<number>;
+  /** Records that `accountId` was told `characterId` learns from them: true for the first call only, across processes. */
+  tellOnce(accountId: string, characterId: string, nowMicros: number): Promise<boolean>;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Signals between processes
 
@@ -767,6 +803,7 @@ export interface Repositories {
   signals: SignalRepository;
   learnedMemories: LearnedMemoryRepository;
   memoryBatches: MemoryBatchRepository;
+  learningPerPerson: LearningPerPersonRepository;
   lorebooks: LorebookRepository;
   replyMemories: ReplyMemoryRepository;
   fileReleases: FileReleaseRepository;

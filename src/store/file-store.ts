@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { mkdir, open, opendir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../core/errors.js';
-import type { FileStore, StoredFile } from '../core/ports.js';
+import type { FileStore, ScannedFile, StoredFile } from '../core/ports.js';
 
 /** File extension for each MIME type the service keeps; the extension ends every key. */
 export const fileExtensions: Readonly<Record<string, string>> = {
@@ -46,6 +47,11 @@ const mimeTypes: Readonly<Record<string, string>> = {
 
 /** 64 hex digits of SHA-256, a dot and an extension: nothing that can name another path. */
 const keyPattern = /^([0-9a-f]{2})([0-9a-f]{2})[0-9a-f]{60}\.([a-z0-9]{2,5})$/;
+
+/** A temporary `put` writes before its rename: the key, a dot, 12 hex digits and `.tmp`. */
+const partialPattern = /^[0-9a-f]{64}\.[a-z0-9]{2,5}\.[0-9a-f]{12}\.tmp$/;
+/** A fan-out directory: two hex digits. */
+const fanOutPattern = /^[0-9a-f]{2}$/;
 
 /** The MIME type of a key made by `DiskFileStore`, or undefined for anything else. */
 export function mimeTypeOfKey(key: string): string | undefined {
@@ -118,6 +124,29 @@ export class DiskFileStore implements FileStore {
     await rm(this.#pathOf(key), { force: true });
   }
 
+  /**
+   * Walks the fan-out directories one entry at a time (never a whole listing in memory) and
+   * answers only names this store writes: files put there by hand are left alone.
+   */
+  async *scan(modifiedBeforeMillis: number): AsyncIterable<ScannedFile> {
+    for await (const first of directories(this.#directory)) {
+      for await (const second of directories(path.join(this.#directory, first))) {
+        const folder = path.join(this.#directory, first, second);
+        for await (const entry of await opened(folder)) {
+          if (!entry.isFile()) continue;
+          const { name } = entry;
+          const stored = keyPattern.test(name) && name.startsWith(first + second);
+          if (!stored && !partialPattern.test(name)) continue;
+          const file = path.join(folder, name);
+          // Gone since it was listed (removed, or renamed from its temporary): nothing to say.
+          const modified = await stat(file).then((stats) => stats.mtimeMs, () => undefined);
+          if (modified === undefined || modified >= modifiedBeforeMillis) continue;
+          yield stored ? { kind: 'stored', key: name } : { kind: 'partial', name, remove: () => rm(file, { force: true }) };
+        }
+      }
+    }
+  }
+
   #pathOf(key: string): string {
     return path.join(this.#directory, key.slice(0, 2), key.slice(2, 4), key);
   }
@@ -139,5 +168,20 @@ async function hasSize(file: string, size: number): Promise<boolean> {
     return (await stat(file)).size === size;
   } catch {
     return false;
+  }
+}
+
+/** The fan-out directories in `parent`; none when it is not there yet. */
+async function* directories(parent: string): AsyncIterable<string> {
+  for await (const entry of await opened(parent)) if (entry.isDirectory() && fanOutPattern.test(entry.name)) yield entry.name;
+}
+
+/** The entries of `directory`, read a few at a time; none when it is not there. */
+async function opened(directory: string): Promise<AsyncIterable<Dirent>> {
+  try {
+    return await opendir(directory, { bufferSize: 256 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return (async function* () {})();
+    throw error;
   }
 }

@@ -8,6 +8,7 @@ import { discordVoiceRulesContract } from './contract/discord-voice-rules.js';
 import { fileReleasesContract } from './contract/file-releases.js';
 import { jobsAndTheRestContract } from './contract/jobs-and-the-rest.js';
 import { learnedMemoriesContract } from './contract/learned-memories.js';
+import { learningPerPersonContract } from './contract/learning-per-person.js';
 import { manyCharactersContract } from './contract/many-characters.js';
 import { memoryBatchesContract } from './contract/memory-batches.js';
 import { messageAlternativesContract } from './contract/message-alternatives.js';
@@ -63,6 +64,7 @@ export function describeRepositories(name: string, createBackend: () => Promise<
     discordVoiceRulesContract(context);
     learnedMemoriesContract(context);
     memoryBatchesContract(context);
+    learningPerPersonContract(context);
     manyCharactersContract(context);
     messageAlternativesContract(context);
     fileReleasesContract(context);

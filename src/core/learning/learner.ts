@@ -2,20 +2,21 @@
  * Learning in the background: a conversation's new messages are queued in the database as a
  * batch once a few have come (or it has gone quiet), and a worker claims each batch by lease,
  * so every batch is learned once across any number of processes. A reply never waits for it.
- * The engine's cost is bounded per character and day; a failure (the engine down, an answer
+ * The engine's cost is bounded per character and day, and per person (learning-budget.ts); a failure (the engine down, an answer
  * that is not the schema's) is logged and the batch tried again later, nothing stored.
  */
 import { EngineError, redactUpstream } from '../errors.js';
 import { lessonsOf, originOf, usableOrigins } from '../memory-scope.js';
 import { conversationPlace } from './places.js';
-import type { ChatModel, Clock, Embedder, IdGenerator, Logger, TokenCounter } from '../ports.js';
+import type { ChatModel, ChatRequest, Clock, Embedder, IdGenerator, Logger, TokenCounter } from '../ports.js';
 import { TextVectors } from '../text-ranking.js';
 import { refusedParaphrase } from './near-duplicates.js';
 import type { CharacterRecord, LearnedMemoryRecord, MemoryBatchRecord, MemoryOrigin } from '../records.js';
 import type { ConversationState, Repositories, RepositoryStore, StoredMessage } from '../repositories.js';
 import { type ExtractionLine, type KnownFact, type LearnedFact, MalformedExtraction, extractionRequest, parseExtraction } from './extraction.js';
 import { LearningSettings, learnable } from './learning-settings.js';
-import { keepable, secretsIn, withoutSecrets } from './secrets.js';
+import { LearningBudget, type Reserved } from './learning-budget.js';
+import { type SecretSpan, keepable, secretsIn, withoutSecrets } from './secrets.js';
 
 export interface LearnerOptions {
   /** New messages that make a batch due at once. */
@@ -24,6 +25,8 @@ export interface LearnerOptions {
   quietMs: number;
   /** Engine tokens extraction may spend per character and day (prompt and answer). */
   dailyTokensPerCharacter: number;
+  /** Of those, what one person's lines may spend per character and day. */
+  dailyTokensPerPerson: number;
   /** The longest answer asked of the engine. */
   maxAnswerTokens: number;
   /** How often an idle worker looks for a due batch. */
@@ -42,6 +45,7 @@ export const defaultLearnerOptions: LearnerOptions = {
   batchMessages: 6,
   quietMs: 2 * 60_000,
   dailyTokensPerCharacter: 200_000,
+  dailyTokensPerPerson: 50_000,
   maxAnswerTokens: 1024,
   pollMs: 2_000,
   leaseMs: 2 * 60_000,
@@ -69,6 +73,7 @@ export class Learner {
   /** Per conversation: messages noticed since it was last queued here, and the quiet timer. */
   readonly #pending = new Map<string, { count: number; timer: NodeJS.Timeout }>();
   readonly #settings: LearningSettings;
+  readonly #budget: LearningBudget;
   /** Embeddings of refused proposals, when configured: a paraphrase of one is not proposed again. */
   readonly #vectors: TextVectors | undefined;
   #loop: NodeJS.Timeout | undefined;
@@ -88,6 +93,7 @@ export class Learner {
     embedder?: Embedder,
   ) {
     this.#settings = new LearningSettings(store);
+    this.#budget = new LearningBudget(store, tokens, clock, { perCharacter: options.dailyTokensPerCharacter, perPerson: options.dailyTokensPerPerson });
     this.#vectors = embedder && new TextVectors(embedder);
   }
 
@@ -238,19 +244,49 @@ export class Learner {
     const names = new Map<string, string>([...state.speakers.map((speaker): [string, string] => [speaker.id, speaker.username]), ...state.characters.map((each): [string, string] => [each.id, each.name])]);
     // Lines of people who turned learning off stay out of the prompt altogether.
     // Secrets people said are withheld from the engine, and no fact repeating one is stored (secrets.ts).
-    const lines: ExtractionLine[] = messages
+    let lines: ExtractionLine[] = messages
       .filter((message) => message.participantType === 'character' || lessons.get(message.id) !== undefined)
       .map((message) => ({ message: { ...message, content: withoutSecrets(message.content) }, speaker: names.get(message.participantId) ?? 'someone' }));
     const secrets = messages.flatMap((message) => (message.participantType === 'account' ? secretsIn(message.content) : []));
-    const known = await this.#known(character, lines, lessons, visibleOrigins);
-    const request = extractionRequest(character.name, lines, known, this.options.maxAnswerTokens);
-    const promptTokens = (await this.tokens.count(request.messages.map((message) => String(message.content)))).reduce((sum, count) => sum + count, 0);
-    const day = new Date(this.clock.nowMillis()).toISOString().slice(0, 10);
-    if (!(await this.store.memoryBatches.spend(character.id, day, promptTokens + this.options.maxAnswerTokens, this.options.dailyTokensPerCharacter))) {
-      this.logger.info({ characterId: character.id, day }, "the character's daily learning budget is spent; the batch waits for tomorrow");
-      return { retryAtMillis: (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis, reason: 'daily learning budget spent' };
+    const tomorrow = (Math.floor(this.clock.nowMillis() / dayMillis) + 1) * dayMillis;
+    // The budget (learning-budget.ts): a person past their share today is left out of the
+    // request; with nobody left, or the character's own budget spent, the batch waits for tomorrow.
+    for (;;) {
+      const known = await this.#known(character, lines, lessons, visibleOrigins);
+      const request = extractionRequest(character.name, lines, known, this.options.maxAnswerTokens);
+      const reservation = await this.#budget.reserve(character.id, request, lines);
+      if (reservation.reserved) return this.#ask(batch, character, state, { request, lines, known, lessons, secrets, origin, reservation });
+      if (reservation.character) {
+        this.logger.info({ characterId: character.id, day: dayOf(this.clock.nowMillis()) }, "the character's daily learning budget is spent; the batch waits for tomorrow");
+        return { retryAtMillis: tomorrow, reason: 'daily learning budget spent' };
+      }
+      const spent = new Set(reservation.people);
+      for (const accountId of spent) this.logger.info({ characterId: character.id, accountId }, "a person's daily learning budget with the character is spent; their lines are left out");
+      lines = lines.filter((line) => !(line.message.participantType === 'account' && spent.has(line.message.participantId)));
+      if (!lines.some((line) => line.message.participantType === 'account')) return { retryAtMillis: tomorrow, reason: 'daily learning budget of its people spent' };
     }
+  }
+
+  /** Asks the engine for the facts of a reserved request, charges what it reported, and stores them. */
+  async #ask(
+    batch: MemoryBatchRecord,
+    character: CharacterRecord,
+    state: ConversationState,
+    prepared: {
+      request: ChatRequest;
+      lines: readonly ExtractionLine[];
+      known: readonly KnownMemory[];
+      lessons: ReadonlyMap<string, 'person' | 'own' | undefined>;
+      secrets: readonly SecretSpan[];
+      origin: LearnedMemoryRecord['origin'];
+      reservation: Reserved;
+    },
+  ): Promise<undefined> {
+    const { request, lines, known, lessons, secrets, origin, reservation } = prepared;
     const answer = await this.#whileHeld(batch, () => this.model.generate(request, { signal: AbortSignal.timeout(this.options.requestTimeoutMs), background: true }));
+    await this.#budget
+      .settle(reservation, answer.usage)
+      .catch((error: unknown) => this.logger.warn({ err: error, characterId: character.id }, 'could not correct the learning budget to the usage the engine reported; the reservation stands'));
     const parsed = parseExtraction(answer.text, lines, known);
     const safe = parsed.facts.filter((fact) => keepable(fact, secrets));
     // Counted, never their words: they hold the secret.
@@ -385,6 +421,11 @@ export class Learner {
     }
     await repositories.learnedMemories.add(memory);
   }
+}
+
+/** The UTC day a budget is counted in, YYYY-MM-DD. */
+function dayOf(millis: number): string {
+  return new Date(millis).toISOString().slice(0, 10);
 }
 
 /** What the batch records of a failure: ours, bounded; an engine's words are redacted. */

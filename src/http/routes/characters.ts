@@ -7,8 +7,9 @@ import type { UploadedFile } from '../../core/images/face-photos.js';
 import type { HttpEnv, RouteDependencies } from '../context.js';
 import { accountInScope } from '../account-scope.js';
 import { definitionChange, definitionSchema } from '../character-fields.js';
-import { attachmentDisposition, cardFormats, cardMimeTypes, exportCard, importCard, importCardLimits } from '../../cards/character-cards.js';
-import { decodeBase64, pageQuery, readJson, readQuery, refuseLongerThan, uuidParam } from '../validation.js';
+import { attachmentDisposition, cardFormats, characterOfCard, exportCard, importCardLimits } from '../../cards/character-cards.js';
+import { cardThread } from '../../cards/card-thread.js';
+import { pageQuery, readJson, readQuery, uuidParam } from '../validation.js';
 
 const characterFields = {
   name: z.string().trim().min(1).max(characterLimits.name),
@@ -33,14 +34,7 @@ export const listQuery = pageQuery.extend({
   accountId: z.uuid().optional(),
 });
 
-export const importBody = z
-  .object({
-    data: z.string().describe('The card file, base64 (or a data: URL)'),
-    mimeType: z.enum(cardMimeTypes).describe('image/png (ccv3 or chara chunk), application/json (V1, V2, V3) or application/zip (CHARX)'),
-    is_public: z.boolean().optional(),
-    accountId: z.uuid().optional().describe('With the admin key: whose character it is'),
-  })
-  .strict();
+export { importBody } from '../card-import-body.js';
 
 export const cardQuery = z.object({ format: z.enum(cardFormats).default('png') });
 
@@ -75,11 +69,10 @@ export function characterRoutes({ core, serializers, signer }: RouteDependencies
 
   app.post('/import', async (context) => {
     const actor = context.get('actor');
-    const body = await readJson(context, importBody);
-    const accountId = accountInScope(actor, body.accountId, 'accountId');
-    refuseLongerThan(body.data, importCardLimits.maxFileBytes, 'card');
-    const bytes = decodeBase64('data', body.data, `a ${body.mimeType} card`);
-    const character = await importCard(core, actor, accountId, { bytes, mimeType: body.mimeType }, { isPublic: body.is_public });
+    // The body (its JSON, its base64, the card it carries) is read in the card thread, off the event loop.
+    const { fields, card } = await cardThread.readImportBody(new Uint8Array(await context.req.arrayBuffer()), importCardLimits);
+    const accountId = accountInScope(actor, fields.accountId, 'accountId');
+    const character = await characterOfCard(core, actor, accountId, card, { isPublic: fields.is_public });
     context.header('Location', `/api/v0/characters/${character.id}`);
     return context.json({ success: true, character: serializers.character(character) }, 201);
   });

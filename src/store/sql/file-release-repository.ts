@@ -54,7 +54,55 @@ export class SqlFileReleaseRepository implements FileReleaseRepository {
       return { taken: taken.length, unheld };
     });
   }
+
+  async adoptUnheld(keys: readonly string[], nowMicros: number): Promise<string[]> {
+    const unique = [...new Set(keys)];
+    if (unique.length === 0) return [];
+    const { db } = this.context;
+    // Each an indexed lookup of the whole batch.
+    const holders = await Promise.all([
+      db.selectFrom('characters').select('avatar_key as key').distinct().where('avatar_key', 'in', unique).execute(),
+      db.selectFrom('messages').select('file_key as key').distinct().where('file_key', 'in', unique).execute(),
+      db.selectFrom('face_models').select('archive_key as key').distinct().where('archive_key', 'in', unique).execute(),
+      db.selectFrom('speech_audio').select('file_key as key').distinct().where('file_key', 'in', unique).execute(),
+      db.selectFrom('file_releases').select('file_key as key').where('file_key', 'in', unique).execute(),
+    ]);
+    const held = new Set(holders.flat().map((row) => row.key));
+    const unheld = unique.filter((key) => !held.has(key));
+    if (unheld.length === 0) return [];
+    await db
+      .insertInto('file_releases')
+      .values(unheld.map((key) => ({ file_key: key, account_id: '', released_micros: nowMicros })))
+      // Released meanwhile (a deletion, another sweeper's scan): that release stands.
+      .onConflict((conflict) => conflict.column('file_key').doNothing())
+      .execute();
+    return unheld;
+  }
+
+  async heldByJobs(): Promise<Set<string>> {
+    const keys = new Set<string>();
+    let after = 0;
+    for (;;) {
+      const rows = await this.context.db
+        .selectFrom('jobs')
+        .select(['position', 'output_files', 'photos'])
+        .where('position', '>', after)
+        .where((row) => row.or([row('output_files', '!=', '[]'), row('photos', 'is not', null)]))
+        .orderBy('position')
+        .limit(jobPage)
+        .execute();
+      for (const row of rows) {
+        for (const file of JSON.parse(row.output_files) as Array<{ key: string }>) keys.add(file.key);
+        if (row.photos !== null) keys.add((JSON.parse(row.photos) as { key: string }).key);
+      }
+      if (rows.length < jobPage) return keys;
+      after = Number(rows.at(-1)!.position);
+    }
+  }
 }
+
+/** Jobs read per query by `heldByJobs`. */
+const jobPage = 1000;
 
 /**
  * Whether any row holds a file: a character's avatar, a message's file, a face model's archive,

@@ -111,11 +111,20 @@ export class SqlLorebookRepository implements LorebookRepository {
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) throw notFound('Character', characterId);
       await db.deleteFrom('lorebook_entries').where('character_id', '=', characterId).execute();
-      // Inserted one by one, so positions (and the book's order) follow the entries' order.
-      for (const entry of lorebook.entries) await db.insertInto('lorebook_entries').values(entryRow(characterId, entry)).execute();
+      // In the entries' order, so positions (and the book's order) follow it; a hundred rows a
+      // statement, with the event loop served between: a card's 2,000 entries one statement
+      // each held it for a quarter of a second.
+      for (let start = 0; start < lorebook.entries.length; start += insertBatch) {
+        if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+        const rows = lorebook.entries.slice(start, start + insertBatch).map((entry) => entryRow(characterId, entry));
+        await db.insertInto('lorebook_entries').values(rows).execute();
+      }
     });
   }
 }
+
+/** Entries a statement inserts: three parameters each, far within either database's limit. */
+const insertBatch = 100;
 
 /** The next revision, computed by the database in the writing transaction. */
 const nextRevision = sql<number>`lorebook_revision + 1`;

@@ -15,6 +15,7 @@ import { SqlSpeechAudioRepository } from './speech-audio-repository.js';
 import { SqlLearnedMemoryRepository } from './learned-memory-repository.js';
 import { SqlReplyMemoryRepository } from './reply-memory-repository.js';
 import { SqlLedgerRepository } from './ledger-repository.js';
+import { SqlLearningPerPersonRepository } from './learning-per-person-repository.js';
 import { SqlMemoryBatchRepository } from './memory-batch-repository.js';
 import { type SqlDialectName, migrateToLatest } from './migrations.js';
 import { NodeSqliteDialect } from './node-sqlite-dialect.js';
@@ -143,6 +144,7 @@ class KyselyRepositoryStore implements SqlStore {
   readonly learnedMemories;
   readonly lorebooks;
   readonly memoryBatches;
+  readonly learningPerPerson;
   readonly replyMemories;
   readonly fileReleases;
   readonly speechAudio;
@@ -171,6 +173,7 @@ class KyselyRepositoryStore implements SqlStore {
     this.learnedMemories = repositories.learnedMemories;
     this.lorebooks = repositories.lorebooks;
     this.memoryBatches = repositories.memoryBatches;
+    this.learningPerPerson = repositories.learningPerPerson;
     this.replyMemories = repositories.replyMemories;
     this.fileReleases = repositories.fileReleases;
     this.speechAudio = repositories.speechAudio;
@@ -212,6 +215,7 @@ function repositoriesFor(context: SqlContext): Repositories {
     signals: new SqlSignalRepository(context),
     learnedMemories: new SqlLearnedMemoryRepository(context),
     memoryBatches: new SqlMemoryBatchRepository(context),
+    learningPerPerson: new SqlLearningPerPersonRepository(context),
     lorebooks: new SqlLorebookRepository(context),
     replyMemories: new SqlReplyMemoryRepository(context),
     fileReleases: new SqlFileReleaseRepository(context),

@@ -13,7 +13,7 @@ import { Conversations } from '../../../src/core/conversations.js';
 import { LearningGate } from '../../../src/core/learning/learning-gate.js';
 import { LearningSettings } from '../../../src/core/learning/learning-settings.js';
 import { Learner, defaultLearnerOptions } from '../../../src/core/learning/learner.js';
-import type { ChatModel, ChatRequest, Logger } from '../../../src/core/ports.js';
+import type { ChatModel, ChatRequest, ChatUsage, Logger } from '../../../src/core/ports.js';
 import type { RepositoryStore } from '../../../src/core/repositories.js';
 import { openSqlStore } from '../../../src/store/sql/sql-store.js';
 import { extractionAnswer } from '../../fakes/fake-extractor.js';
@@ -28,20 +28,23 @@ export interface LearnerBench {
   requests: ChatRequest[];
   /** Answers a request instead of the fake extractor when it returns a text. */
   answer: (request: ChatRequest) => Promise<string | undefined> | string | undefined;
+  /** The usage the engine reports for a request; none by default. */
+  usage: (request: ChatRequest) => ChatUsage | undefined;
   learner: Learner;
 }
 
 export async function openLearnerBench(directory: string, options: Partial<typeof defaultLearnerOptions> = {}): Promise<LearnerBench> {
   const store = await openSqlStore(`sqlite://${path.join(directory, 'store.db')}`);
   const clock = { millis: Date.UTC(2026, 10, 26, 12), nowMillis: () => clock.millis, nowMicros: () => clock.millis * 1000 };
-  const bench: LearnerBench = { store, clock, requests: [], answer: () => undefined, learner: undefined as unknown as Learner };
+  const bench: LearnerBench = { store, clock, requests: [], answer: () => undefined, usage: () => undefined, learner: undefined as unknown as Learner };
   const model: ChatModel = {
     provider: 'fake',
     modelId: 'fake',
     async generate(request) {
       bench.requests.push(request);
       const text = (await bench.answer(request)) ?? JSON.parse(JSON.stringify(extractionAnswer({ messages: request.messages.map((message) => ({ role: message.role, content: String(message.content) })) }))).reply;
-      return { text, finishReason: 'stop' };
+      const usage = bench.usage(request);
+      return { text, finishReason: 'stop', ...(usage ? { usage } : {}) };
     },
     stream() {
       throw new Error('not used');
@@ -183,6 +186,70 @@ describe('the learner', () => {
     expect(by(first.id)).toEqual(['cat is called Tom.', 'hat is called Fez.']);
     expect(by(second.id)).toEqual(['cat is called Tom.']);
     expect(bench.requests.map((request) => request.messages.map((message) => String(message.content)).join()).join()).not.toContain('Rex');
+  });
+
+  it('charges what the engine reports it used, not the whole reservation, to the character and the person (issue 28, item 16)', async () => {
+    const { store, clock } = bench;
+    const { person, first, second, conversationId, say } = await scene(store, clock);
+    const said = await say(person.account.id, 'My sister is called Mia.');
+    await store.memoryBatches.enqueue(conversationId, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+    bench.usage = () => ({ promptTokens: 620, completionTokens: 56 });
+    expect(await bench.learner.runOnce()).toBe(true);
+    const day = new Date(clock.millis).toISOString().slice(0, 10);
+    for (const character of [first, second]) {
+      expect(await store.learningPerPerson.spent(day, character.id)).toBe(676);
+      expect(await store.learningPerPerson.spent(day, character.id, person.account.id)).toBe(676);
+    }
+  });
+
+  it("keeps a talkative person's lines out once their share of the day is spent, and goes on learning from the others (issue 28, item 16)", async () => {
+    const perPerson = await openLearnerBench(directory, { dailyTokensPerPerson: 1_200, maxAnswerTokens: 200 });
+    const { store, clock } = perPerson;
+    const { person, owner } = await scene(store, clock);
+    const bo = newAccountRecords(uniqueUsername('bo'));
+    await store.accounts.create(bo);
+    const talk = await store.conversations.create(
+      { id: randomUUID(), accountId: person.account.id, characterId: owner.character.id, createdMicros: clock.nowMicros(), updatedMicros: clock.nowMicros(), summary: null, summaryThroughPosition: null },
+      person.account.id,
+    );
+    await store.conversations.addSpeaker(talk.id, bo.account.id, clock.nowMicros());
+    const say = (accountId: string, content: string) => store.conversations.append(talk.id, { id: randomUUID(), content, mimeType: 'text/plain', participantId: accountId, participantType: 'account', createdMicros: clock.nowMicros(), file: null });
+    const learn = async (said: { position: number }) => {
+      await store.memoryBatches.enqueue(talk.id, said.position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis });
+      expect(await perPerson.learner.runOnce()).toBe(true);
+    };
+    // The engine reports what it used: the request's words, as a tokenizer would count them.
+    perPerson.usage = (request) => ({ promptTokens: request.messages.reduce((sum, message) => sum + String(message.content).split(/\s+/).length, 0), completionTokens: 40 });
+    const filler = ' We walked along the harbour and talked about the boats.'.repeat(12);
+    await say(person.account.id, 'My sister is called Mia.');
+    await learn(await say(person.account.id, filler));
+    const day = new Date(clock.millis).toISOString().slice(0, 10);
+    const spentByAna = await store.learningPerPerson.spent(day, owner.character.id, person.account.id);
+    expect(spentByAna).toBeGreaterThan(0);
+    expect(spentByAna).toBeLessThan(1_000);
+    for (const said of ['My boat is called Gull.', filler, filler]) await say(person.account.id, said);
+    const asked = perPerson.requests.length;
+    await learn(await say(bo.account.id, 'My dog is called Rex.'));
+    // Ana's share of this batch would pass her 1,200: her lines stay out, Bo's are learned.
+    const sent = perPerson.requests.slice(asked).map((request) => request.messages.map((message) => String(message.content)).join());
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toContain('Rex');
+    expect(sent[0]).not.toContain('Gull');
+    const texts = async (accountId: string) => (await store.learnedMemories.about(accountId)).map((memory) => memory.text.replace(/^[^']*'s /, ''));
+    expect(await texts(bo.account.id)).toEqual(['dog is called Rex.']);
+    expect(await texts(person.account.id)).toEqual(['sister is called Mia.']);
+    expect(await store.learningPerPerson.spent(day, owner.character.id, person.account.id)).toBe(spentByAna);
+    // Alone in a batch past her share, she waits for tomorrow, and is learned from then.
+    for (const said of [filler, filler]) await say(person.account.id, said);
+    const alone = (await store.memoryBatches.enqueue(talk.id, (await say(person.account.id, 'My hat is called Fez.')).position, { id: randomUUID(), createdMicros: clock.nowMicros(), runAfterMillis: clock.millis }))!;
+    expect(await perPerson.learner.runOnce()).toBe(true);
+    const tomorrow = Date.UTC(2026, 10, 27);
+    expect(await store.memoryBatches.get(alone.id)).toMatchObject({ status: 'queued', runAfterMillis: tomorrow });
+    clock.millis = tomorrow;
+    expect(await perPerson.learner.runOnce()).toBe(true);
+    expect(await texts(person.account.id)).toContain('hat is called Fez.');
+    await perPerson.learner.stop();
+    await perPerson.store.close();
   });
 
   it('stores nothing when the lease was lost while the engine answered, and leaves the batch to the worker that took it', async () => {

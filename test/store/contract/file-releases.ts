@@ -55,6 +55,29 @@ export function fileReleasesContract(context: ContractContext): void {
       expect((await sweep(store, 40_000)).unheld).toContain(renewed);
     });
 
+    it('record a release, of no one, of the files found on disk that no row holds nor release records; a job of any account keeps one', async () => {
+      const [store, other] = [context.store(), context.other()];
+      const { account } = await context.createAccount('scanner');
+      const { account: stranger } = await context.createAccount('stranger');
+      const [output, photos, avatar, unheld, released] = ['output', 'photos', 'avatar', 'unheld', 'released'].map(fileKey) as [string, string, string, string, string];
+      await store.characters.create(characterRecord(account.id, 'Holder', { avatar: { key: avatar, mimeType: 'image/png' } }));
+      // Another account's job holds the output: a file found on disk has no account to narrow to.
+      await store.jobs.create({ ...jobRecord(stranger.id), outputFiles: [{ name: 'image-1.png', key: output, mimeType: 'image/png', size: 1, createdMillis: 1, feedback: { like: null, feedback: null } }] });
+      await store.jobs.create({ ...jobRecord(stranger.id, 'FACE_MODEL_TRAINING'), photos: { key: photos, mimeType: 'application/zip' } });
+      await store.fileReleases.release([released], account.id, 65_000);
+
+      const byJobs = await other.fileReleases.heldByJobs();
+      expect(byJobs.has(output) && byJobs.has(photos)).toBe(true);
+      const adopted = await other.fileReleases.adoptUnheld([output, avatar, unheld, released, unheld], 70_000);
+      expect(adopted.sort()).toEqual([output, unheld].sort());
+      expect(await store.fileReleases.adoptUnheld([unheld], 75_000)).toEqual([]);
+      const swept = await sweep(store, 80_000);
+      expect(swept.unheld).toContain(unheld);
+      expect(swept.unheld).toContain(released);
+      expect(swept.unheld).not.toContain(output);
+      expect(swept.unheld).not.toContain(avatar);
+    });
+
     it('let two sweepers run at once, each release taken by one of them', async () => {
       const [store, other] = [context.store(), context.other()];
       const { account } = await context.createAccount('sweepers');

@@ -126,6 +126,10 @@ export function manyCharactersContract(context: ContractContext): void {
       await store.lorebooks.replace(character.id, { settings: { ...defaultLorebookSettings, recursiveScanning: true }, entries });
       expect(await other.lorebooks.get(character.id)).toEqual({ settings: { ...defaultLorebookSettings, recursiveScanning: true }, entries });
       expect(await revision()).toBe(6);
+      // A card's book is written a hundred entries a statement: the order holds across them.
+      const book = Array.from({ length: 250 }, (_, index) => lorebookEntry({ keys: [`key ${index}`] }));
+      await store.lorebooks.replace(character.id, { settings: defaultLorebookSettings, entries: book });
+      expect((await other.lorebooks.get(character.id)).entries).toEqual(book);
     });
 
     it('never lets concurrent additions pass the entry limit', async () => {
